@@ -1,0 +1,62 @@
+// The cross-rank barrier. Per block, not per grid: block b of this rank waits only for
+// block b of every rank. That is enough because every rank launches the same grid and maps
+// threads to packs the same way, so the ranks' blocks b touch the same packs.
+#pragma once
+
+#include <cstdint>
+
+#include "all_reduce.h"
+#include "flags.cuh"
+
+namespace car {
+
+enum class BarrierKind {
+  Entry,   // first thing in a kernel: nothing to finish before, the whole block waits after
+  Middle,  // between 2stage's stages: finish stage 1, publish it (release), wait, then read
+  Exit,    // 1stage's last act: finish reading the peers' staging, tell them, leave
+};
+
+// How many spins between two looks at the host-mapped abort word: reading host memory
+// over PCIe on every spin would slow the common case for a rare one.
+constexpr unsigned kSpinsPerAbortCheck = 1024;
+
+// Returns true when the barrier was left because the rank was aborted; the value is the
+// same for every thread of the block except after an Exit barrier, where nothing follows.
+template <int kRanks, BarrierKind kKind>
+__device__ __forceinline__ bool crossRankBarrier(const PeerTable& peers, Signal* self, int rank,
+                                                 const volatile std::uint32_t* abortFlag) {
+  constexpr bool kFenced = (kKind == BarrierKind::Middle);
+  // Before announcing "block b is done", every thread of the block must be done: the
+  // syncthreads also orders the block's stage-1 writes before the lane's release store.
+  if constexpr (kKind != BarrierKind::Entry) __syncthreads();
+
+  // Lane p handles the edge between this rank and rank p: it tells rank p "my block b
+  // reached round r" and waits until rank p told us the same. The round count is private
+  // to (block, lane), so a plain increment suffices.
+  bool aborted = false;
+  if (threadIdx.x < kRanks) {
+    const int peer = threadIdx.x;
+    const FlagWord round = self->roundOf[blockIdx.x][peer] + 1;
+    self->roundOf[blockIdx.x][peer] = round;
+    FlagWord* remoteSlot = &peers.signals[peer]->arrived[round % 2][blockIdx.x][rank];
+    const FlagWord* localSlot = &self->arrived[round % 2][blockIdx.x][peer];
+    if constexpr (kFenced) storeFlagRelease(remoteSlot, round);
+    else storeFlagVolatile(remoteSlot, round);
+    // Spin with != rather than <: the count wraps at 2^32, and the only stale value a
+    // slot can hold is round - 2, never round.
+    unsigned spins = 0;
+    while ((kFenced ? loadFlagAcquire(localSlot) : loadFlagVolatile(localSlot)) != round) {
+      if (abortFlag != nullptr && ++spins % kSpinsPerAbortCheck == 0 && *abortFlag != 0) {
+        aborted = true;
+        break;
+      }
+    }
+  }
+  // Hold the rest of the block until the lanes return; with a fence this also hands the
+  // lanes' acquire on to every thread that reads the peers' tmp next.
+  // __syncthreads_or also tells every thread whether any lane gave up on an abort.
+  if constexpr (kKind != BarrierKind::Exit) return __syncthreads_or(aborted) != 0;
+  return aborted;
+}
+
+}  // namespace car

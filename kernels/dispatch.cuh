@@ -1,0 +1,33 @@
+// Declarations of the per-(type, world size) launchers and the one macro that instantiates
+// them for every supported combination. dispatch.cu is the only place that picks one.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "all_reduce.h"
+
+namespace car {
+
+using KernelLauncher = cudaError_t (*)(const LaunchArgs&, cudaStream_t);
+
+template <typename T, int kRanks>
+cudaError_t launchOneStage(const LaunchArgs& args, cudaStream_t stream);
+template <typename T, int kRanks>
+cudaError_t launchTwoStage(const LaunchArgs& args, cudaStream_t stream);
+
+#define CAR_INSTANTIATE_FOR_RANKS(launcher, T)                                   \
+  template cudaError_t launcher<T, 2>(const LaunchArgs&, cudaStream_t);          \
+  template cudaError_t launcher<T, 3>(const LaunchArgs&, cudaStream_t);          \
+  template cudaError_t launcher<T, 4>(const LaunchArgs&, cudaStream_t);          \
+  template cudaError_t launcher<T, 5>(const LaunchArgs&, cudaStream_t);          \
+  template cudaError_t launcher<T, 6>(const LaunchArgs&, cudaStream_t);          \
+  template cudaError_t launcher<T, 7>(const LaunchArgs&, cudaStream_t);          \
+  template cudaError_t launcher<T, 8>(const LaunchArgs&, cudaStream_t);
+
+#define CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launcher) \
+  CAR_INSTANTIATE_FOR_RANKS(launcher, __half)         \
+  CAR_INSTANTIATE_FOR_RANKS(launcher, __nv_bfloat16)  \
+  CAR_INSTANTIATE_FOR_RANKS(launcher, float)
+
+}  // namespace car

@@ -1,0 +1,41 @@
+// 1stage all-reduce: every rank reads every rank's staging copy and reduces all of it.
+// Two barriers, ws-fold reads: the fastest choice while the message is small.
+#include "all_reduce.h"
+#include "barrier.cuh"
+#include "dispatch.cuh"
+#include "packs.cuh"
+
+namespace car {
+
+// Every rank sums the ranks in the same order 0..n-1, so every rank's output is bitwise
+// identical; do not rotate the sources here the way 2stage does.
+template <typename T, int kRanks>
+__global__ void __launch_bounds__(kThreadsPerBlock, 1)
+    oneStageKernel(PeerTable peers, Signal* self, int rank, Pack* output, long long packs,
+                   const volatile std::uint32_t* abortFlag) {
+  const Pack* sources[kRanks];
+#pragma unroll
+  for (int r = 0; r < kRanks; ++r) sources[r] = static_cast<const Pack*>(peers.staging[r]);
+
+  if (crossRankBarrier<kRanks, BarrierKind::Entry>(peers, self, rank, abortFlag)) return;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs;
+       i += stride) {
+    output[i] = reducePacks<T, kRanks>(sources, i);
+  }
+  // The next call's staging copy runs as soon as this kernel exits, while a slow peer may
+  // still be reading our staging: leave only once every peer's block is done with it.
+  crossRankBarrier<kRanks, BarrierKind::Exit>(peers, self, rank, abortFlag);
+}
+
+template <typename T, int kRanks>
+cudaError_t launchOneStage(const LaunchArgs& args, cudaStream_t stream) {
+  oneStageKernel<T, kRanks><<<args.blocks, kThreadsPerBlock, 0, stream>>>(
+      args.peers, args.selfSignal, args.rank, static_cast<Pack*>(args.output), args.packs,
+      args.abortFlag);
+  return cudaGetLastError();
+}
+
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchOneStage)
+
+}  // namespace car

@@ -1,0 +1,128 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+#include "../kernels/rank_signal.h"
+
+namespace car {
+namespace {
+
+std::string invalid(const char* name, const char* value, const std::string& why,
+                    const std::string& fallback) {
+  return fmt::format("invalid value '{}' for {} ({}), using default {}", value, name, why, fallback);
+}
+
+bool equalsIgnoringCase(const char* a, const char* b) { return strcasecmp(a, b) == 0; }
+
+}  // namespace
+
+bool parseUnsigned(const char* text, std::uint64_t* value) {
+  if (text == nullptr || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long parsed = std::strtoull(text, &end, 10);
+  if (errno == ERANGE || end == text || *end != '\0') return false;
+  *value = parsed;
+  return true;
+}
+
+bool parseBool(const char* text, bool* value) {
+  static const char* const kTrue[] = {"1", "true", "yes", "on"};
+  static const char* const kFalse[] = {"0", "false", "no", "off"};
+  for (const char* word : kTrue) {
+    if (equalsIgnoringCase(text, word)) return *value = true, true;
+  }
+  for (const char* word : kFalse) {
+    if (equalsIgnoringCase(text, word)) return *value = false, true;
+  }
+  return false;
+}
+
+const char* overrideName(AlgorithmOverride algorithm) {
+  switch (algorithm) {
+    case AlgorithmOverride::Auto: return "auto";
+    case AlgorithmOverride::OneStage: return "1stage";
+    case AlgorithmOverride::TwoStage: return "2stage";
+  }
+  return "?";
+}
+
+Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* problems) {
+  Config config;
+  auto report = [problems](std::string sentence) {
+    if (problems != nullptr) problems->push_back(std::move(sentence));
+  };
+
+  if (const char* text = lookup("NCCL_CAR_DISABLE")) {
+    if (!parseBool(text, &config.disable)) {
+      report(invalid("NCCL_CAR_DISABLE", text, "expected 0 or 1", "0"));
+    }
+  }
+
+  if (const char* text = lookup("NCCL_CAR_ALGO")) {
+    if (equalsIgnoringCase(text, "auto")) config.algorithm = AlgorithmOverride::Auto;
+    else if (equalsIgnoringCase(text, "1stage")) config.algorithm = AlgorithmOverride::OneStage;
+    else if (equalsIgnoringCase(text, "2stage")) config.algorithm = AlgorithmOverride::TwoStage;
+    else report(invalid("NCCL_CAR_ALGO", text, "expected auto, 1stage or 2stage", "auto"));
+  }
+
+  if (const char* text = lookup("NCCL_CAR_MAX_BYTES")) {
+    std::uint64_t bytes = 0;
+    const std::string fallback = std::to_string(kDefaultMaxBytes);
+    if (!parseUnsigned(text, &bytes)) {
+      report(invalid("NCCL_CAR_MAX_BYTES", text, "not a whole number of bytes", fallback));
+    } else if (bytes < kPackBytes || bytes % kPackBytes != 0 || bytes > kLargestMaxBytes) {
+      report(invalid("NCCL_CAR_MAX_BYTES", text,
+                     fmt::format("must be a multiple of 16 from 16 to {}", kLargestMaxBytes),
+                     fallback));
+    } else {
+      config.maxBytes = static_cast<std::size_t>(bytes);
+    }
+  }
+
+  if (const char* text = lookup("NCCL_CAR_MAX_BLOCKS")) {
+    std::uint64_t blocks = 0;
+    if (!parseUnsigned(text, &blocks) || blocks < 1 || blocks > static_cast<std::uint64_t>(kMaxBlocks)) {
+      report(invalid("NCCL_CAR_MAX_BLOCKS", text, fmt::format("expected 1 to {}", kMaxBlocks),
+                     std::to_string(kMaxBlocks)));
+    } else {
+      config.maxBlocks = static_cast<int>(blocks);
+    }
+  }
+
+  if (const char* text = lookup("NCCL_CAR_DEBUG")) {
+    if (equalsIgnoringCase(text, "WARN")) config.logLevel = LogLevel::Warn;
+    else if (equalsIgnoringCase(text, "INFO")) config.logLevel = LogLevel::Info;
+    else if (equalsIgnoringCase(text, "TRACE")) config.logLevel = LogLevel::Trace;
+    else report(invalid("NCCL_CAR_DEBUG", text, "expected WARN, INFO or TRACE", "WARN"));
+  }
+
+  if (const char* text = lookup("NCCL_CAR_NCCL_LIB")) {
+    if (text[0] == '\0') report(invalid("NCCL_CAR_NCCL_LIB", text, "empty path", "(search)"));
+    else config.ncclLibrary = text;
+  }
+  return config;
+}
+
+SharedSettings sharedSettingsOf(const Config& config) {
+  SharedSettings settings{};
+  settings.maxBytes = config.maxBytes;
+  settings.maxBlocks = config.maxBlocks;
+  settings.algorithm = static_cast<std::int32_t>(config.algorithm);
+  settings.disable = config.disable ? 1 : 0;
+  return settings;
+}
+
+const char* firstDifferingVariable(const SharedSettings& a, const SharedSettings& b) {
+  if (a.disable != b.disable) return "NCCL_CAR_DISABLE";
+  if (a.algorithm != b.algorithm) return "NCCL_CAR_ALGO";
+  if (a.maxBytes != b.maxBytes) return "NCCL_CAR_MAX_BYTES";
+  if (a.maxBlocks != b.maxBlocks) return "NCCL_CAR_MAX_BLOCKS";
+  return nullptr;
+}
+
+}  // namespace car

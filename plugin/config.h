@@ -1,0 +1,58 @@
+// One registry of settings: one field per NCCL_CAR_* variable, read once, validated.
+// A bad value is reported and the default kept; it never stops the program.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "log.h"
+
+namespace car {
+
+enum class AlgorithmOverride { Auto, OneStage, TwoStage };
+
+constexpr std::size_t kDefaultMaxBytes = std::size_t{8} << 20;
+// Upper bound for NCCL_CAR_MAX_BYTES: each rank allocates 2x this on its GPU per communicator.
+constexpr std::size_t kLargestMaxBytes = std::size_t{1} << 30;
+
+struct Config {
+  bool disable = false;                                 // NCCL_CAR_DISABLE
+  AlgorithmOverride algorithm = AlgorithmOverride::Auto;  // NCCL_CAR_ALGO
+  std::size_t maxBytes = kDefaultMaxBytes;              // NCCL_CAR_MAX_BYTES (inclusive)
+  int maxBlocks = 36;                                   // NCCL_CAR_MAX_BLOCKS, 1..36
+  LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
+  std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
+};
+
+// Returns the value of an environment variable or nullptr; injectable for tests.
+using EnvironmentLookup = std::function<const char*(const char*)>;
+
+// Parses every NCCL_CAR_* variable. Each problem (bad value, default kept) is appended to
+// `problems` as one human-readable sentence naming the variable.
+Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* problems);
+
+// The settings that must be equal on every rank of a communicator, or the ranks would
+// disagree on which calls are ours and hang. Plain data: it travels in the handshake.
+struct SharedSettings {
+  std::uint64_t maxBytes;
+  std::int32_t maxBlocks;
+  std::int32_t algorithm;
+  std::int32_t disable;
+  std::int32_t reserved;
+};
+
+SharedSettings sharedSettingsOf(const Config& config);
+
+// Name of the first variable whose value differs, or nullptr when all agree.
+const char* firstDifferingVariable(const SharedSettings& a, const SharedSettings& b);
+
+// Strict parsers: the whole string must be the value; no sign, no overflow, no trailing text.
+bool parseUnsigned(const char* text, std::uint64_t* value);
+bool parseBool(const char* text, bool* value);
+
+const char* overrideName(AlgorithmOverride algorithm);
+
+}  // namespace car

@@ -1,0 +1,103 @@
+// The host engine of one rank of one communicator: its buffer block, the peers' blocks, the
+// choice of kernel, and the launch path (staging copy + kernel on the caller's stream).
+//
+// The launch path allocates nothing, synchronises nothing and talks to no peer, so it is
+// legal inside CUDA graph capture: every address the kernel touches was fixed by
+// attachPeers().
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "../kernels/all_reduce.h"
+#include "buffer_block.h"
+#include "config.h"
+#include "policy.h"
+#include "stats.h"
+
+namespace car {
+
+struct EngineOptions {
+  int device = 0;
+  int rank = 0;
+  int ranks = 0;
+  bool fullNvlink = true;
+  Config config;
+};
+
+struct AllReduceCall {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t count = 0;
+  std::optional<ElementType> type;
+  bool opIsSum = false;
+  cudaStream_t stream = nullptr;
+};
+
+struct SubmitResult {
+  bool launched = false;
+  Algorithm algorithm = Algorithm::OneStage;  // when launched
+  ForwardReason reason = ForwardReason::NotReady;  // when not launched
+  cudaError_t error = cudaSuccess;  // set when a CUDA call on our path failed
+};
+
+class RankEngine {
+ public:
+  // Allocates the buffer block and the abort word. Fails with the CUDA error, or with
+  // cudaErrorInvalidValue for a rank/ranks outside 2..8.
+  static cudaError_t create(const EngineOptions& options, std::unique_ptr<RankEngine>* out);
+  ~RankEngine();
+  RankEngine(const RankEngine&) = delete;
+  RankEngine& operator=(const RankEngine&) = delete;
+
+  const BufferBlock& block() const { return *block_; }
+  int device() const { return options_.device; }
+  int rank() const { return options_.rank; }
+  int ranks() const { return options_.ranks; }
+  const Config& config() const { return options_.config; }
+  CallStats& stats() { return stats_; }
+
+  // bases[r]: rank r's block as mapped in this process; bases[rank()] is block().base().
+  void attachPeers(void* const* bases);
+  bool attached() const { return attached_; }
+
+  // The decision only: no CUDA call. An unattached engine forwards with NotReady.
+  CallDecision plan(const AllReduceCall& call) const;
+
+  // Plans, and when the call is ours enqueues the staging copy and the kernel on
+  // call.stream. When !launched nothing of ours is left on the stream and the caller must
+  // forward the call. Counts the outcome in stats().
+  SubmitResult submit(const AllReduceCall& call);
+
+  // Makes every kernel of this rank stop spinning and return (used by ncclCommAbort);
+  // their outputs are then undefined. Irreversible.
+  void raiseAbort();
+  bool aborted() const;
+
+  // Blocks until everything this engine enqueued outside graph capture has finished.
+  cudaError_t waitIdle();
+
+  // Test hook: start every barrier count at `round` (all ranks must use the same value).
+  cudaError_t presetRound(std::uint32_t round);
+
+ private:
+  RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
+             std::uint32_t* abortWord, cudaEvent_t lastLaunch);
+  cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision);
+
+  EngineOptions options_;
+  std::unique_ptr<BufferBlock> block_;
+  std::uint32_t* abortWord_;  // pinned, mapped host memory the kernels poll
+  cudaEvent_t lastLaunch_;    // orders our calls when they come on different streams
+  cudaStream_t lastStream_ = nullptr;
+  bool haveLastLaunch_ = false;
+  bool attached_ = false;
+  LaunchArgs args_{};
+  std::mutex launchMutex_;    // one call at a time: they share staging and Signal
+  CallStats stats_;
+};
+
+}  // namespace car

@@ -1,0 +1,223 @@
+// Times the engine with several ranks on one GPU (one process, one stream per rank):
+// median microseconds per all-reduce (each rank's staging copy + kernel), per world size,
+// kernel and size, eager and replayed from a CUDA graph. On one GPU this measures our
+// kernels and barriers, not NVLink.
+//
+//   car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--markdown]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rank_group.h"
+
+using namespace car;
+using namespace car::testing;
+
+namespace {
+
+constexpr int kDevice = 0;
+constexpr int kCallsPerSample = 20;  // as in DESIGN.md's seed measurement
+constexpr int kSamples = 15;
+const std::size_t kSizes[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20};
+
+struct Options {
+  std::vector<int> ranks = {2, 3, 4, 5, 6, 7, 8};
+  ElementType type = ElementType::BFloat16;
+  bool markdown = false;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+class Bench {
+ public:
+  Bench(RankGroup& group, std::size_t bytes, ElementType type) : group_(group), type_(type) {
+    count_ = bytes / elementBytes(type);
+    for (int r = 0; r < group.ranks(); ++r) {
+      void* in = nullptr;
+      void* out = nullptr;
+      CHECK_CUDA(cudaMalloc(&in, bytes));
+      CHECK_CUDA(cudaMalloc(&out, bytes));
+      CHECK_CUDA(cudaMemset(in, 0x3c, bytes));  // 1.0-ish values, not zeros
+      in_.push_back(in);
+      out_.push_back(out);
+      cudaEvent_t event;
+      CHECK_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      joins_.push_back(event);
+    }
+    CHECK_CUDA(cudaEventCreate(&start_));
+    CHECK_CUDA(cudaEventCreate(&stop_));
+  }
+  ~Bench() {
+    for (void* p : in_) cudaFree(p);
+    for (void* p : out_) cudaFree(p);
+    for (cudaEvent_t e : joins_) cudaEventDestroy(e);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+
+  // Eager: kCallsPerSample calls of every rank between two events, all streams joined.
+  double eagerMicros() {
+    issue(kCallsPerSample);  // warm-up
+    std::vector<double> samples;
+    for (int s = 0; s < kSamples; ++s) {
+      CHECK_CUDA(cudaEventRecord(start_, group_.stream(0)));
+      fork(start_);
+      issue(kCallsPerSample);
+      join();
+      CHECK_CUDA(cudaEventRecord(stop_, group_.stream(0)));
+      CHECK_CUDA(cudaEventSynchronize(stop_));
+      samples.push_back(elapsedMicros() / kCallsPerSample);
+    }
+    return median(samples);
+  }
+
+  // Graph: the same calls of all ranks captured once (fork/join over the rank streams)
+  // and replayed; launch gaps between calls disappear.
+  double graphMicros() {
+    cudaStream_t origin = group_.stream(0);
+    CHECK_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+    CHECK_CUDA(cudaEventRecord(start_, origin));
+    fork(start_);
+    issue(kCallsPerSample);
+    join();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CHECK_CUDA(cudaStreamEndCapture(origin, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK_CUDA(cudaGraphLaunch(exec, origin));  // warm-up
+    std::vector<double> samples;
+    for (int s = 0; s < kSamples; ++s) {
+      CHECK_CUDA(cudaEventRecord(start_, origin));
+      CHECK_CUDA(cudaGraphLaunch(exec, origin));
+      CHECK_CUDA(cudaEventRecord(stop_, origin));
+      CHECK_CUDA(cudaEventSynchronize(stop_));
+      samples.push_back(elapsedMicros() / kCallsPerSample);
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    return median(samples);
+  }
+
+ private:
+  void issue(int calls) {
+    std::vector<const void*> send(in_.begin(), in_.end());
+    for (int c = 0; c < calls; ++c) {
+      std::string why;
+      if (!group_.allReduce(send, out_, count_, type_, &why)) {
+        std::fprintf(stderr, "all-reduce not launched: %s\n", why.c_str());
+        std::exit(1);
+      }
+    }
+  }
+  void fork(cudaEvent_t event) {
+    for (int r = 1; r < group_.ranks(); ++r) CHECK_CUDA(cudaStreamWaitEvent(group_.stream(r), event, 0));
+  }
+  void join() {
+    for (int r = 1; r < group_.ranks(); ++r) {
+      CHECK_CUDA(cudaEventRecord(joins_[r], group_.stream(r)));
+      CHECK_CUDA(cudaStreamWaitEvent(group_.stream(0), joins_[r], 0));
+    }
+  }
+  double elapsedMicros() {
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms * 1000.0;
+  }
+
+  RankGroup& group_;
+  ElementType type_;
+  std::size_t count_ = 0;
+  std::vector<void*> in_, out_;
+  std::vector<cudaEvent_t> joins_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+Options parseOptions(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--ranks" && i + 1 < argc) {
+      options.ranks.clear();
+      for (char* token = std::strtok(argv[++i], ","); token; token = std::strtok(nullptr, ",")) {
+        const int n = std::atoi(token);
+        if (n < 2 || n > kMaxRanks) {
+          std::fprintf(stderr, "--ranks: %s is not in 2..8\n", token);
+          std::exit(2);
+        }
+        options.ranks.push_back(n);
+      }
+    } else if (arg == "--type" && i + 1 < argc) {
+      const std::string type = argv[++i];
+      if (type == "bf16") options.type = ElementType::BFloat16;
+      else if (type == "fp16") options.type = ElementType::Float16;
+      else if (type == "fp32") options.type = ElementType::Float32;
+      else {
+        std::fprintf(stderr, "--type: expected bf16, fp16 or fp32\n");
+        std::exit(2);
+      }
+    } else if (arg == "--markdown") {
+      options.markdown = true;
+    } else {
+      std::fprintf(stderr, "usage: car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--markdown]\n");
+      std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
+    }
+  }
+  return options;
+}
+
+std::string sizeLabel(std::size_t bytes) {
+  return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parseOptions(argc, argv);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);  // one hardware queue per rank stream
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("car_bench: no CUDA device on this machine, nothing to measure.\n"
+                "Run it on a machine with an NVIDIA GPU (see README.md).\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, kDevice));
+  std::printf("# car_bench on %s (%d SMs), %s, %d calls per sample, median of %d samples\n", prop.name,
+              prop.multiProcessorCount, elementTypeName(options.type), kCallsPerSample, kSamples);
+  std::printf("# several ranks on ONE GPU: this measures our kernels and barriers, not NVLink\n");
+  if (options.markdown) {
+    std::printf("| ranks | blocks | kernel | size | eager us | graph us |\n| --- | --- | --- | --- | --- | --- |\n");
+  } else {
+    std::printf("%5s %6s %7s %8s %10s %10s\n", "ranks", "blocks", "kernel", "size", "eager_us", "graph_us");
+  }
+  for (int ranks : options.ranks) {
+    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+      Config config;
+      config.algorithm = algorithm;
+      config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
+      RankGroup group(kDevice, ranks, config);
+      for (std::size_t bytes : kSizes) {
+        Bench bench(group, bytes, options.type);
+        const double eager = bench.eagerMicros();
+        const double graph = bench.graphMicros();
+        if (options.markdown) {
+          std::printf("| %d | %d | %s | %s | %.1f | %.1f |\n", ranks, config.maxBlocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, graph);
+        } else {
+          std::printf("%5d %6d %7s %8s %10.1f %10.1f\n", ranks, config.maxBlocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, graph);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

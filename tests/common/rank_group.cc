@@ -1,0 +1,76 @@
+#include "rank_group.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace car::testing {
+
+void checkCuda(cudaError_t err, const char* what, const char* file, int line) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, cudaGetErrorString(err));
+  std::abort();
+}
+
+int coResidentBlockLimit(int device, int ranks) {
+  int multiprocessors = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  // __launch_bounds__(512, 1) guarantees one block per multiprocessor; count only that.
+  return std::max(1, std::min(kMaxBlocks, multiprocessors / ranks));
+}
+
+RankGroup::RankGroup(int device, int ranks, const Config& config) {
+  CHECK_CUDA(cudaSetDevice(device));
+  for (int r = 0; r < ranks; ++r) {
+    EngineOptions options;
+    options.device = device;
+    options.rank = r;
+    options.ranks = ranks;
+    options.fullNvlink = true;  // ranks on one GPU count as connected
+    options.config = config;
+    std::unique_ptr<RankEngine> engine;
+    CHECK_CUDA(RankEngine::create(options, &engine));
+    engines_.push_back(std::move(engine));
+    cudaStream_t stream = nullptr;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    streams_.push_back(stream);
+  }
+  std::vector<void*> bases;
+  for (auto& engine : engines_) bases.push_back(engine->block().base());
+  for (auto& engine : engines_) engine->attachPeers(bases.data());
+}
+
+RankGroup::~RankGroup() {
+  synchronize();
+  engines_.clear();
+  for (cudaStream_t stream : streams_) cudaStreamDestroy(stream);
+}
+
+bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
+                          std::size_t count, ElementType type, std::string* why) {
+  bool allLaunched = true;
+  for (int r = 0; r < ranks(); ++r) {
+    AllReduceCall call;
+    call.send = send[r];
+    call.recv = recv[r];
+    call.count = count;
+    call.type = type;
+    call.opIsSum = true;
+    call.stream = streams_[r];
+    SubmitResult result = engines_[r]->submit(call);
+    if (!result.launched) {
+      allLaunched = false;
+      if (why != nullptr) {
+        *why = std::string("rank ") + std::to_string(r) + ": " + forwardReasonName(result.reason) +
+               (result.error != cudaSuccess ? std::string(" ") + cudaGetErrorString(result.error) : "");
+      }
+    }
+  }
+  return allLaunched;
+}
+
+void RankGroup::synchronize() {
+  for (cudaStream_t stream : streams_) CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+}  // namespace car::testing

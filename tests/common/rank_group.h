@@ -1,0 +1,44 @@
+// Several ranks of one communicator on one GPU in one process: one RankEngine and one
+// stream per rank, the peers' blocks attached by plain pointer. Used by the GPU tests and
+// the benchmark.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rank_engine.h"
+
+namespace car::testing {
+
+// Aborts the test program (not library code) with the failing call and its error string.
+void checkCuda(cudaError_t err, const char* what, const char* file, int line);
+#define CHECK_CUDA(call) ::car::testing::checkCuda((call), #call, __FILE__, __LINE__)
+
+// Blocks per rank so that every rank's blocks are resident at once on one GPU: spinning
+// blocks that wait for a block that cannot be scheduled would wait forever.
+int coResidentBlockLimit(int device, int ranks);
+
+class RankGroup {
+ public:
+  RankGroup(int device, int ranks, const Config& config);
+  ~RankGroup();
+
+  int ranks() const { return static_cast<int>(engines_.size()); }
+  RankEngine& engine(int rank) { return *engines_[rank]; }
+  cudaStream_t stream(int rank) const { return streams_[rank]; }
+
+  // Submits one all-reduce per rank (send[r] -> recv[r]) on each rank's stream; returns
+  // false (with the reason in *why) if any rank did not launch.
+  bool allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
+                 std::size_t count, ElementType type, std::string* why = nullptr);
+  void synchronize();
+
+ private:
+  std::vector<std::unique_ptr<RankEngine>> engines_;
+  std::vector<cudaStream_t> streams_;
+};
+
+}  // namespace car::testing

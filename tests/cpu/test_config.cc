@@ -1,0 +1,126 @@
+// NCCL_CAR_* parsing: good values are taken, bad ones are reported by name and the default
+// is kept; nothing half-parsed slips through.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "config.h"
+
+using namespace car;
+
+namespace {
+
+struct FakeEnvironment {
+  std::map<std::string, std::string> values;
+  EnvironmentLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = values.find(name);
+      return it == values.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+Config parse(std::map<std::string, std::string> values, std::vector<std::string>* problems) {
+  FakeEnvironment env{std::move(values)};
+  return parseConfig(env.lookup(), problems);
+}
+
+}  // namespace
+
+TEST_CASE("defaults with nothing set", "[config]") {
+  std::vector<std::string> problems;
+  const Config config = parse({}, &problems);
+  CHECK(problems.empty());
+  CHECK_FALSE(config.disable);
+  CHECK(config.algorithm == AlgorithmOverride::Auto);
+  CHECK(config.maxBytes == 8u * 1024 * 1024);
+  CHECK(config.maxBlocks == 36);
+  CHECK(config.logLevel == LogLevel::Warn);
+  CHECK(config.ncclLibrary.empty());
+}
+
+TEST_CASE("good values are taken", "[config]") {
+  std::vector<std::string> problems;
+  const Config config = parse({{"NCCL_CAR_DISABLE", "1"},
+                               {"NCCL_CAR_ALGO", "2stage"},
+                               {"NCCL_CAR_MAX_BYTES", "1048576"},
+                               {"NCCL_CAR_MAX_BLOCKS", "16"},
+                               {"NCCL_CAR_DEBUG", "info"},
+                               {"NCCL_CAR_NCCL_LIB", "/opt/nccl/lib/libnccl.so.2"}},
+                              &problems);
+  CHECK(problems.empty());
+  CHECK(config.disable);
+  CHECK(config.algorithm == AlgorithmOverride::TwoStage);
+  CHECK(config.maxBytes == 1048576);
+  CHECK(config.maxBlocks == 16);
+  CHECK(config.logLevel == LogLevel::Info);
+  CHECK(config.ncclLibrary == "/opt/nccl/lib/libnccl.so.2");
+}
+
+TEST_CASE("bad values warn by name and keep the default", "[config]") {
+  struct Row {
+    const char* name;
+    const char* value;
+  };
+  const Row rows[] = {
+      {"NCCL_CAR_DISABLE", "2"},          {"NCCL_CAR_DISABLE", ""},
+      {"NCCL_CAR_ALGO", "3stage"},        {"NCCL_CAR_ALGO", ""},
+      {"NCCL_CAR_MAX_BYTES", "abc"},      {"NCCL_CAR_MAX_BYTES", "12k"},
+      {"NCCL_CAR_MAX_BYTES", "-16"},      {"NCCL_CAR_MAX_BYTES", "+16"},
+      {"NCCL_CAR_MAX_BYTES", " 16"},      {"NCCL_CAR_MAX_BYTES", "17"},
+      {"NCCL_CAR_MAX_BYTES", "0"},        {"NCCL_CAR_MAX_BYTES", "99999999999999999999999"},
+      {"NCCL_CAR_MAX_BYTES", "2147483648"},
+      {"NCCL_CAR_MAX_BLOCKS", "0"},       {"NCCL_CAR_MAX_BLOCKS", "37"},
+      {"NCCL_CAR_MAX_BLOCKS", "4.5"},     {"NCCL_CAR_MAX_BLOCKS", "18446744073709551617"},
+      {"NCCL_CAR_DEBUG", "VERBOSE"},      {"NCCL_CAR_NCCL_LIB", ""},
+  };
+  const Config defaults;
+  for (const Row& row : rows) {
+    CAPTURE(row.name, row.value);
+    std::vector<std::string> problems;
+    const Config config = parse({{row.name, row.value}}, &problems);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].find(row.name) != std::string::npos);
+    CHECK(problems[0].find("using default") != std::string::npos);
+    CHECK(config.disable == defaults.disable);
+    CHECK(config.algorithm == defaults.algorithm);
+    CHECK(config.maxBytes == defaults.maxBytes);
+    CHECK(config.maxBlocks == defaults.maxBlocks);
+    CHECK(config.logLevel == defaults.logLevel);
+  }
+}
+
+TEST_CASE("strict number parsing", "[config]") {
+  std::uint64_t value = 0;
+  CHECK(parseUnsigned("0", &value));
+  CHECK(value == 0);
+  CHECK(parseUnsigned("18446744073709551615", &value));
+  CHECK(value == 18446744073709551615ull);
+  CHECK_FALSE(parseUnsigned("18446744073709551616", &value));
+  CHECK_FALSE(parseUnsigned("", &value));
+  CHECK_FALSE(parseUnsigned("1e3", &value));
+  CHECK_FALSE(parseUnsigned("0x10", &value));
+  CHECK_FALSE(parseUnsigned("10 ", &value));
+  CHECK_FALSE(parseUnsigned("-1", &value));
+}
+
+TEST_CASE("settings that must agree across ranks name the variable that differs", "[config]") {
+  Config a, b;
+  CHECK(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b)) == nullptr);
+  b.maxBytes = 4096;
+  CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_MAX_BYTES");
+  b = a;
+  b.algorithm = AlgorithmOverride::OneStage;
+  CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_ALGO");
+  b = a;
+  b.maxBlocks = 8;
+  CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_MAX_BLOCKS");
+  b = a;
+  b.disable = true;
+  CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_DISABLE");
+  // The log level is local: ranks may differ.
+  b = a;
+  b.logLevel = LogLevel::Trace;
+  CHECK(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b)) == nullptr);
+}

@@ -1,0 +1,31 @@
+#include "check_kernels.h"
+
+#include <cstdint>
+
+namespace car::testing {
+namespace {
+
+__global__ void compareAndPoisonKernel(std::uint32_t* output, const std::uint32_t* expected,
+                                       std::size_t words, unsigned long long* errors) {
+  unsigned long long bad = 0;
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (output[i] != expected[i]) ++bad;
+    output[i] = 0xFFFFFFFFu;
+  }
+  if (bad != 0) atomicAdd(errors, bad);
+}
+
+}  // namespace
+
+cudaError_t compareAndPoison(void* output, const void* expected, std::size_t bytes,
+                             unsigned long long* errors, cudaStream_t stream) {
+  const std::size_t words = bytes / 4;
+  const int blocks = static_cast<int>(words / 256 + 1 < 64 ? words / 256 + 1 : 64);
+  compareAndPoisonKernel<<<blocks, 256, 0, stream>>>(static_cast<std::uint32_t*>(output),
+                                                     static_cast<const std::uint32_t*>(expected),
+                                                     words, errors);
+  return cudaGetLastError();
+}
+
+}  // namespace car::testing

@@ -1,0 +1,15 @@
+// Device-side checking for long runs: compare an output with its expected bytes and poison
+// it again, all on the stream, so that 100,000 calls are each checked without a host sync.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace car::testing {
+
+// Adds the number of differing 4-byte words to *errors, then fills `output` with 0xFF.
+cudaError_t compareAndPoison(void* output, const void* expected, std::size_t bytes,
+                             unsigned long long* errors, cudaStream_t stream);
+
+}  // namespace car::testing

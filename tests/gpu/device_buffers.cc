@@ -1,0 +1,32 @@
+#include "device_buffers.h"
+
+namespace car::testing {
+
+DeviceBuffers::DeviceBuffers(int ranks, std::size_t bytes) : bytes_(bytes) {
+  for (int r = 0; r < ranks; ++r) {
+    void* pointer = nullptr;
+    CHECK_CUDA(cudaMalloc(&pointer, bytes));
+    pointers_.push_back(pointer);
+  }
+}
+
+DeviceBuffers::~DeviceBuffers() {
+  for (void* pointer : pointers_) cudaFree(pointer);
+}
+
+void DeviceBuffers::upload(int rank, const HostBuffer& data) {
+  CHECK_CUDA(cudaMemcpy(pointers_[rank], data.bytes.data(), data.bytes.size(), cudaMemcpyHostToDevice));
+}
+
+HostBuffer DeviceBuffers::download(int rank, ElementType type, std::size_t count) const {
+  HostBuffer data{type, std::vector<std::uint8_t>(count * elementBytes(type))};
+  CHECK_CUDA(cudaMemcpy(data.bytes.data(), pointers_[rank], data.bytes.size(), cudaMemcpyDeviceToHost));
+  return data;
+}
+
+void DeviceBuffers::poison() {
+  for (void* pointer : pointers_) CHECK_CUDA(cudaMemset(pointer, 0xFF, bytes_));
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+}  // namespace car::testing

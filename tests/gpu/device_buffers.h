@@ -1,0 +1,30 @@
+// Per-rank device buffers for the GPU tests, and the host round trips to fill and read them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "host_data.h"
+#include "rank_group.h"
+
+namespace car::testing {
+
+class DeviceBuffers {
+ public:
+  DeviceBuffers(int ranks, std::size_t bytes);
+  ~DeviceBuffers();
+  void* at(int rank) const { return pointers_[rank]; }
+  std::vector<const void*> constPointers() const { return {pointers_.begin(), pointers_.end()}; }
+  std::vector<void*> pointers() const { return pointers_; }
+  void upload(int rank, const HostBuffer& data);
+  HostBuffer download(int rank, ElementType type, std::size_t count) const;
+  // Fills every byte with 0xFF: NaN in fp16, bf16 and fp32, so an unwritten element fails.
+  void poison();
+
+ private:
+  std::vector<void*> pointers_;
+  std::size_t bytes_;
+};
+
+}  // namespace car::testing
