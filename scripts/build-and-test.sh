@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# README command 2: set up, build, and run the tests (CPU tests everywhere; the GPU tests
+# run where a GPU is present and report themselves skipped elsewhere).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/build.sh"
+cd "${BUILD_DIR:-$root/build}"
+ctest --output-on-failure

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds nccl-car into build/ (or $BUILD_DIR) after scripts/setup.sh.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/setup.sh"
+build=${BUILD_DIR:-$root/build}
+nccl_home=$(cat "$root/.deps-nccl-home")
+cmake -S "$root" -B "$build" -G Ninja -DNCCL_HOME="$nccl_home" ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" --parallel
