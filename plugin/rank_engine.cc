@@ -1,5 +1,8 @@
 #include "rank_engine.h"
 
+#include <chrono>
+#include <thread>
+
 #include "../kernels/geometry.h"
 #include "device_guard.h"
 #include "log.h"
@@ -43,8 +46,9 @@ RankEngine::~RankEngine() {
   cudaFreeHost(abortWord_);
 }
 
-void RankEngine::attachPeers(void* const* bases) {
+void RankEngine::attachPeers(void* const* bases, bool fullNvlink) {
   std::lock_guard<std::mutex> lock(launchMutex_);
+  fullNvlink_ = fullNvlink;
   args_ = LaunchArgs{};
   args_.peers = peerTableFromBases(bases, options_.ranks, block_->layout());
   args_.selfSignal = static_cast<Signal*>(block_->base());
@@ -61,7 +65,7 @@ CallDecision RankEngine::plan(const AllReduceCall& call) const {
   facts.count = call.count;
   facts.sendAddress = reinterpret_cast<std::uintptr_t>(call.send);
   facts.recvAddress = reinterpret_cast<std::uintptr_t>(call.recv);
-  CallDecision decision = decideCall(CommunicatorFacts{options_.ranks, options_.fullNvlink}, facts,
+  CallDecision decision = decideCall(CommunicatorFacts{options_.ranks, fullNvlink_}, facts,
                                      options_.config);
   if (decision.ours && !attached_) {
     decision.ours = false;
@@ -142,6 +146,19 @@ cudaError_t RankEngine::waitIdle() {
   if (!haveLastLaunch_) return cudaSuccess;
   DeviceGuard guard(options_.device);
   return cudaEventSynchronize(lastLaunch_);
+}
+
+bool RankEngine::waitIdleWithin(double seconds) {
+  std::lock_guard<std::mutex> lock(launchMutex_);
+  if (!haveLastLaunch_) return true;
+  DeviceGuard guard(options_.device);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (cudaEventQuery(lastLaunch_) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  cudaGetLastError();
+  return true;
 }
 
 cudaError_t RankEngine::presetRound(std::uint32_t round) {

@@ -24,7 +24,6 @@ struct EngineOptions {
   int device = 0;
   int rank = 0;
   int ranks = 0;
-  bool fullNvlink = true;
   Config config;
 };
 
@@ -61,7 +60,8 @@ class RankEngine {
   CallStats& stats() { return stats_; }
 
   // bases[r]: rank r's block as mapped in this process; bases[rank()] is block().base().
-  void attachPeers(void* const* bases);
+  // fullNvlink: whether every pair of ranks is NVLink-connected (feeds the policy).
+  void attachPeers(void* const* bases, bool fullNvlink);
   bool attached() const { return attached_; }
 
   // The decision only: no CUDA call. An unattached engine forwards with NotReady.
@@ -79,6 +79,9 @@ class RankEngine {
 
   // Blocks until everything this engine enqueued outside graph capture has finished.
   cudaError_t waitIdle();
+  // The same, giving up after `seconds`: returns false if our last launch is still running
+  // (after an abort, a kernel queued behind a hung one on the caller's stream).
+  bool waitIdleWithin(double seconds);
 
   // Test hook: start every barrier count at `round` (all ranks must use the same value).
   cudaError_t presetRound(std::uint32_t round);
@@ -95,6 +98,7 @@ class RankEngine {
   cudaStream_t lastStream_ = nullptr;
   bool haveLastLaunch_ = false;
   bool attached_ = false;
+  bool fullNvlink_ = false;
   LaunchArgs args_{};
   std::mutex launchMutex_;    // one call at a time: they share staging and Signal
   CallStats stats_;

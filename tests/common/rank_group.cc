@@ -26,7 +26,6 @@ RankGroup::RankGroup(int device, int ranks, const Config& config) {
     options.device = device;
     options.rank = r;
     options.ranks = ranks;
-    options.fullNvlink = true;  // ranks on one GPU count as connected
     options.config = config;
     std::unique_ptr<RankEngine> engine;
     CHECK_CUDA(RankEngine::create(options, &engine));
@@ -37,7 +36,7 @@ RankGroup::RankGroup(int device, int ranks, const Config& config) {
   }
   std::vector<void*> bases;
   for (auto& engine : engines_) bases.push_back(engine->block().base());
-  for (auto& engine : engines_) engine->attachPeers(bases.data());
+  for (auto& engine : engines_) engine->attachPeers(bases.data(), /*fullNvlink=*/true);  // one GPU counts as connected
 }
 
 RankGroup::~RankGroup() {

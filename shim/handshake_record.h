@@ -1,0 +1,50 @@
+// What every rank tells every other rank at setup, in two all-gathers over the real
+// communicator. Plain fixed-size data: it travels as bytes.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "config.h"
+
+namespace car {
+
+constexpr std::uint32_t kHandshakeMagic = 0x43415231;  // "CAR1": layout version
+
+// Whether a rank could take part at all; anything but Ready makes the whole
+// communicator forward.
+enum class RankStatus : std::uint32_t {
+  Ready = 0,
+  NoBuffers = 1,      // cudaMalloc or IPC export of the buffer block failed
+  NoDevice = 2,       // CUDA unusable on this rank
+};
+
+// First all-gather: identity, device and buffer of each rank.
+struct HandshakeRecord {
+  std::uint32_t magic;
+  RankStatus status;
+  std::int32_t rank;
+  std::int32_t ranks;
+  std::int32_t pid;
+  std::int32_t cudaDevice;     // ordinal in the owner's process
+  std::uint64_t ipcNamespace;
+  std::uint64_t pidNamespace;
+  std::uint64_t blockAddress;  // the block in the owner's address space
+  char host[128];              // "hostname/boot-id", NUL-terminated
+  char busId[32];              // PCI bus id of the rank's GPU
+  cudaIpcMemHandle_t handle;   // of the whole buffer block
+  SharedSettings settings;
+};
+
+// Second all-gather: what each rank found when it tried to reach every peer. Each rank
+// can only judge its own row; the verdict uses everybody's.
+struct LinkReport {
+  std::uint32_t magic;
+  std::uint32_t mapped;        // 1: every peer's block is mapped here
+  std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
+  std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
+  char problem[96];            // why mapping failed, NUL-terminated
+};
+
+}  // namespace car

@@ -1,0 +1,225 @@
+// The exported NCCL functions. Each one is a thin boundary: find the real NCCL, call it
+// with exactly the caller's arguments, and around that call adopt, set up, use or
+// release our side of the communicator. Nothing escapes as an exception.
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "log.h"
+#include "nccl_types.h"
+#include "real_nccl.h"
+#include "registry.h"
+#include "setup.h"
+#include "shim_config.h"
+
+#define CAR_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace car {
+namespace {
+
+// Runs our side of a hook. Our failures never reach the caller: they are logged, and the
+// real NCCL's result is what the caller sees.
+template <typename Body>
+void guarded(const char* where, Body&& body) {
+  try {
+    body();
+  } catch (const std::exception& error) {
+    CAR_WARN(-1, "{}: internal error ({}); continuing with NCCL alone for this call", where, error.what());
+  } catch (...) {
+    CAR_WARN(-1, "{}: internal error; continuing with NCCL alone for this call", where);
+  }
+}
+
+bool passThrough() { return shimConfig().disable; }
+
+// NCCL_COMM_BLOCKING=0 makes communicators without an explicit setting nonblocking.
+bool defaultNonblocking() {
+  const char* value = std::getenv("NCCL_COMM_BLOCKING");
+  return value != nullptr && std::strcmp(value, "0") == 0;
+}
+
+bool isNonblocking(const ncclConfig_t* config, bool inherited) {
+  if (config != nullptr && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking == 0;
+  return inherited;
+}
+
+bool succeededOrPending(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
+
+void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* comms, int count, bool nonblocking) {
+  if (passThrough() || !succeededOrPending(result) || comms == nullptr) return;
+  guarded("communicator setup", [&] {
+    std::vector<std::shared_ptr<CommState>> states;
+    for (int i = 0; i < count; ++i) {
+      if (comms[i] != nullptr) states.push_back(adoptCommunicator(comms[i], nonblocking || result == ncclInProgress));
+    }
+    scheduleSetup(real, states);
+  });
+}
+
+bool parentNonblocking(ncclComm_t parent) {
+  std::shared_ptr<CommState> state = Registry::instance().find(parent);
+  return state ? state->nonblocking : defaultNonblocking();
+}
+
+// Our attempt at an all-reduce; false means "forward it".
+bool takeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return false;
+  if (state->phase == CommPhase::Pending) setUpBeforeAllReduce(real, state);
+
+  std::unique_lock<std::mutex> lock(state->mutex);
+  if (state->phase != CommPhase::Ready) {
+    if (state->phase != CommPhase::Released) {
+      state->stats().countForwarded(state->phase == CommPhase::Pending ? ForwardReason::NotReady
+                                                                         : ForwardReason::NotEligible);
+    }
+    return false;
+  }
+  AllReduceCall call;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.type = elementTypeOf(type);
+  call.opIsSum = isSum(op);
+  call.stream = stream;
+  const SubmitResult result = state->engine->submit(call);
+  if (result.launched) return true;
+  if (result.error != cudaSuccess) {
+    state->phase = CommPhase::Ineligible;
+    state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
+    if (!state->failureWarned.exchange(true)) {
+      CAR_WARN(state->device, "{}: {}; this communicator now forwards every all-reduce to NCCL", describe(*state),
+               state->reason);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+}  // namespace car
+
+using namespace car;
+
+CAR_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  bool taken = false;
+  if (!passThrough()) {
+    guarded("ncclAllReduce", [&] { taken = takeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  }
+  return taken ? ncclSuccess : real->allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->commInitRank(comm, nranks, commId, rank);
+  adoptAndSchedule(*real, result, comm, 1, defaultNonblocking());
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                               ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->commInitRankConfig(comm, nranks, commId, rank, config);
+  adoptAndSchedule(*real, result, comm, 1, isNonblocking(config, defaultNonblocking()));
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                 ncclUniqueId* commIds, ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (real->commInitRankScalable == nullptr) {
+    CAR_WARN(-1, "ncclCommInitRankScalable is not in the real NCCL ({})", real->origin);
+    return ncclInvalidUsage;
+  }
+  const ncclResult_t result = real->commInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+  adoptAndSchedule(*real, result, newcomm, 1, isNonblocking(config, defaultNonblocking()));
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->commInitAll(comms, ndev, devlist);
+  adoptAndSchedule(*real, result, comms, ndev, false);
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
+  const ncclResult_t result = real->commSplit(comm, color, key, newcomm, config);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking);
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                       ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (real->commShrink == nullptr) {
+    CAR_WARN(-1, "ncclCommShrink is not in the real NCCL ({})", real->origin);
+    return ncclInvalidUsage;
+  }
+  const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
+  const ncclResult_t result = real->commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking);
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  guarded("ncclCommFinalize", [&] {
+    if (auto state = Registry::instance().remove(comm)) releaseCommunicator(*state, ReleaseKind::Finalize);
+  });
+  return real->commFinalize(comm);
+}
+
+CAR_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  guarded("ncclCommDestroy", [&] {
+    if (auto state = Registry::instance().remove(comm)) releaseCommunicator(*state, ReleaseKind::Destroy);
+  });
+  return real->commDestroy(comm);
+}
+
+CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  std::shared_ptr<CommState> state;
+  guarded("ncclCommAbort", [&] {
+    state = Registry::instance().remove(comm);
+    // First stop our spinning kernels (no lock: a launch may hold it), then let NCCL stop
+    // its own, then release ours, whose kernels can now finish.
+    if (state && state->engine) state->engine->raiseAbort();
+  });
+  const ncclResult_t result = real->commAbort(comm);
+  if (state) guarded("ncclCommAbort", [&] { releaseCommunicator(*state, ReleaseKind::Abort); });
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclGroupStart() {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  noteGroupStart();
+  const ncclResult_t result = real->groupStart();
+  if (result != ncclSuccess) noteGroupStartFailed();
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclGroupEnd() {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->groupEnd();
+  guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
+  return result;
+}

@@ -1,0 +1,108 @@
+#include "peer_mapping.h"
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "device_guard.h"
+#include "fault_injection.h"
+#include "verdict.h"
+
+namespace car {
+namespace {
+
+struct OpenedHandle {
+  void* pointer = nullptr;
+  int references = 0;
+};
+
+std::mutex gCacheMutex;
+std::map<std::string, OpenedHandle>& cache() {
+  static auto* opened = new std::map<std::string, OpenedHandle>();  // outlives static destruction
+  return *opened;
+}
+
+std::string keyOf(const cudaIpcMemHandle_t& handle) {
+  return std::string(reinterpret_cast<const char*>(&handle), sizeof(handle));
+}
+
+cudaError_t openShared(const cudaIpcMemHandle_t& handle, void** pointer) {
+  if (faultActive(Fault::IpcOpen)) return cudaErrorMapBufferObjectFailed;
+  std::lock_guard<std::mutex> lock(gCacheMutex);
+  OpenedHandle& entry = cache()[keyOf(handle)];
+  if (entry.references == 0) {
+    cudaError_t err = cudaIpcOpenMemHandle(&entry.pointer, handle, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+      cache().erase(keyOf(handle));
+      return err;
+    }
+  }
+  ++entry.references;
+  *pointer = entry.pointer;
+  return cudaSuccess;
+}
+
+void closeShared(const std::string& key) {
+  std::lock_guard<std::mutex> lock(gCacheMutex);
+  auto it = cache().find(key);
+  if (it == cache().end()) return;
+  if (--it->second.references == 0) {
+    cudaIpcCloseMemHandle(it->second.pointer);
+    cache().erase(it);
+  }
+}
+
+cudaError_t enablePeerAccess(int myDevice, int peerDevice) {
+  if (peerDevice == myDevice) return cudaSuccess;
+  cudaError_t err = cudaDeviceEnablePeerAccess(peerDevice, 0);
+  if (err == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // not an error for us, and not sticky
+    return cudaSuccess;
+  }
+  return err;
+}
+
+}  // namespace
+
+int openIpcMappingCount() {
+  std::lock_guard<std::mutex> lock(gCacheMutex);
+  return static_cast<int>(cache().size());
+}
+
+bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRank, int myDevice, void* myBase,
+                          std::vector<void*>* bases, std::string* problem) {
+  DeviceGuard guard(myDevice);
+  bases->assign(records.size(), nullptr);
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    const HandshakeRecord& peer = records[r];
+    if (static_cast<int>(r) == myRank) {
+      (*bases)[r] = myBase;
+      continue;
+    }
+    cudaError_t err = cudaSuccess;
+    if (sameProcess(records[myRank], peer)) {
+      err = enablePeerAccess(myDevice, peer.cudaDevice);
+      (*bases)[r] = reinterpret_cast<void*>(peer.blockAddress);
+    } else {
+      err = openShared(peer.handle, &(*bases)[r]);
+      if (err == cudaSuccess) openedHandles_.push_back(keyOf(peer.handle));
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      *problem = fmt::format("rank {}: {}", r, cudaGetErrorString(err));
+      unmapAll();
+      return false;
+    }
+  }
+  return true;
+}
+
+void PeerMappings::unmapAll() {
+  for (const std::string& key : openedHandles_) closeShared(key);
+  openedHandles_.clear();
+}
+
+}  // namespace car

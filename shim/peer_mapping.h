@@ -1,0 +1,34 @@
+// Maps every peer's buffer block into this process: a peer in the same process by its
+// pointer (with peer access enabled across devices), another process's by CUDA IPC.
+// An IPC handle can be opened only once per process ("already mapped"), so opened handles
+// are shared process-wide and reference-counted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "handshake_record.h"
+
+namespace car {
+
+class PeerMappings {
+ public:
+  PeerMappings() = default;
+  ~PeerMappings() { unmapAll(); }
+  PeerMappings(const PeerMappings&) = delete;
+  PeerMappings& operator=(const PeerMappings&) = delete;
+
+  // Fills bases[r] with rank r's block as seen here (our own at myRank). On failure
+  // unmaps what it mapped and describes the first problem.
+  bool mapAll(const std::vector<HandshakeRecord>& records, int myRank, int myDevice, void* myBase,
+              std::vector<void*>* bases, std::string* problem);
+  void unmapAll();
+
+ private:
+  std::vector<std::string> openedHandles_;  // keys into the process-wide cache
+};
+
+// Number of IPC handles this process holds open (for the leak tests).
+int openIpcMappingCount();
+
+}  // namespace car

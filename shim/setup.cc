@@ -1,0 +1,138 @@
+#include "setup.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "device_guard.h"
+#include "fault_injection.h"
+#include "handshake.h"
+#include "log.h"
+#include "registry.h"
+#include "shim_config.h"
+
+namespace car {
+namespace {
+
+thread_local int tGroupDepth = 0;
+thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
+thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
+
+// After an abort NCCL's own kernels stop at once; ours stop at their next look at the
+// abort word. Anything longer means our kernel is queued behind work that never ends.
+constexpr double kAbortDrainSeconds = 10.0;
+
+void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+  std::vector<std::shared_ptr<CommState>> pending;
+  for (const auto& state : states) {
+    if (state->phase == CommPhase::Pending) pending.push_back(state);
+  }
+  if (!pending.empty()) runHandshakes(real, pending);
+}
+
+// Nonblocking communicators: wait for the real init to finish, as the caller itself must
+// before using it. Returns false (and marks it) if init failed.
+bool waitUntilInitialised(const RealNccl& real, CommState& state) {
+  ncclResult_t async = ncclInProgress;
+  while (real.commGetAsyncError(state.comm, &async) == ncclSuccess && async == ncclInProgress) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (async == ncclSuccess) return true;
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.phase = CommPhase::Ineligible;
+  state.reason = std::string("the real communicator failed to initialise: ") + real.getErrorString(async);
+  return false;
+}
+
+void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+  std::vector<std::shared_ptr<CommState>> ready;
+  for (const auto& state : states) {
+    if (state->phase == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
+  }
+  setUpNow(real, ready);
+}
+
+}  // namespace
+
+std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
+  auto state = std::make_shared<CommState>();
+  state->comm = comm;
+  state->nonblocking = nonblocking;
+  Registry::instance().add(state);
+  return state;
+}
+
+void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+  std::vector<std::shared_ptr<CommState>> blocking;
+  for (const auto& state : states) {
+    if (state->nonblocking) continue;  // lazily, before its first all-reduce
+    if (tGroupDepth > 0) tCreatedInGroup.push_back(state);
+    else blocking.push_back(state);
+  }
+  setUpNow(real, blocking);
+}
+
+void noteGroupStart() { ++tGroupDepth; }
+
+void noteGroupStartFailed() {
+  if (tGroupDepth > 0) --tGroupDepth;
+}
+
+bool insideGroup() { return tGroupDepth > 0; }
+
+void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
+  if (tGroupDepth > 0) --tGroupDepth;
+  if (tGroupDepth > 0) return;
+  std::vector<std::shared_ptr<CommState>> created;
+  std::vector<std::shared_ptr<CommState>> lazy;
+  created.swap(tCreatedInGroup);
+  lazy.swap(tAllReduceInGroup);
+  if (realResult != ncclSuccess && realResult != ncclInProgress) {
+    for (const auto& state : created) {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      if (state->phase != CommPhase::Pending) continue;
+      state->phase = CommPhase::Ineligible;
+      state->reason = std::string("the group that created it failed: ") + real.getErrorString(realResult);
+    }
+    return;
+  }
+  setUpNow(real, created);
+  setUpNonblocking(real, lazy);
+}
+
+void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {
+  if (!state->nonblocking) return;  // a blocking one is set up at its group's end
+  if (tGroupDepth > 0) {
+    if (!state->allReduceInGroup) {
+      state->allReduceInGroup = true;
+      tAllReduceInGroup.push_back(state);
+    }
+    return;
+  }
+  setUpNonblocking(real, {state});
+}
+
+void releaseCommunicator(CommState& state, ReleaseKind kind) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.phase == CommPhase::Released) return;
+  const CommPhase before = state.phase;
+  state.phase = CommPhase::Released;
+  if (before == CommPhase::Pending) return;  // never set up: nothing of ours exists
+  const std::string summary = state.stats().summary();
+  if (state.engine) {
+    const bool drained = kind == ReleaseKind::Abort ? state.engine->waitIdleWithin(kAbortDrainSeconds)
+                                                    : state.engine->waitIdle() == cudaSuccess;
+    if (!drained) {
+      // A kernel of ours may still run: its memory must stay. Leak rather than corrupt.
+      CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of the abort; "
+                             "its buffers are left allocated", describe(state), kAbortDrainSeconds);
+      state.engine.release();
+      return;
+    }
+    state.peers.unmapAll();
+    state.engine.reset();
+  }
+  CAR_INFO(state.device, "{} released: {}", describe(state), summary);
+}
+
+}  // namespace car

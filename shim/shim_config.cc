@@ -1,0 +1,32 @@
+#include "shim_config.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "log.h"
+
+namespace car {
+
+const Config& shimConfig() {
+  static const Config config = [] {
+    std::vector<std::string> problems;
+    Config parsed = parseConfig([](const char* name) { return std::getenv(name); }, &problems);
+    setLogLevel(parsed.logLevel);
+    for (const std::string& problem : problems) CAR_WARN(-1, "{}", problem);
+    return parsed;
+  }();
+  return config;
+}
+
+const void* ownLibraryBase() {
+  static const void* base = [] {
+    Dl_info info{};
+    return dladdr(reinterpret_cast<const void*>(&ownLibraryBase), &info) != 0 ? info.dli_fbase : nullptr;
+  }();
+  return base;
+}
+
+}  // namespace car

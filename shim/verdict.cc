@@ -1,0 +1,112 @@
+#include "verdict.h"
+
+#include "../kernels/rank_signal.h"
+
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace car {
+namespace {
+
+std::string text(const char* field, std::size_t size) { return std::string(field, strnlen(field, size)); }
+
+}  // namespace
+
+bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b) {
+  return a.pid == b.pid && a.pidNamespace == b.pidNamespace &&
+         text(a.host, sizeof(a.host)) == text(b.host, sizeof(b.host));
+}
+
+Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
+  Verdict verdict;
+  const int ranks = static_cast<int>(records.size());
+  if (ranks < 2 || ranks > kMaxRanks) {
+    verdict.reason = fmt::format("{} ranks (we take 2 to {})", ranks, kMaxRanks);
+    return verdict;
+  }
+  std::set<std::string> hosts;
+  for (int r = 0; r < ranks; ++r) {
+    const HandshakeRecord& record = records[r];
+    if (record.magic != kHandshakeMagic || record.rank != r || record.ranks != ranks) {
+      verdict.reason = fmt::format("rank {} sent a malformed handshake (another nccl-car version?)", r);
+      return verdict;
+    }
+    if (record.status == RankStatus::NoBuffers) {
+      verdict.reason = fmt::format("rank {} could not allocate or export its buffers", r);
+      return verdict;
+    }
+    if (record.status != RankStatus::Ready) {
+      verdict.reason = fmt::format("rank {} cannot use CUDA", r);
+      return verdict;
+    }
+    hosts.insert(text(record.host, sizeof(record.host)));
+  }
+  if (hosts.size() > 1) {
+    verdict.reason = fmt::format("ranks span {} hosts", hosts.size());
+    return verdict;
+  }
+  for (int r = 1; r < ranks; ++r) {
+    if (const char* variable = firstDifferingVariable(records[0].settings, records[r].settings)) {
+      verdict.differingVariable = variable;
+      verdict.reason = fmt::format("{} differs between rank 0 and rank {}", variable, r);
+      return verdict;
+    }
+  }
+  verdict.allSameProcess = true;
+  for (int r = 1; r < ranks; ++r) {
+    if (sameProcess(records[0], records[r])) continue;
+    verdict.allSameProcess = false;
+  }
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = a + 1; b < ranks; ++b) {
+      if (!sameProcess(records[a], records[b]) && records[a].ipcNamespace != records[b].ipcNamespace) {
+        verdict.reason = fmt::format("rank {} and rank {} are in different IPC namespaces "
+                                     "(containers need a shared IPC namespace)", a, b);
+        return verdict;
+      }
+    }
+  }
+  verdict.eligible = true;
+  return verdict;
+}
+
+Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vector<LinkReport>& reports) {
+  Verdict verdict = judgeRecords(records);
+  if (!verdict.eligible) return verdict;
+  verdict.eligible = false;
+  const int ranks = static_cast<int>(records.size());
+  if (static_cast<int>(reports.size()) != ranks) {
+    verdict.reason = "link reports missing";
+    return verdict;
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (reports[r].magic != kHandshakeMagic || reports[r].mapped == 0) {
+      verdict.reason = fmt::format("rank {} could not map its peers' buffers: {}", r,
+                                   text(reports[r].problem, sizeof(reports[r].problem)));
+      return verdict;
+    }
+  }
+  verdict.fullNvlink = true;
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = 0; b < ranks; ++b) {
+      if (a == b) continue;
+      const bool reach = (reports[a].p2pMask >> b & 1u) && (reports[b].p2pMask >> a & 1u);
+      if (!reach) {
+        verdict.reason = fmt::format("no peer-to-peer access between rank {} and rank {}", a, b);
+        return verdict;
+      }
+      const bool nvlink = (reports[a].nvlinkMask >> b & 1u) && (reports[b].nvlinkMask >> a & 1u);
+      if (!nvlink) verdict.fullNvlink = false;
+    }
+  }
+  if (ranks > 2 && !verdict.fullNvlink) {
+    verdict.reason = fmt::format("{} ranks without NVLink between every pair", ranks);
+    return verdict;
+  }
+  verdict.eligible = true;
+  return verdict;
+}
+
+}  // namespace car

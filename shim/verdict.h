@@ -1,0 +1,31 @@
+// Eligibility of a communicator from the handshake tables: pure functions of data every
+// rank holds identically, so every rank reaches the same verdict without a further vote.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "handshake_record.h"
+
+namespace car {
+
+struct Verdict {
+  bool eligible = false;
+  std::string reason;            // why not, for the log; empty when eligible
+  const char* differingVariable = nullptr;  // set when NCCL_CAR_* settings differ
+  bool fullNvlink = false;
+  bool allSameProcess = false;
+};
+
+// Same process: same host, same pid namespace and same pid.
+bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b);
+
+// After the first all-gather: can we even try? (status, one host, same settings, IPC
+// namespaces of peers in other processes).
+Verdict judgeRecords(const std::vector<HandshakeRecord>& records);
+
+// After the second all-gather: every rank mapped every peer, every pair can reach each
+// other, and NVLink connects every pair when there are more than 2 ranks.
+Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vector<LinkReport>& reports);
+
+}  // namespace car
