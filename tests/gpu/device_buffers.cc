@@ -16,6 +16,9 @@ DeviceBuffers::~DeviceBuffers() {
 
 void DeviceBuffers::upload(int rank, const HostBuffer& data) {
   CHECK_CUDA(cudaMemcpy(pointers_[rank], data.bytes.data(), data.bytes.size(), cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the DMA lands, and the ranks' streams
+  // are non-blocking: wait, or an all-reduce could read the previous contents.
+  CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 HostBuffer DeviceBuffers::download(int rank, ElementType type, std::size_t count) const {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# PyTorch end to end through libnccl-car.so on ONE GPU: tests/e2e/torch_e2e.py with 2, 4
+# and 8 ranks under torchrun, MPS on, NCCL_CAR_DEBUG=INFO. Passes when every rank of every
+# run passes and the log shows eligible communicators and calls taken by our kernels.
+# Usage: tests/e2e/run-torch-e2e.sh [BUILD_DIR]   (logs under $OUT or ./e2e-logs)
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(realpath "${1:-build}")
+logs=${OUT:-e2e-logs}
+mkdir -p "$logs"
+source "$here/one_gpu_rig.sh"
+rig_export_common
+rig_max_blocks 1 >/dev/null  # read the GPU before MPS starts
+rig_start_mps
+trap rig_stop_mps EXIT
+failures=0
+for n in ${E2E_RANKS:-2 4 8}; do
+  log="$logs/torch-n$n.log"
+  rig_restart_mps
+  NCCL_CAR_DEBUG=INFO NCCL_CAR_MAX_BLOCKS=$(rig_max_blocks $n) LD_PRELOAD="$build/shim/libnccl-car.so" \
+    PYTHONUNBUFFERED=1 timeout 400 torchrun --standalone --nproc-per-node $n "$here/torch_e2e.py" >"$log" 2>&1
+  rc=$?
+  passed=$(grep -c "^rank [0-9]*/$n: PASS" "$log")
+  eligible=$(grep -c "setup: eligible" "$log")
+  taken=$(grep -o "taken 1stage=[0-9]* 2stage=[0-9]*" "$log" | awk -F'[= ]' '{s += $3 + $5} END {print s + 0}')
+  status=PASS
+  [ $rc -eq 0 ] && [ "$passed" = "$n" ] && [ "$taken" -gt 0 ] || { status=FAIL; failures=$((failures + 1)); }
+  echo "torch $n ranks: $status (rc $rc, $passed/$n ranks passed, $eligible communicators eligible, $taken calls taken)"
+  grep -h "phase .*FAIL\|WRONG" "$log" | head -5
+done
+exit $(( failures > 0 ))
