@@ -184,8 +184,12 @@ void conclude(Slot& slot) {
   std::lock_guard<std::mutex> lock(state.mutex);
   if (state.phase != CommPhase::Pending) return;
   Verdict verdict;
-  if (!slot.failure.empty()) verdict.reason = slot.failure;
-  else verdict = judgeLinks(slot.records, slot.reports);
+  if (!slot.failure.empty()) {
+    verdict.reason = slot.failure;
+    verdict.unexpected = state.ranks >= 2 && state.ranks <= kMaxRanks;  // else simply not our size
+  } else {
+    verdict = judgeLinks(slot.records, slot.reports);
+  }
   if (verdict.eligible) {
     state.engine->attachPeers(slot.bases.data(), verdict.fullNvlink);
     state.phase = CommPhase::Ready;
@@ -201,6 +205,8 @@ void conclude(Slot& slot) {
   if (verdict.differingVariable != nullptr) {
     CAR_WARN(state.device, "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
              verdict.reason);
+  } else if (verdict.unexpected) {
+    CAR_WARN(state.device, "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
   }
   CAR_INFO(state.device, "{} setup: not eligible: {}", describe(state), verdict.reason);
 }

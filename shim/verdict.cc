@@ -34,10 +34,12 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
       return verdict;
     }
     if (record.status == RankStatus::NoBuffers) {
+      verdict.unexpected = true;
       verdict.reason = fmt::format("rank {} could not allocate or export its buffers", r);
       return verdict;
     }
     if (record.status != RankStatus::Ready) {
+      verdict.unexpected = true;
       verdict.reason = fmt::format("rank {} cannot use CUDA", r);
       return verdict;
     }
@@ -50,6 +52,7 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
   for (int r = 1; r < ranks; ++r) {
     if (const char* variable = firstDifferingVariable(records[0].settings, records[r].settings)) {
       verdict.differingVariable = variable;
+      verdict.unexpected = true;
       verdict.reason = fmt::format("{} differs between rank 0 and rank {}", variable, r);
       return verdict;
     }
@@ -62,6 +65,7 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
   for (int a = 0; a < ranks; ++a) {
     for (int b = a + 1; b < ranks; ++b) {
       if (!sameProcess(records[a], records[b]) && records[a].ipcNamespace != records[b].ipcNamespace) {
+        verdict.unexpected = true;
         verdict.reason = fmt::format("rank {} and rank {} are in different IPC namespaces "
                                      "(containers need a shared IPC namespace)", a, b);
         return verdict;
@@ -83,6 +87,7 @@ Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vecto
   }
   for (int r = 0; r < ranks; ++r) {
     if (reports[r].magic != kHandshakeMagic || reports[r].mapped == 0) {
+      verdict.unexpected = true;
       verdict.reason = fmt::format("rank {} could not map its peers' buffers: {}", r,
                                    text(reports[r].problem, sizeof(reports[r].problem)));
       return verdict;

@@ -13,6 +13,9 @@ struct Verdict {
   bool eligible = false;
   std::string reason;            // why not, for the log; empty when eligible
   const char* differingVariable = nullptr;  // set when NCCL_CAR_* settings differ
+  // A fault or a misconfiguration (buffers, mapping, settings, IPC namespace) rather than
+  // a topology we simply do not serve (one host's worth of ranks, NVLink): worth a WARN.
+  bool unexpected = false;
   bool fullNvlink = false;
   bool allSameProcess = false;
 };

@@ -43,6 +43,29 @@ for n in ${E2E_RANKS:-2 4 8}; do
   [ $ok = 1 ] && [ "$eligible" = "$n" ] || failures=$((failures + 1))
 done
 
+# --- 1b. a setup fault on one rank: every rank forwards, results stay right -------------
+for fault in ${E2E_FAULTS:-ipc-open no-buffers}; do
+  rig_restart_mps
+  id_file=$(mktemp -u /tmp/nccl-car-fault-id.XXXXXX)
+  pids=()
+  for r in 0 1; do
+    fault_env=""
+    [ $r = 1 ] && fault_env=$fault
+    NCCL_HOSTID="fault-rank-$r" NCCL_CAR_DEBUG=INFO NCCL_CAR_TEST_FAULT=$fault_env LD_PRELOAD="$lib" \
+      timeout 150 "$build/tests/allreduce_e2e" $r 2 "$id_file" >"$logs/fault-$fault-r$r.log" 2>&1 &
+    pids+=($!)
+  done
+  ok=1
+  for pid in "${pids[@]}"; do wait "$pid" || ok=0; done
+  rm -f "$id_file"
+  forwarding=$(cat "$logs"/fault-$fault-r*.log | grep -c "setup: not eligible")
+  warns=$(cat "$logs"/fault-$fault-r*.log | grep -c "NCCL-CAR WARN")
+  status=PASS
+  [ $ok = 1 ] && [ "$forwarding" = 2 ] && [ "$warns" -ge 1 ] || { status=FAIL; failures=$((failures + 1)); }
+  echo "fault $fault on rank 1: $status (results right: $ok, $forwarding/2 ranks forward, $warns WARN)"
+  grep -h "setup: not eligible" "$logs"/fault-$fault-r0.log | sed 's/^.*NCCL-CAR INFO /  rank0 /'
+done
+
 # --- 2. ncclCommAbort releases a rank spinning in our barrier --------------------------
 if [ -z "${E2E_SKIP_ABORT:-}" ]; then
   rig_restart_mps

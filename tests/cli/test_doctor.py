@@ -1,0 +1,216 @@
+"""doctor: the verdict for several machines, the probes, and the command on this one."""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from unittest import mock
+
+from cli_support import clean_env, run_tool
+from nccl_car_cli import doctor, host_probe, nccl_probe, settings
+
+
+def machine(n, p2p=True, nvlink=True):
+    """A probe_gpus() report: p2p/nvlink are True/False for every pair, None (NVLink
+    unknown) or a set of connected pairs (i, j) with i < j."""
+    def matrix(links):
+        if links is None:
+            return None
+        return [[i == j or (links is True) or (isinstance(links, set) and (min(i, j), max(i, j)) in links)
+                 for j in range(n)] for i in range(n)]
+    gpus = [{"index": i, "name": "GPU", "pci_bus_id": f"0000:{i:02x}:00.0",
+             "compute_capability": "9.0", "memory_bytes": 1 << 30} for i in range(n)]
+    return {"driver_error": None if n else "cuInit failed: CUDA_ERROR_NO_DEVICE",
+            "driver_version": "12.8", "gpus": gpus, "p2p": matrix(p2p) if n else None,
+            "nvlink": matrix(nvlink), "nvlink_error": None if nvlink is not None else "NVML absent"}
+
+
+def verdict_of(report, **env):
+    return doctor.verdict(report, settings.effective_settings(env))
+
+
+class VerdictTest(unittest.TestCase):
+    def test_no_gpu(self):
+        line, accelerates = verdict_of(machine(0))
+        self.assertEqual(line, "verdict: no GPU visible: the library would forward every call to NCCL")
+        self.assertFalse(accelerates)
+
+    def test_one_gpu(self):
+        line, accelerates = verdict_of(machine(1))
+        self.assertIn("1 GPU", line)
+        self.assertFalse(accelerates)
+
+    def test_full_nvlink(self):
+        self.assertEqual(verdict_of(machine(4))[0], "verdict: 4 GPUs, full NVLink: all-reduces up to "
+                                                    "8 MiB between 2..4 ranks would be accelerated")
+        self.assertIn("between 2 ranks would", verdict_of(machine(2))[0])
+        self.assertIn("up to 1 MiB", verdict_of(machine(4), NCCL_CAR_MAX_BYTES="1048576")[0])
+
+    def test_more_gpus_than_ranks_supported(self):
+        line, _ = verdict_of(machine(16))
+        self.assertIn("between 2..8 ranks", line)
+        self.assertIn("more than 8 ranks are forwarded", line)
+
+    def test_disabled(self):
+        line, accelerates = verdict_of(machine(8), NCCL_CAR_DISABLE="1")
+        self.assertIn("NCCL_CAR_DISABLE is set", line)
+        self.assertFalse(accelerates)
+
+    def test_p2p_without_nvlink_takes_two_ranks_only(self):
+        line, accelerates = verdict_of(machine(4, nvlink=False))
+        self.assertIn("4 GPUs, P2P without full NVLink", line)
+        self.assertIn("between 2 ranks would be accelerated", line)
+        self.assertTrue(accelerates)
+        self.assertIn("NVLink unknown", verdict_of(machine(4, nvlink=None))[0])
+
+    def test_nvlink_islands(self):
+        islands = {(a, b) for group in ((0, 1, 2, 3), (4, 5, 6, 7)) for a in group for b in group if a < b}
+        line, _ = verdict_of(machine(8, nvlink=islands))
+        self.assertIn("up to 4 ranks on NVLink-connected GPUs such as 0,1,2,3", line)
+
+    def test_partial_and_no_p2p(self):
+        line, accelerates = verdict_of(machine(4, p2p={(0, 1), (2, 3)}, nvlink=False))
+        self.assertIn("P2P between some pairs only", line)
+        self.assertIn("GPUs 0-1, 2-3", line)
+        self.assertTrue(accelerates)
+        line, accelerates = verdict_of(machine(2, p2p=False, nvlink=False))
+        self.assertIn("without P2P access", line)
+        self.assertFalse(accelerates)
+
+
+class TextReportTest(unittest.TestCase):
+    def test_gpus_and_links(self):
+        gpus = machine(3, p2p={(0, 1), (1, 2)}, nvlink={(0, 1)})
+        with mock.patch("nccl_car_cli.gpu_probe.probe_gpus", return_value=gpus):
+            report = doctor.collect(argparse.Namespace(lib=None), {"NCCL_CAR_MAX_BYTES": "1048576"})
+        text = doctor.render_text(report)
+        self.assertIn("GPUs:      3 visible, CUDA driver 12.8", text)
+        self.assertIn("     1  GPU  0000:01:00.0  compute 9.0  1 GiB", text)
+        rows = text.split("links:")[1].splitlines()
+        self.assertEqual([row.split() for row in rows[2:5]],
+                         [["0", ".", "PN", "-"], ["1", "PN", ".", "P"], ["2", "-", "P", "."]])
+        self.assertIn("verdict: 3 GPUs, P2P between some pairs only: all-reduces up to 1 MiB between "
+                      "2 ranks on GPUs 0-1, 1-2 would be accelerated", text)
+        self.assertTrue(text.endswith("all ranks on this host)"))
+        self.assertTrue(report["accelerates"])
+
+
+class NcclSearchTest(unittest.TestCase):
+    def test_order(self):
+        with tempfile.TemporaryDirectory() as site:
+            wheel = os.path.join(site, "nvidia", "nccl", "lib")
+            os.makedirs(wheel)
+            open(os.path.join(wheel, "libnccl.so.2"), "w").close()
+            found = nccl_probe.candidates({"NCCL_CAR_NCCL_LIB": "/opt/nccl.so"}, ["/nowhere", site])
+        self.assertEqual([source for source, _ in found],
+                         ["NCCL_CAR_NCCL_LIB", "the dynamic loader", "a Python wheel (PyTorch's NCCL)",
+                          "the CUDA folder"])
+        self.assertEqual(found[2][1], os.path.join(wheel, "libnccl.so.2"))
+
+    def test_falls_through_to_the_first_that_loads(self):
+        class FakeNccl:
+            def ncclGetVersion(self, pointer):
+                pointer._obj.value = 22703
+                return 0
+
+        loaded = []
+
+        def load(target):
+            loaded.append(target)
+            if target == nccl_probe.SONAME:
+                raise OSError("libnccl.so.2: cannot open shared object file")
+            return FakeNccl()
+
+        with tempfile.TemporaryDirectory() as site:
+            wheel = os.path.join(site, "nvidia", "nccl", "lib", "libnccl.so.2")
+            os.makedirs(os.path.dirname(wheel))
+            open(wheel, "w").close()
+            result = nccl_probe.locate({"NCCL_CAR_NCCL_LIB": "/missing/libnccl.so.2"}, [site], load=load)
+        self.assertEqual(loaded, [nccl_probe.SONAME, wheel])
+        self.assertEqual((result["path"], result["version"]), (wheel, "2.27.3"))
+        self.assertEqual([t["error"] is None for t in result["tried"]], [False, False, True])
+
+    def test_decode_version(self):
+        self.assertEqual(nccl_probe.decode_version(22809), "2.28.9")
+        self.assertEqual(nccl_probe.decode_version(21903), "2.19.3")
+        self.assertEqual(nccl_probe.decode_version(2804), "2.8.4")
+
+
+class HostProbeTest(unittest.TestCase):
+    def test_mps_control_pipe(self):
+        with tempfile.TemporaryDirectory() as pipes:
+            self.assertFalse(host_probe.mps_status({"CUDA_MPS_PIPE_DIRECTORY": pipes}, proc_root=pipes)["running"])
+            os.mkfifo(os.path.join(pipes, "control"))
+            status = host_probe.mps_status({"CUDA_MPS_PIPE_DIRECTORY": pipes}, proc_root=pipes)
+        self.assertTrue(status["running"])
+        self.assertIn("control pipe", status["evidence"])
+
+    def test_mps_control_process(self):
+        with tempfile.TemporaryDirectory() as proc:
+            for pid, argv in (("17", b"/usr/bin/python3\0x.py\0"), ("42", b"/usr/bin/nvidia-cuda-mps-control\0-d\0")):
+                os.mkdir(os.path.join(proc, pid))
+                with open(os.path.join(proc, pid, "cmdline"), "wb") as cmdline:
+                    cmdline.write(argv)
+            status = host_probe.mps_status({"CUDA_MPS_PIPE_DIRECTORY": proc}, proc_root=proc)
+        self.assertTrue(status["running"])
+        self.assertIn("process 42", status["evidence"])
+
+    def test_container_markers(self):
+        with tempfile.TemporaryDirectory() as root:
+            self.assertIsNone(host_probe.container_evidence({}, root=root))
+            self.assertIn("podman", host_probe.container_evidence({"container": "podman"}, root=root))
+            os.makedirs(os.path.join(root, "proc", "1"))
+            with open(os.path.join(root, "proc", "1", "cgroup"), "w") as cgroup:
+                cgroup.write("0::/kubepods/besteffort/pod1234\n")
+            self.assertIn("kubepods", host_probe.container_evidence({}, root=root))
+            open(os.path.join(root, ".dockerenv"), "w").close()
+            self.assertEqual(host_probe.container_evidence({}, root=root), "/.dockerenv exists")
+
+
+class DoctorCommandTest(unittest.TestCase):
+    """On this machine. CUDA_VISIBLE_DEVICES="" hides any GPU, so the answer is the same
+    with or without a driver."""
+
+    def test_text_report(self):
+        result = run_tool("doctor", "--lib", "/nonexistent/libnccl-car.so",
+                          env=clean_env(CUDA_VISIBLE_DEVICES="", NCCL_CAR_ALGO="2stage", NCCL_CAR_MAXBYTES="1"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[-1], "verdict: no GPU visible: the library would forward every call to NCCL")
+        self.assertIn("library:   /nonexistent/libnccl-car.so (--lib): NOT FOUND", result.stdout)
+        self.assertIn("GPUs:      none visible", result.stdout)
+        self.assertIn("NCCL_CAR_ALGO=2stage", result.stdout)
+        self.assertIn("NCCL_CAR_MAXBYTES is not a variable nccl-car reads", result.stdout)
+        for label in ("NCCL:", "MPS:", "IPC:       namespace ipc:["):
+            self.assertIn(label, result.stdout)
+
+    def test_json_report(self):
+        result = run_tool("doctor", "--json", env=clean_env(CUDA_VISIBLE_DEVICES=""))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout)
+        self.assertEqual(report["cuda"]["gpus"], [])
+        self.assertTrue(report["cuda"]["driver_error"])
+        self.assertFalse(report["accelerates"])
+        self.assertTrue(report["verdict"].startswith("verdict: no GPU visible"))
+        self.assertEqual(report["library"]["source"], "default")
+        self.assertEqual(report["settings"]["effective"]["max_bytes"], 8 << 20)
+        self.assertIn("open_files_soft", report["ipc"])
+
+    @unittest.skipUnless(shutil.which("cc"), "needs a C compiler to build a stand-in libnccl.so.2")
+    def test_nccl_from_the_variable(self):
+        with tempfile.TemporaryDirectory() as folder:
+            source = os.path.join(folder, "fake.c")
+            library = os.path.join(folder, "libnccl.so.2")
+            with open(source, "w") as stream:
+                stream.write("int ncclGetVersion(int* version) { *version = 21903; return 0; }\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", library, source], check=True)
+            result = run_tool("doctor", "--json", env=clean_env(CUDA_VISIBLE_DEVICES="", NCCL_CAR_NCCL_LIB=library))
+        nccl = json.loads(result.stdout)["nccl"]
+        self.assertEqual((nccl["path"], nccl["source"], nccl["version"]), (library, "NCCL_CAR_NCCL_LIB", "2.19.3"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,137 @@
+"""nccl-car run, end to end, with a stand-in library and a fake program."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+from cli_support import clean_env, run_tool, stand_in_library, write_script
+
+# Prints its environment as JSON on stdout (plus a line without a newline, to show stdout
+# is passed through untouched), what two ranks of the library would log on stderr among
+# other lines, then exits with argv[1] or kills itself with signal -argv[1].
+FAKE_PROGRAM = """\
+#!{python}
+import json, os, signal, sys
+sys.stdout.write(json.dumps({{k: v for k, v in os.environ.items()
+                              if k.startswith("NCCL_CAR_") or k == "LD_PRELOAD"}}) + "\\n")
+sys.stdout.write("no newline at the end")
+sys.stdout.flush()
+sys.stderr.write(\"\"\"epoch 1
+node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 setup: eligible (ipc peers, full nvlink, up to 8388608 bytes)
+node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 setup: eligible (ipc peers, full nvlink, up to 8388608 bytes)
+node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 setup: not eligible: ranks span 2 hosts
+progress 50%\\rprogress 100%
+node:200:201 [1] shim.cc:88 NCCL-CAR WARN cannot allocate or export our buffers
+node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 released: taken 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
+node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 released: taken 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
+node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 released: taken 1stage=0 2stage=0 (0 bytes) forwarded 7 (ineligible-comm=7)
+\"\"\")
+sys.stderr.flush()
+code = int(sys.argv[1])
+if code < 0:
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
+class RunTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.library = stand_in_library(self.folder.name)
+        self.program = write_script(os.path.join(self.folder.name, "program"),
+                                    FAKE_PROGRAM.format(python=sys.executable))
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def run_program(self, *options, code=0, **env):
+        return run_tool("run", "--lib", self.library, *options, "--", self.program, str(code),
+                        env=clean_env(**env))
+
+    def child_env(self, result):
+        return json.loads(result.stdout.splitlines()[0])
+
+    def test_exit_code_output_and_summary(self):
+        result = self.run_program(code=7)
+        self.assertEqual(result.returncode, 7, result.stderr)
+        self.assertTrue(result.stdout.endswith("\nno newline at the end"))
+        self.assertIn("epoch 1\n", result.stderr)
+        self.assertIn("progress 50%\rprogress 100%\n", result.stderr)
+        self.assertIn(f"nccl-car run: {self.program} exited with 7", result.stderr)
+        self.assertIn("3 process(es); 2 communicator(s), 3 communicator rank(s) set up: 2 eligible, "
+                      "1 not eligible", result.stderr)
+        self.assertIn("taken: 24 call(s) (1stage 20, 2stage 4)", result.stderr)
+        self.assertIn("forwarded to NCCL: 13 call(s) (ineligible-comm 7, too-large 4, op 2)", result.stderr)
+        self.assertIn("WARN lines: 1\n    shim.cc:88: cannot allocate", result.stderr)
+        # The summary comes after everything the program wrote.
+        self.assertGreater(result.stderr.index("taken:"), result.stderr.index("ineligible-comm=7"))
+
+    def test_zero_exit(self):
+        self.assertEqual(self.run_program(code=0).returncode, 0)
+
+    def test_killed_child(self):
+        result = self.run_program(code=-15)
+        self.assertEqual(result.returncode, 128 + 15)
+        self.assertIn("was killed by signal 15", result.stderr)
+
+    def test_options_become_variables(self):
+        result = self.run_program("--algo", "2stage", "--max-bytes", "512K", "--max-blocks", "8",
+                                  "--disable", "--debug", "trace", "--nccl-lib", "/opt/nccl/libnccl.so.2",
+                                  LD_PRELOAD="/usr/lib/other.so")
+        env = self.child_env(result)
+        self.assertEqual(env["LD_PRELOAD"], f"{self.library}:/usr/lib/other.so")
+        self.assertEqual(env["NCCL_CAR_ALGO"], "2stage")
+        self.assertEqual(env["NCCL_CAR_MAX_BYTES"], str(512 << 10))
+        self.assertEqual(env["NCCL_CAR_MAX_BLOCKS"], "8")
+        self.assertEqual(env["NCCL_CAR_DISABLE"], "1")
+        self.assertEqual(env["NCCL_CAR_DEBUG"], "TRACE")
+        self.assertEqual(env["NCCL_CAR_NCCL_LIB"], "/opt/nccl/libnccl.so.2")
+
+    def test_debug_is_at_least_info(self):
+        self.assertEqual(self.child_env(self.run_program())["NCCL_CAR_DEBUG"], "INFO")
+        result = self.run_program("--debug", "WARN")
+        self.assertEqual(self.child_env(result)["NCCL_CAR_DEBUG"], "INFO")
+        self.assertIn("--debug WARN raised to INFO", result.stderr)
+        self.assertEqual(self.child_env(self.run_program(NCCL_CAR_DEBUG="TRACE"))["NCCL_CAR_DEBUG"], "TRACE")
+        env = self.child_env(self.run_program())
+        self.assertNotIn("NCCL_CAR_ALGO", env)  # nothing set that was not asked for
+
+    def test_library_from_the_variable(self):
+        result = run_tool("run", "--", self.program, "0", env=clean_env(NCCL_CAR_LIB=self.library))
+        self.assertEqual(self.child_env(result)["LD_PRELOAD"], self.library)
+
+    def test_silent_program(self):
+        result = run_tool("run", "--lib", self.library, "--", sys.executable, "-c", "print('hi')")
+        self.assertEqual(result.returncode, 0)
+        self.assertEqual(result.stdout, "hi\n")
+        self.assertIn("no NCCL-CAR line was seen: the library was not loaded, or the program made "
+                      "no NCCL calls", result.stderr)
+
+    def test_command_not_found_or_not_executable(self):
+        result = run_tool("run", "--lib", self.library, "--", "/nonexistent/program")
+        self.assertEqual(result.returncode, 127)
+        self.assertIn("command not found", result.stderr)
+        plain = os.path.join(self.folder.name, "plain")
+        open(plain, "w").close()
+        self.assertEqual(run_tool("run", "--lib", self.library, "--", plain).returncode, 126)
+
+    def test_usage_errors(self):
+        for options in (["--"], [], ["--algo", "fast", "--", "true"], ["--max-bytes", "17", "--", "true"],
+                        ["--max-bytes", "2G", "--", "true"], ["--max-blocks", "37", "--", "true"],
+                        ["--max-blocks", "x", "--", "true"], ["--debug", "LOUD", "--", "true"],
+                        ["--bogus", "--", "true"]):
+            with self.subTest(options=options):
+                result = run_tool("run", "--lib", self.library, *options)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn("error:", result.stderr)
+
+    def test_missing_library(self):
+        result = run_tool("run", "--lib", "/nonexistent/libnccl-car.so", "--", "true")
+        self.assertEqual(result.returncode, 3)
+        self.assertIn("scripts/build.sh", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,185 @@
+"""nccl-car doctor: what this machine offers, and what the library would do here."""
+
+import argparse
+import itertools
+import json
+import os
+import sys
+
+from . import gpu_probe, host_probe, nccl_probe, paths, settings
+from .errors import EXIT_OK
+from .units import format_size
+
+DESCRIPTION = """\
+Reports the GPUs (name, PCI bus id), P2P access and NVLink between each pair, the
+libnccl.so.2 the library would forward to and its version, whether MPS runs, IPC facts,
+where libnccl-car.so is, the NCCL_CAR_* variables set, and a verdict: which all-reduces
+the library would run on its own kernels here. Works without a GPU or driver.
+
+exit codes: 0 the report was printed (whatever it says: read the verdict or --json),
+2 usage error."""
+
+CONDITIONS = ("only ncclSum on half, bfloat16 or float, a multiple of 16 bytes, 16-byte "
+              "aligned buffers, all ranks on this host")
+
+
+def add_arguments(parser):
+    parser.description = DESCRIPTION
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--lib", metavar="PATH",
+                        help="libnccl-car.so to look for (default: $NCCL_CAR_LIB, else "
+                             "build/shim/libnccl-car.so in this repository)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _largest_nvlink_group(usable, n):
+    """Largest set of GPUs (up to the library's rank limit) connected pairwise."""
+    for size in range(min(n, settings.MAX_RANKS), 2, -1):
+        for group in itertools.combinations(range(n), size):
+            if all(usable[i][j] for i, j in itertools.combinations(group, 2)):
+                return list(group)
+    return []
+
+
+def verdict(gpus, effective):
+    """(one line, whether any all-reduce would be accelerated) for a probe_gpus() report
+    and effective_settings(). Mirrors plugin/policy: 2 ranks need P2P; 3..8 ranks need
+    NVLink between every pair as well."""
+    if effective["disable"]:
+        return "verdict: NCCL_CAR_DISABLE is set: the library would forward every call to NCCL", False
+    n = len(gpus["gpus"])
+    if n == 0:
+        return "verdict: no GPU visible: the library would forward every call to NCCL", False
+    if n == 1:
+        return ("verdict: 1 GPU: communicators here have a single rank, and the library "
+                "forwards those to NCCL"), False
+    p2p = gpus["p2p"]
+    p2p_pairs = [(i, j) for i, j in itertools.combinations(range(n), 2) if p2p[i][j] and p2p[j][i]]
+    if not p2p_pairs:
+        return (f"verdict: {n} GPUs without P2P access between them: the library would "
+                "forward every call to NCCL"), False
+    up_to = format_size(effective["max_bytes"])
+    all_p2p = len(p2p_pairs) == n * (n - 1) // 2
+    nvlink = gpus["nvlink"]
+    if nvlink is not None:
+        usable = [[p2p[i][j] and p2p[j][i] and nvlink[i][j] for j in range(n)] for i in range(n)]
+        if all(all(row) for row in usable):
+            largest = min(n, settings.MAX_RANKS)
+            ranks = "2 ranks" if largest == 2 else f"2..{largest} ranks"
+            beyond = (f"; communicators of more than {settings.MAX_RANKS} ranks are forwarded"
+                      if n > settings.MAX_RANKS else "")
+            return (f"verdict: {n} GPUs, full NVLink: all-reduces up to {up_to} between "
+                    f"{ranks} would be accelerated{beyond}"), True
+        group = _largest_nvlink_group(usable, n)
+        if group:
+            return (f"verdict: {n} GPUs, NVLink between some of them: all-reduces up to {up_to} "
+                    f"between 2 ranks with P2P, and between up to {len(group)} ranks on "
+                    f"NVLink-connected GPUs such as {','.join(map(str, group))}, would be "
+                    "accelerated; other communicators are forwarded"), True
+    if all_p2p:
+        link = ("NVLink unknown" if nvlink is None else "P2P without full NVLink")
+        return (f"verdict: {n} GPUs, {link}: all-reduces up to {up_to} between 2 ranks would "
+                "be accelerated; communicators of 3 or more ranks only with NVLink between "
+                "every pair"), True
+    pairs = ", ".join(f"{i}-{j}" for i, j in p2p_pairs)
+    return (f"verdict: {n} GPUs, P2P between some pairs only: all-reduces up to {up_to} "
+            f"between 2 ranks on GPUs {pairs} would be accelerated; other communicators are "
+            "forwarded"), True
+
+
+def collect(args, env):
+    library, source = paths.library_location(args.lib, env)
+    effective = settings.effective_settings(env)
+    gpus = gpu_probe.probe_gpus()
+    line, accelerates = verdict(gpus, effective)
+    return {
+        "library": {"path": library, "source": source, "exists": os.path.isfile(library)},
+        "cuda": gpus,
+        "nccl": nccl_probe.locate(env, sys.path),
+        "mps": host_probe.mps_status(env),
+        "ipc": host_probe.ipc_facts(env),
+        "settings": {"variables": {name: env[name] for name in sorted(env)
+                                   if name.startswith("NCCL_CAR_")},
+                     "effective": {key: value for key, value in effective.items() if key != "problems"},
+                     "problems": effective["problems"]},
+        "verdict": line,
+        "accelerates": accelerates,
+    }
+
+
+def _matrix_lines(gpus):
+    n = len(gpus["gpus"])
+    nvlink = gpus["nvlink"]
+    legend = "P = P2P access, N = NVLink" + ("" if nvlink is not None else
+                                             f" (unknown: {gpus['nvlink_error']})")
+    lines = [f"links:     {legend}", "      " + "".join(f"{j:>4}" for j in range(n))]
+    for i in range(n):
+        cells = []
+        for j in range(n):
+            if i == j:
+                cells.append("   .")
+                continue
+            mark = ("P" if gpus["p2p"][i][j] else "") + ("N" if nvlink and nvlink[i][j] else "")
+            cells.append(f"{mark or '-':>4}")
+        lines.append(f"    {i:>2}" + "".join(cells))
+    return lines
+
+
+def render_text(report):
+    library = report["library"]
+    state = "found" if library["exists"] else (
+        "NOT FOUND: build it with scripts/build.sh, or give --lib / NCCL_CAR_LIB")
+    lines = [f"library:   {library['path']} ({library['source']}): {state}"]
+
+    gpus = report["cuda"]
+    if gpus["driver_error"]:
+        lines.append(f"GPUs:      none visible ({gpus['driver_error']})")
+    else:
+        lines.append(f"GPUs:      {len(gpus['gpus'])} visible, CUDA driver {gpus['driver_version']}")
+        for gpu in gpus["gpus"]:
+            lines.append(f"    {gpu['index']:>2}  {gpu['name']}  {gpu['pci_bus_id']}  "
+                         f"compute {gpu['compute_capability']}  {format_size(gpu['memory_bytes'])}")
+        if len(gpus["gpus"]) > 1:
+            lines.extend(_matrix_lines(gpus))
+
+    nccl = report["nccl"]
+    if nccl["path"]:
+        version = nccl["version"] or f"unknown ({nccl['error']})"
+        lines.append(f"NCCL:      {nccl['path']} (via {nccl['source']}), version {version}")
+        lines.append("    (a program that loads its own NCCL, as PyTorch does, is forwarded to that one)")
+    else:
+        lines.append(f"NCCL:      none found ({nccl['error']})")
+    for attempt in nccl["tried"]:
+        if attempt["error"]:
+            lines.append(f"    tried {attempt['target']} ({attempt['source']}): {attempt['error']}")
+
+    mps = report["mps"]
+    lines.append(f"MPS:       {'running' if mps['running'] else 'not running'} ({mps['evidence']})")
+
+    ipc = report["ipc"]
+    namespace = ipc["ipc_namespace"] or "unknown"
+    if ipc["host_ipc_namespace"] is not None:
+        namespace += " (the host's)" if ipc["host_ipc_namespace"] else (
+            " (not the host's: ranks must share this IPC namespace)")
+    shm = format_size(ipc["dev_shm_bytes"]) if ipc["dev_shm_bytes"] is not None else "unknown"
+    lines.append(f"IPC:       namespace {namespace}; container: "
+                 f"{ipc['container'] or 'no sign of one'}; /dev/shm {shm}; open files "
+                 f"{ipc['open_files_soft']} (hard {ipc['open_files_hard']})")
+
+    variables = report["settings"]["variables"]
+    if variables:
+        lines.append("settings:  " + " ".join(f"{name}={value}" for name, value in variables.items()))
+    else:
+        lines.append("settings:  no NCCL_CAR_* variable set: the library's defaults apply")
+    lines.extend(f"    problem: {problem}" for problem in report["settings"]["problems"])
+
+    lines.append(report["verdict"])
+    if report["accelerates"]:
+        lines.append(f"    ({CONDITIONS})")
+    return "\n".join(lines)
+
+
+def execute(args):
+    report = collect(args, os.environ)
+    print(json.dumps(report, indent=2) if args.json else render_text(report))
+    return EXIT_OK

@@ -1,0 +1,133 @@
+"""Reads the library's NCCL-style log lines and adds up what they report.
+
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: eligible (...)
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: not eligible: <why>
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 released: taken 1stage=12
+        2stage=3 (1052688 bytes) forwarded 4 (op=1 too-large=3)
+    host:pid:tid [dev] file.cc:123 NCCL-CAR WARN <text>
+
+Every rank logs its own lines, so calls are counted once per rank that made them."""
+
+import re
+from collections import Counter
+
+from .units import format_size
+
+# search, not match: launchers may prefix each line ("[1,0]<stderr>:" from mpirun).
+_LINE = re.compile(r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>-?\d+)\] "
+                   r"(?:(?P<where>\S+:\d+) )?NCCL-CAR (?P<level>WARN|INFO|TRACE) (?P<text>.*)")
+_COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
+                   r"(?P<event>setup|released): (?P<detail>.*)")
+_RELEASED = re.compile(r"taken 1stage=(?P<one>\d+) 2stage=(?P<two>\d+) \((?P<bytes>\d+) bytes\) "
+                       r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
+_REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")
+
+_WARN_EXAMPLES = 5
+
+
+class LogTally:
+    """Feed it every stderr line (library or not); read the totals or summary()."""
+
+    def __init__(self):
+        self.library_lines = 0
+        self.processes = set()
+        self.setups = 0
+        self.communicators = 0          # rank-0 setups: one per communicator
+        self.eligible = 0
+        self.not_eligible = Counter()   # reason -> ranks
+        self.releases = 0
+        self.taken = Counter()          # "1stage"/"2stage" -> calls
+        self.taken_bytes = 0
+        self.forwarded = 0
+        self.forward_reasons = Counter()
+        self.warnings = []              # WARN texts, with their source location
+        self.not_understood = []        # setup/released lines in an unknown format
+        self._open = set()              # (host, pid, comm, rank) set up, not yet released
+
+    def feed(self, line):
+        match = _LINE.search(line.rstrip("\r\n"))
+        if match is None:
+            return
+        self.library_lines += 1
+        self.processes.add((match["host"], match["pid"]))
+        if match["level"] == "WARN":
+            where = f"{match['where']}: " if match["where"] else ""
+            self.warnings.append(where + match["text"])
+            return
+        comm = _COMM.fullmatch(match["text"])
+        if comm is None:
+            return  # other INFO/TRACE lines carry nothing the summary counts
+        key = (match["host"], match["pid"], comm["comm"], comm["rank"])
+        if comm["event"] == "setup":
+            self._feed_setup(key, comm, line)
+        else:
+            self._feed_released(key, comm["detail"], line)
+
+    def _feed_setup(self, key, comm, line):
+        detail = comm["detail"]
+        if detail.startswith("eligible"):
+            self.eligible += 1
+        elif detail.startswith("not eligible"):
+            self.not_eligible[detail[len("not eligible"):].lstrip(": ") or "no reason given"] += 1
+        else:
+            self.not_understood.append(line.strip())
+            return
+        self.setups += 1
+        if comm["rank"] == "0":
+            self.communicators += 1
+        self._open.add(key)
+
+    def _feed_released(self, key, detail, line):
+        released = _RELEASED.fullmatch(detail)
+        if released is None:
+            self.not_understood.append(line.strip())
+            return
+        self.releases += 1
+        self._open.discard(key)
+        self.taken["1stage"] += int(released["one"])
+        self.taken["2stage"] += int(released["two"])
+        self.taken_bytes += int(released["bytes"])
+        self.forwarded += int(released["forwarded"])
+        for reason, count in _REASON.findall(released["reasons"] or ""):
+            self.forward_reasons[reason] += int(count)
+
+    @property
+    def taken_calls(self):
+        return self.taken["1stage"] + self.taken["2stage"]
+
+    @property
+    def never_released(self):
+        return len(self._open)
+
+    def summary_lines(self):
+        """The run summary, one string per line, without a trailing newline."""
+        if self.library_lines == 0:
+            return ["nccl-car: no NCCL-CAR line was seen: the library was not loaded, "
+                    "or the program made no NCCL calls"]
+        # A communicator is counted by its rank 0, so one with rank 0 elsewhere counts 0.
+        lines = [f"nccl-car: {len(self.processes)} process(es); {self.communicators} "
+                 f"communicator(s), {self.setups} communicator rank(s) set up: "
+                 f"{self.eligible} eligible, {sum(self.not_eligible.values())} not eligible"]
+        for reason, ranks in self.not_eligible.most_common():
+            lines.append(f"  not eligible ({ranks} rank(s)): {reason}")
+        lines.append(f"  taken: {self.taken_calls} call(s) (1stage {self.taken['1stage']}, "
+                     f"2stage {self.taken['2stage']}), {format_size(self.taken_bytes)} "
+                     f"({self.taken_bytes} bytes), counted on every rank")
+        reasons = ", ".join(f"{reason} {count}" for reason, count in
+                            sorted(self.forward_reasons.items(), key=lambda item: (-item[1], item[0])))
+        lines.append(f"  forwarded to NCCL: {self.forwarded} call(s)" +
+                     (f" ({reasons})" if reasons else ""))
+        if self.setups and self.releases == 0:
+            lines.append("  no communicator was released: counts come only at "
+                         "ncclCommDestroy, which the program did not reach")
+        elif self.never_released:
+            lines.append(f"  {self.never_released} communicator rank(s) never released "
+                         "(no ncclCommDestroy?): their calls are not counted above")
+        lines.append(f"  WARN lines: {len(self.warnings)}")
+        lines.extend(f"    {text}" for text in self.warnings[:_WARN_EXAMPLES])
+        if len(self.warnings) > _WARN_EXAMPLES:
+            lines.append(f"    ... and {len(self.warnings) - _WARN_EXAMPLES} more")
+        if self.not_understood:
+            lines.append(f"  {len(self.not_understood)} setup/released line(s) not understood "
+                         f"(log format changed?), e.g.: {self.not_understood[0]}")
+        return lines

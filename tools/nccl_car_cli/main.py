@@ -1,0 +1,47 @@
+"""nccl-car's command line: one subcommand per module, errors turned into exit codes."""
+
+import argparse
+import sys
+
+from . import bench, doctor, run
+from .errors import EXIT_USAGE, CliError, UsageError
+
+SUBCOMMANDS = {
+    "doctor": (doctor, "what this machine offers and what the library would do here"),
+    "run": (run, "run a command with the library preloaded, then summarise what it did"),
+    "bench": (bench, "all_reduce_perf with and without the library, side by side"),
+}
+
+DESCRIPTION = """\
+nccl-car runs small intra-node all-reduces on its own CUDA kernels (libnccl-car.so,
+preloaded) and forwards every other NCCL call to NCCL. See docs/cli.md.
+
+exit codes: 0 ok, 1 the check or a run failed, 2 usage error, 3 missing prerequisite
+(the library, all_reduce_perf, a GPU); `run` passes on its command's exit code."""
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="nccl-car", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+    for name, (module, summary) in SUBCOMMANDS.items():
+        module.add_arguments(commands.add_parser(name, help=summary))
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.subcommand is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    module, _summary = SUBCOMMANDS[args.subcommand]
+    try:
+        return module.execute(args)
+    except CliError as error:
+        hint = f" (see nccl-car {args.subcommand} --help)" if isinstance(error, UsageError) else ""
+        print(f"nccl-car {args.subcommand}: error: {error}{hint}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print(f"nccl-car {args.subcommand}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,74 @@
+"""Which libnccl.so.2 the library would forward to, and its version.
+
+Search order (the library's): NCCL_CAR_NCCL_LIB, the dynamic loader's "libnccl.so.2",
+PyTorch's wheel (<site-packages>/nvidia/nccl/lib, found on sys.path without importing
+torch), then /usr/local/cuda/lib64. The first one that loads is the answer."""
+
+import ctypes
+import os
+
+SONAME = "libnccl.so.2"
+CUDA_FOLDER_LIBRARY = "/usr/local/cuda/lib64/libnccl.so.2"
+
+
+def candidates(env, search_path):
+    """[(where it comes from, path or soname)] in search order, paths not checked yet."""
+    found = []
+    if env.get("NCCL_CAR_NCCL_LIB"):
+        found.append(("NCCL_CAR_NCCL_LIB", env["NCCL_CAR_NCCL_LIB"]))
+    found.append(("the dynamic loader", SONAME))
+    for folder in search_path:
+        wheel_library = os.path.join(folder or ".", "nvidia", "nccl", "lib", SONAME)
+        if os.path.isfile(wheel_library):
+            found.append(("a Python wheel (PyTorch's NCCL)", wheel_library))
+    found.append(("the CUDA folder", CUDA_FOLDER_LIBRARY))
+    return found
+
+
+def decode_version(code):
+    """ncclGetVersion's integer: 22703 is 2.27.3 (2.9 and later), 2804 is 2.8.4."""
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _loaded_path(library):
+    """The file the loader picked for a soname, from this process's memory map."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split(maxsplit=5)[-1].strip()
+            if os.path.basename(path).startswith("libnccl.so"):
+                return path
+    return library
+
+
+def _version_of(handle):
+    version = ctypes.c_int()
+    if handle.ncclGetVersion(ctypes.byref(version)) != 0:
+        return None
+    return decode_version(version.value)
+
+
+def locate(env, search_path, load=ctypes.CDLL):
+    """Returns {path, source, version, error, tried: [{source, target, error}]}; path is
+    None when nothing loads. `load` is injectable for tests."""
+    result = {"path": None, "source": None, "version": None, "error": None, "tried": []}
+    for source, target in candidates(env, search_path):
+        if target != SONAME and not os.path.isfile(target):
+            result["tried"].append({"source": source, "target": target, "error": "no such file"})
+            continue
+        try:
+            handle = load(target)
+        except OSError as error:
+            result["tried"].append({"source": source, "target": target, "error": str(error)})
+            continue
+        result["tried"].append({"source": source, "target": target, "error": None})
+        result["source"] = source
+        result["path"] = _loaded_path(target) if target == SONAME else os.path.abspath(target)
+        try:
+            result["version"] = _version_of(handle)
+        except AttributeError:
+            result["error"] = "it has no ncclGetVersion: not NCCL?"
+        return result
+    result["error"] = "no libnccl.so.2 could be loaded"
+    return result

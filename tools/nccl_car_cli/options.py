@@ -1,0 +1,67 @@
+"""argparse types shared by the subcommands: they turn a bad value into a usage error."""
+
+import argparse
+import shlex
+
+from . import settings
+from .units import parse_size
+
+
+def size(text):
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_size(text):
+    value = size(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"invalid size '{text}': must be at least 1 byte")
+    return value
+
+
+def library_max_bytes(text):
+    value = size(text)
+    problem = settings.max_bytes_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"invalid size '{text}' ({value} bytes): {problem}")
+    return value
+
+
+def int_between(low, high):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number '{text}'") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: expected {low} to {high}")
+        return value
+    return parse
+
+
+def positive_int(text):
+    return int_between(1, 1 << 31)(text)
+
+
+def debug_level(text):
+    if text.upper() not in settings.DEBUG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"invalid level '{text}': expected {', '.join(settings.DEBUG_LEVELS)}")
+    return text.upper()
+
+
+def words(text):
+    """Shell-style splitting, so that quoted arguments survive: "-x 'a b'"."""
+    try:
+        return shlex.split(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"cannot split '{text}': {error}") from None
+
+
+def command_words(text):
+    split = words(text)
+    if not split:
+        raise argparse.ArgumentTypeError("empty command")
+    return split
