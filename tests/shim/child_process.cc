@@ -1,0 +1,115 @@
+#include "child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace shimtest {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path makeTempDir() {
+  std::string pattern = (fs::temp_directory_path() / "car-shim-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return pattern;
+}
+
+std::vector<std::string> environmentOf(const ChildRun& run, const fs::path& log) {
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "LD_LIBRARY_PATH=", "STANDIN_NCCL_LOG=" + log.string()};
+  if (run.preload) env.push_back(std::string("LD_PRELOAD=") + shimLibrary());
+  for (const char* name : {"TSAN_OPTIONS", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  // The run's own settings replace the defaults of the same name.
+  for (const std::string& setting : run.env) {
+    const std::string name = setting.substr(0, setting.find('=') + 1);
+    for (std::string& existing : env) {
+      if (existing.compare(0, name.size(), name) == 0) existing.clear();
+    }
+    env.push_back(setting);
+  }
+  env.erase(std::remove(env.begin(), env.end(), std::string()), env.end());
+  return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> result;
+  for (std::string& s : strings) result.push_back(s.data());
+  result.push_back(nullptr);
+  return result;
+}
+
+}  // namespace
+
+ChildResult runChild(const ChildRun& run) {
+  const fs::path dir = makeTempDir();
+  const fs::path outPath = dir / "stdout", errPath = dir / "stderr", logPath = dir / "calls.log";
+
+  std::vector<std::string> argv = {run.program};
+  argv.insert(argv.end(), run.args.begin(), run.args.end());
+  std::vector<std::string> env = environmentOf(run, logPath);
+  std::vector<char*> argvPointers = pointers(argv), envPointers = pointers(env);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, run.program.c_str(), &actions, nullptr, argvPointers.data(),
+                                  envPointers.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    fs::remove_all(dir);
+    throw std::runtime_error("cannot start " + run.program);
+  }
+
+  ChildResult result;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(run.timeoutSeconds);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      result.timedOut = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.out = readFile(outPath);
+  result.err = readFile(errPath);
+  result.log = readFile(logPath);
+  fs::remove_all(dir);
+  return result;
+}
+
+ChildResult runDriver(const std::vector<std::string>& args, const std::vector<std::string>& env, bool preload) {
+  ChildRun run;
+  run.args = args;
+  run.env = env;
+  run.preload = preload;
+  return runChild(run);
+}
+
+}  // namespace shimtest

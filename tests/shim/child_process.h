@@ -1,0 +1,41 @@
+// Runs a test program as a child process with a controlled environment: nothing of the
+// test's own environment leaks in except sanitizer options. Collects its exit status, its
+// stdout and stderr, and the stand-in NCCL's call log (STANDIN_NCCL_LOG, set here).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace shimtest {
+
+// Paths of what the build made, from CMake.
+inline const char* shimLibrary() { return CAR_SHIM_LIBRARY; }
+inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
+inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
+inline const char* standinLibrary() { return CAR_STANDIN_LIBRARY; }
+inline const char* exportsMap() { return CAR_SHIM_EXPORTS_MAP; }
+
+struct ChildRun {
+  std::string program = driverProgram();
+  std::vector<std::string> args;
+  std::vector<std::string> env;  // NAME=value
+  bool preload = true;           // LD_PRELOAD=libnccl-car.so
+  int timeoutSeconds = 120;
+};
+
+struct ChildResult {
+  int exitCode = -1;  // -1 when killed by a signal
+  int signal = 0;
+  bool timedOut = false;
+  std::string out;
+  std::string err;
+  std::string log;  // the stand-in's call log with the driver's markers
+};
+
+ChildResult runChild(const ChildRun& run);
+
+// shim_driver <args...> with the given extra environment.
+ChildResult runDriver(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                      bool preload = true);
+
+}  // namespace shimtest

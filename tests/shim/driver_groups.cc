@@ -1,0 +1,50 @@
+// Scenario "groups": communicators created and all-reduced inside ncclGroupStart/End.
+// Setup traffic is expected only after the caller's outer ncclGroupEnd: g1.end, g2.end,
+// g3.end (a nonblocking communicator first all-reduced inside g3) and g4.end.
+#include <string>
+
+#include "driver_common.h"
+
+namespace driver {
+
+int runGroups() {
+  const ncclUniqueId id = uniqueId("uid");
+
+  // nccl-tests style: all communicators of the process from one thread in one group.
+  groupStart("g1.start");
+  ncclComm_t a = initRank("g1.init.a", id);
+  ncclComm_t b = initRank("g1.init.b", id);
+  groupEnd("g1.end");
+
+  // Nested groups: only the outer end counts.
+  groupStart("g2.start");
+  groupStart("g2.start.inner");
+  ncclComm_t c = initRank("g2.init.c", id);
+  groupEnd("g2.end.inner");
+  groupEnd("g2.end");
+
+  // A nonblocking communicator whose first all-reduce is inside a group: forwarded there
+  // (not ready), set up at the group's end.
+  ncclConfig_t nonblocking = NCCL_CONFIG_INITIALIZER;
+  nonblocking.blocking = 0;
+  ncclComm_t e = initRankConfig("g3.init.e", id, &nonblocking);
+  groupStart("g3.start");
+  allReduce("g3.ar.a", gSend, gRecv, 256, ncclBfloat16, ncclSum, a);
+  allReduce("g3.ar.e", gSend, gRecv, 256, ncclBfloat16, ncclSum, e);
+  groupEnd("g3.end");
+
+  // A blocking communicator created and all-reduced in the same group.
+  groupStart("g4.start");
+  ncclComm_t d = initRank("g4.init.d", id);
+  allReduce("g4.ar.d", gSend, gRecv, 64, ncclFloat16, ncclSum, d);
+  groupEnd("g4.end");
+
+  release("destroy.a", "ncclCommDestroy", a);
+  release("destroy.b", "ncclCommDestroy", b);
+  release("destroy.c", "ncclCommDestroy", c);
+  release("destroy.d", "ncclCommDestroy", d);
+  release("destroy.e", "ncclCommDestroy", e);
+  return 0;
+}
+
+}  // namespace driver

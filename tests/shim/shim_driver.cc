@@ -1,0 +1,86 @@
+// A plain NCCL program, linked against (the stand-in) libnccl.so.2, that makes scripted
+// sequences of NCCL calls for the shim tests: shim_driver <scenario> [arguments].
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "driver_common.h"
+
+namespace driver {
+
+ncclUniqueId uniqueId(const std::string& label) {
+  ncclUniqueId id{};
+  step(label, standin::calls::getUniqueId(&id), [&] { return ncclGetUniqueId(&id); });
+  report(label, "value", standin::idHex(id));
+  return id;
+}
+
+ncclComm_t initRank(const std::string& label, const ncclUniqueId& id) {
+  ncclComm_t comm = nullptr;
+  step(label, standin::calls::initRank(&comm, 1, id, 0), [&] { return ncclCommInitRank(&comm, 1, id, 0); });
+  report(label, "made", standin::hex(comm));
+  return comm;
+}
+
+ncclComm_t initRankConfig(const std::string& label, const ncclUniqueId& id, ncclConfig_t* config) {
+  ncclComm_t comm = nullptr;
+  step(label, standin::calls::initRankConfig(&comm, 1, id, 0, config),
+       [&] { return ncclCommInitRankConfig(&comm, 1, id, 0, config); });
+  report(label, "made", standin::hex(comm));
+  return comm;
+}
+
+void pollUntilReady(const std::string& label, ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 100; ++i) {
+    const std::string name = label + "." + std::to_string(i);
+    const ncclResult_t rc = step(name, standin::calls::query("ncclCommGetAsyncError", comm, &state),
+                                 [&] { return ncclCommGetAsyncError(comm, &state); });
+    report(name, "value", std::to_string(static_cast<int>(state)));
+    if (rc != ncclSuccess || state != ncclInProgress) return;
+  }
+}
+
+ncclResult_t allReduce(const std::string& label, const void* send, void* recv, std::size_t count,
+                       ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm) {
+  return step(label, standin::calls::allReduce(send, recv, count, type, op, comm, fakeStream()),
+              [&] { return ncclAllReduce(send, recv, count, type, op, comm, fakeStream()); });
+}
+
+ncclResult_t release(const std::string& label, const char* function, ncclComm_t comm) {
+  const std::string name = function;
+  return step(label, standin::calls::onComm(function, comm), [&] {
+    if (name == "ncclCommFinalize") return ncclCommFinalize(comm);
+    if (name == "ncclCommAbort") return ncclCommAbort(comm);
+    return ncclCommDestroy(comm);
+  });
+}
+
+ncclResult_t groupStart(const std::string& label) {
+  return step(label, standin::calls::groupStart(), [] { return ncclGroupStart(); });
+}
+
+ncclResult_t groupEnd(const std::string& label) {
+  return step(label, standin::calls::groupEnd(), [] { return ncclGroupEnd(); });
+}
+
+}  // namespace driver
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  int status = 2;
+  if (scenario == "lifecycle") status = driver::runLifecycle();
+  else if (scenario == "groups") status = driver::runGroups();
+  else if (scenario == "allreduce-matrix") status = driver::runAllReduceMatrix(argc > 2 ? argv[2] : "rank1");
+  else if (scenario == "nonhooked") status = driver::runNonHooked();
+  else if (scenario == "badargs") status = driver::runBadArguments();
+  else if (scenario == "threads") {
+    status = driver::runThreads(argc > 2 ? std::atoi(argv[2]) : 4, argc > 3 ? std::atoi(argv[3]) : 10);
+  } else {
+    std::fprintf(stderr, "usage: shim_driver lifecycle|groups|allreduce-matrix [rank1|initall]|nonhooked|badargs|"
+                         "threads [threads] [iterations]\n");
+  }
+  if (status == 0) std::printf("done\n");
+  return status;
+}

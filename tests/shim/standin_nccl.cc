@@ -1,0 +1,194 @@
+// The stand-in NCCL's recording and its communicator life-cycle. See standin_nccl.h.
+#include "standin_nccl.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace standin {
+namespace {
+
+int logFile() {
+  static const int fd = [] {
+    const char* path = std::getenv("STANDIN_NCCL_LOG");
+    return path == nullptr ? -1 : open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  }();
+  return fd;
+}
+
+void writeLine(const std::string& text) {
+  const int fd = logFile();
+  if (fd < 0) return;
+  const std::string line = text + "\n";
+  // One write() per line: O_APPEND keeps concurrent lines whole.
+  [[maybe_unused]] const ssize_t written = write(fd, line.data(), line.size());
+}
+
+bool forcedResult(const char* function, int* result) {
+  const std::string name = std::string("STANDIN_NCCL_RESULT_") + function;
+  const char* text = std::getenv(name.c_str());
+  if (text == nullptr || text[0] == '\0') return false;
+  *result = std::atoi(text);
+  return true;
+}
+
+std::mutex gCommsMutex;
+std::vector<ncclComm*>* gComms = new std::vector<ncclComm*>();  // reachable: not a leak
+
+}  // namespace
+
+ncclResult_t finish(CallLine& line, const char* function, ncclResult_t normal) {
+  int result = static_cast<int>(normal);
+  forcedResult(function, &result);
+  line.num("result", result);
+  record(line);
+  return static_cast<ncclResult_t>(result);
+}
+
+void record(CallLine& line) {
+  line.num("tid", static_cast<long long>(syscall(SYS_gettid)));
+  writeLine(line.str());
+}
+
+ncclComm* newComm(int rank, int nranks, int device, bool nonblocking) {
+  auto* comm = new ncclComm();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->device = device;
+  comm->nonblocking = nonblocking;
+  if (nonblocking) {
+    const char* polls = std::getenv("STANDIN_NCCL_ASYNC_POLLS");
+    comm->pendingPolls = polls != nullptr ? std::atoi(polls) : 2;
+  }
+  std::lock_guard<std::mutex> lock(gCommsMutex);
+  gComms->push_back(comm);
+  return comm;
+}
+
+ncclResult_t checkComm(ncclComm_t comm, CallLine& line) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  if (comm->destroyed.load()) {
+    line.num("dead", 1);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+int fakeDevice() {
+  const char* text = std::getenv("STANDIN_NCCL_DEVICE");
+  return text != nullptr ? std::atoi(text) : 0;
+}
+
+bool nonblockingFrom(const ncclConfig_t* config, bool inherited) {
+  if (config != nullptr && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking == 0;
+  return inherited;
+}
+
+}  // namespace standin
+
+namespace {
+
+using standin::CallLine;
+
+bool envNonblocking() {
+  const char* text = std::getenv("NCCL_COMM_BLOCKING");
+  return text != nullptr && std::strcmp(text, "0") == 0;
+}
+
+// Creates the communicator of an init call into *out; returns the normal result.
+ncclResult_t initOne(ncclComm_t* out, int nranks, int rank, bool nonblocking, CallLine& line) {
+  if (out == nullptr || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  *out = standin::newComm(rank, nranks, standin::fakeDevice(), nonblocking);
+  line.ptr("made", *out);
+  return nonblocking ? ncclInProgress : ncclSuccess;
+}
+
+ncclResult_t release(const char* function, ncclComm_t comm) {
+  CallLine line = standin::calls::onComm(function, comm);
+  ncclResult_t normal = standin::checkComm(comm, line);
+  if (normal == ncclSuccess && std::strcmp(function, "ncclCommFinalize") != 0) comm->destroyed = true;
+  return standin::finish(line, function, normal);
+}
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  CallLine line = standin::calls::initRank(comm, nranks, commId, rank);
+  const ncclResult_t normal = initOne(comm, nranks, rank, envNonblocking(), line);
+  return standin::finish(line, "ncclCommInitRank", normal);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  CallLine line = standin::calls::initRankConfig(comm, nranks, commId, rank, config);
+  const bool nonblocking = standin::nonblockingFrom(config, envNonblocking());
+  const ncclResult_t normal = initOne(comm, nranks, rank, nonblocking, line);
+  return standin::finish(line, "ncclCommInitRankConfig", normal);
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config) {
+  CallLine line = standin::calls::initRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+  ncclResult_t normal = ncclInvalidArgument;
+  if (nId >= 1 && commIds != nullptr) {
+    normal = initOne(newcomm, nranks, myrank, standin::nonblockingFrom(config, envNonblocking()), line);
+  }
+  return standin::finish(line, "ncclCommInitRankScalable", normal);
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  CallLine line = standin::calls::initAll(comms, ndev, devlist);
+  ncclResult_t normal = ncclInvalidArgument;
+  if (comms != nullptr && ndev >= 1) {
+    std::string made;
+    for (int i = 0; i < ndev; ++i) {
+      comms[i] = standin::newComm(i, ndev, devlist != nullptr ? devlist[i] : standin::fakeDevice() + i, false);
+      made += (i == 0 ? "" : ",") + standin::hex(comms[i]);
+    }
+    line.text("made", made.c_str());
+    normal = ncclSuccess;
+  }
+  return standin::finish(line, "ncclCommInitAll", normal);
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  CallLine line = standin::calls::split(comm, color, key, newcomm, config);
+  ncclResult_t normal = standin::checkComm(comm, line);
+  if (normal == ncclSuccess && newcomm == nullptr) normal = ncclInvalidArgument;
+  if (normal == ncclSuccess) {
+    const bool nonblocking = standin::nonblockingFrom(config, comm->nonblocking);
+    *newcomm = color == NCCL_SPLIT_NOCOLOR ? nullptr : standin::newComm(0, 1, comm->device, nonblocking);
+    line.ptr("made", *newcomm);
+    if (*newcomm != nullptr && nonblocking) normal = ncclInProgress;
+  }
+  return standin::finish(line, "ncclCommSplit", normal);
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) {
+  CallLine line = standin::calls::shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  ncclResult_t normal = standin::checkComm(comm, line);
+  if (normal == ncclSuccess && (newcomm == nullptr || excludeRanksCount < 0)) normal = ncclInvalidArgument;
+  if (normal == ncclSuccess) {
+    const bool nonblocking = standin::nonblockingFrom(config, comm->nonblocking);
+    const int left = comm->nranks - excludeRanksCount;
+    *newcomm = standin::newComm(0, left < 1 ? 1 : left, comm->device, nonblocking);
+    line.ptr("made", *newcomm);
+    if (nonblocking) normal = ncclInProgress;
+  }
+  return standin::finish(line, "ncclCommShrink", normal);
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) { return release("ncclCommFinalize", comm); }
+ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release("ncclCommDestroy", comm); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return release("ncclCommAbort", comm); }
+
+}  // extern "C"

@@ -1,0 +1,46 @@
+// Internals of the stand-in NCCL (libnccl.so.2 for the shim tests): no GPU, no CUDA calls.
+// Every call is appended, one line and one write() each, to the file named by
+// STANDIN_NCCL_LOG. STANDIN_NCCL_RESULT_<function>=<int> makes that function return <int>
+// (it still does its normal work, e.g. creates the communicator). Nonblocking communicators
+// report ncclInProgress to the first STANDIN_NCCL_ASYNC_POLLS (default 2) async-error queries.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+
+#include "call_line.h"
+
+// The stand-in's communicator. Never freed (destroyed ones stay, marked), so a use after
+// destroy is reported instead of being undefined, and addresses are never reused.
+struct ncclComm {
+  int rank = 0;
+  int nranks = 1;
+  int device = 0;
+  bool nonblocking = false;
+  std::atomic<int> pendingPolls{0};
+  std::atomic<bool> destroyed{false};
+};
+
+namespace standin {
+
+// Appends " result=<r> tid=<t>" to `line` (which already holds the arguments and what the
+// call produced: made=, value=), writes it, and returns r: the result forced for
+// `function` by STANDIN_NCCL_RESULT_<function> if set, else `normal`.
+ncclResult_t finish(CallLine& line, const char* function, ncclResult_t normal);
+
+// Appends " tid=<t>" and writes the line: for the calls that return a string.
+void record(CallLine& line);
+
+ncclComm* newComm(int rank, int nranks, int device, bool nonblocking);
+
+// ncclInvalidArgument unless comm is a live communicator of ours (logs dead=1 if destroyed).
+ncclResult_t checkComm(ncclComm_t comm, CallLine& line);
+
+// STANDIN_NCCL_DEVICE, default 0.
+int fakeDevice();
+
+// config->blocking if set, else NCCL_COMM_BLOCKING=0 from the environment, else `inherited`.
+bool nonblockingFrom(const ncclConfig_t* config, bool inherited);
+
+}  // namespace standin

@@ -1,0 +1,80 @@
+// Bad NCCL_CAR_* values: one WARN each, naming the variable and the default kept; the
+// calls still reach NCCL unchanged. Also the log level's own effect.
+#include <catch2/catch.hpp>
+
+#include "call_checks.h"
+
+using namespace shimtest;
+
+namespace {
+
+struct Bad {
+  const char* variable;
+  const char* value;
+};
+
+std::string setting(const Bad& bad) { return std::string(bad.variable) + "=" + bad.value; }
+
+}  // namespace
+
+TEST_CASE("config: each bad value warns once, names the variable, and keeps the default", "[shim][config]") {
+  const Bad bad = GENERATE(values<Bad>({{"NCCL_CAR_MAX_BYTES", "12k"}, {"NCCL_CAR_MAX_BYTES", "100"},
+                                        {"NCCL_CAR_MAX_BYTES", "-16"}, {"NCCL_CAR_MAX_BYTES", "0"},
+                                        {"NCCL_CAR_ALGO", "3stage"}, {"NCCL_CAR_DEBUG", "LOUD"},
+                                        {"NCCL_CAR_MAX_BLOCKS", "99"}, {"NCCL_CAR_MAX_BLOCKS", "0"},
+                                        {"NCCL_CAR_DISABLE", "maybe"}, {"NCCL_CAR_NCCL_LIB", ""}}));
+  INFO(setting(bad));
+  const ChildResult run = runDriver({"allreduce-matrix", "rank1"}, {setting(bad)});
+  const std::vector<Segment> segments = checkSteps(run);
+  // Still at work (NCCL_CAR_DISABLE=maybe did not disable it): set up right after init.
+  checkSetupPlacement(segments, {"init"});
+  INFO(run.err);
+  const std::vector<std::string> warnings = carLines(run.err, "WARN");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find(bad.variable) != std::string::npos);
+  CHECK(warnings[0].find(std::string("'") + bad.value + "'") != std::string::npos);
+  CHECK(warnings[0].find("using default") != std::string::npos);
+  CHECK(carLines(run.err, "INFO").empty());  // the level stayed WARN
+}
+
+TEST_CASE("config: several bad values warn once each, and good ones still apply", "[shim][config]") {
+  const ChildResult run = runDriver({"allreduce-matrix", "rank1"},
+                                    {"NCCL_CAR_MAX_BYTES=12k", "NCCL_CAR_ALGO=3stage", "NCCL_CAR_DEBUG=LOUD",
+                                     "NCCL_CAR_MAX_BLOCKS=99"});
+  checkSetupPlacement(checkSteps(run), {"init"});
+  INFO(run.err);
+  CHECK(carLines(run.err, "WARN").size() == 4);
+  for (const char* variable : {"NCCL_CAR_MAX_BYTES", "NCCL_CAR_ALGO", "NCCL_CAR_DEBUG", "NCCL_CAR_MAX_BLOCKS"}) {
+    INFO(variable);
+    CHECK(linesWith(run.err, {"NCCL-CAR WARN", variable, "using default"}).size() == 1);
+  }
+
+  const ChildResult mixed = runDriver({"allreduce-matrix", "rank1"}, {"NCCL_CAR_MAX_BLOCKS=99", "NCCL_CAR_DEBUG=info"});
+  checkSetupPlacement(checkSteps(mixed), {"init"});
+  INFO(mixed.err);
+  CHECK(carLines(mixed.err, "WARN").size() == 1);
+  CHECK(linesWith(mixed.err, {"NCCL-CAR INFO", "setup: not eligible: "}).size() == 1);
+}
+
+TEST_CASE("config: at WARN (the default) a healthy run prints nothing", "[shim][config]") {
+  const ChildResult run = runDriver({"lifecycle"});
+  REQUIRE(run.exitCode == 0);
+  // Two-rank communicators warn on a machine without a usable GPU; nothing else may.
+  for (const std::string& line : carLines(run.err, "WARN")) {
+    INFO(line);
+    CHECK(line.find("CUDA unusable for the handshake") != std::string::npos);
+  }
+  CHECK(carLines(run.err, "INFO").empty());
+  CHECK(linesWith(run.err, {"NCCL-CAR"}).size() == carLines(run.err, "WARN").size());
+}
+
+// KNOWN SHIM BUG (tagged [!shouldfail]: ctest passes while the bug is there; remove the tag
+// once it is fixed). realNccl() (shim/real_nccl.cc) logs "real NCCL found as ..." at INFO
+// before anything has read NCCL_CAR_DEBUG: shimConfig(), which sets the log level, is first
+// called after realNccl() in every hook, so the line is never printed when the real NCCL is
+// found as the next library or as an already-loaded libnccl.so.2.
+TEST_CASE("config: NCCL_CAR_DEBUG=INFO says where the real NCCL was found", "[shim][config][!shouldfail]") {
+  const ChildResult run = runDriver({"nonhooked"}, {"NCCL_CAR_DEBUG=INFO"});
+  INFO(run.err);
+  CHECK(linesWith(run.err, {"NCCL-CAR INFO", "real NCCL found as the next library"}).size() == 1);
+}

@@ -1,0 +1,85 @@
+// When the real NCCL fails around a communicator's creation (the group that created it,
+// or its nonblocking initialisation), the shim does not set it up, forwards its
+// all-reduces, and (per DESIGN.md) says at INFO why the communicator is not eligible.
+#include <catch2/catch.hpp>
+#include <nccl.h>
+
+#include "call_checks.h"
+
+using namespace shimtest;
+
+namespace {
+
+const char* kFailedGroupEnd = "STANDIN_NCCL_RESULT_ncclGroupEnd=5";
+const char* kFailedAsyncQuery = "STANDIN_NCCL_RESULT_ncclCommGetAsyncError=6";
+
+// The shim may still ask NCCL about the failure (ncclGetErrorString, ncclCommGetAsyncError),
+// but sets nothing up: no ncclCommCount query, no handshake group, outside `setupSteps`.
+void checkNothingSetUp(const std::vector<Segment>& segments, const std::set<std::string>& setupSteps) {
+  for (const Segment& segment : segments) {
+    if (setupSteps.count(segment.label) != 0) continue;
+    const StepView view = viewOf(segment);
+    for (const auto* list : {&view.before, &view.after}) {
+      for (const Call* call : *list) {
+        INFO("step " << segment.label << ": " << call->raw);
+        CHECK((call->name == "ncclGetErrorString" || call->name == "ncclCommGetAsyncError"));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("failures: communicators of a failed group are not set up", "[shim][failures]") {
+  const ChildResult run = runDriver({"groups"}, {kFailedGroupEnd, "NCCL_CAR_DEBUG=INFO"});
+  const std::vector<Segment> segments = checkSteps(run);
+  // g1, g2 and g4 created communicators: after their failed ends, nothing is set up.
+  checkNothingSetUp(segments, {});
+  const Outputs outputs = parseOutputs(run.out);
+  CHECK(outputs.at("g1.end").get("result") == "5");
+  CHECK(infoAbout(run.err, madeComms(outputs, "g1.init.a").at(0), "released:") ==
+        std::vector<std::string>{"taken 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
+}
+
+TEST_CASE("failures: a nonblocking communicator whose state cannot be read is not set up", "[shim][failures]") {
+  const ChildResult run = runDriver({"lifecycle"}, {kFailedAsyncQuery, "NCCL_CAR_DEBUG=INFO"});
+  const std::vector<Segment> segments = checkSteps(run);
+  // The blocking ones as usual; c3, c4 and c8 only get the shim's state queries.
+  const std::set<std::string> blocking = {"init", "init.cfg", "init.scal", "initall", "split", "shrink"};
+  checkNothingSetUp(segments, blocking);
+  for (const char* step : {"ar.c3", "ar.c4", "ar.c8"}) {
+    INFO(step);
+    const StepView view = viewOf(*findSegment(segments, step));
+    REQUIRE_FALSE(view.before.empty());  // it asked for the state before giving up
+    CHECK(view.before.front()->name == "ncclCommGetAsyncError");
+    CHECK(view.before.front()->get("comm") == view.caller->get("comm"));
+  }
+}
+
+// KNOWN SHIM BUG (tagged [!shouldfail]: ctest passes while the bug is there; remove the tag
+// once fixed). shim/setup.cc noteGroupEnd() (lines 90-97) marks the communicators of a
+// failed group Ineligible with a reason but logs nothing, so at INFO they never say why;
+// their "released:" line also reads "rank 0/0", as rank and size were never queried.
+TEST_CASE("failures: communicators of a failed group say why they are not eligible",
+          "[shim][failures][!shouldfail]") {
+  const ChildResult run = runDriver({"groups"}, {kFailedGroupEnd, "NCCL_CAR_DEBUG=INFO"});
+  const Outputs outputs = parseOutputs(run.out);
+  INFO(run.err);
+  for (const char* step : {"g1.init.a", "g1.init.b", "g2.init.c", "g4.init.d"}) {
+    CHECK(infoAbout(run.err, madeComms(outputs, step).at(0), "setup: not eligible:").size() == 1);
+  }
+}
+
+// KNOWN SHIM BUG (tagged [!shouldfail], as above). shim/setup.cc waitUntilInitialised()
+// (lines 35-45) marks a nonblocking communicator Ineligible without logging it. Its reason
+// is also wrong when ncclCommGetAsyncError itself fails: `async` still holds the initial
+// ncclInProgress, so the reason reads "failed to initialise: <text of ncclInProgress>".
+TEST_CASE("failures: a nonblocking communicator whose state cannot be read says why",
+          "[shim][failures][!shouldfail]") {
+  const ChildResult run = runDriver({"lifecycle"}, {kFailedAsyncQuery, "NCCL_CAR_DEBUG=INFO"});
+  const Outputs outputs = parseOutputs(run.out);
+  INFO(run.err);
+  for (const char* step : {"init.nb", "init.nb2", "split.nb"}) {
+    CHECK(infoAbout(run.err, madeComms(outputs, step).at(0), "setup: not eligible:").size() == 1);
+  }
+}

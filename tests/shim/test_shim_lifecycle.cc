@@ -1,0 +1,90 @@
+// Every hooked way to create and end a communicator, through the shim to the stand-in.
+#include <catch2/catch.hpp>
+#include <nccl.h>
+
+#include "call_checks.h"
+
+using namespace shimtest;
+
+namespace {
+
+// Steps of the lifecycle scenario after which (or before whose call) setup must happen.
+const std::set<std::string> kSetupSteps = {"init", "init.cfg", "init.scal", "initall", "split",
+                                           "shrink", "ar.c3", "ar.c4", "ar.c8"};
+
+}  // namespace
+
+TEST_CASE("lifecycle: each call reaches NCCL once, unchanged, and NCCL's answer comes back", "[shim][lifecycle]") {
+  const ChildResult run = runDriver({"lifecycle"}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_DEVICE=3"});
+  const std::vector<Segment> segments = checkSteps(run);
+  checkSetupPlacement(segments, kSetupSteps);
+  const Outputs outputs = parseOutputs(run.out);
+
+  // Nonblocking creation reports ncclInProgress, exactly as NCCL answered.
+  CHECK(outputs.at("init.nb").get("result") == std::to_string(ncclInProgress));
+  CHECK(outputs.at("split.nb").get("result") == std::to_string(ncclInProgress));
+  // NCCL_SPLIT_NOCOLOR: NCCL's NULL newcomm reaches the caller, and nothing is set up.
+  CHECK(madeComms(outputs, "split.nocolor") == std::vector<std::string>{"0x0"});
+
+  // c4 was never polled by the caller: the shim waits until NCCL stops saying
+  // ncclInProgress, and only then queries it.
+  const Segment* first = findSegment(segments, "ar.c4");
+  REQUIRE(first != nullptr);
+  int inProgress = 0;
+  bool ready = false;
+  for (const Call& call : first->calls) {
+    if (call.name == "ncclCommGetAsyncError" && call.get("value") == std::to_string(ncclInProgress)) ++inProgress;
+    if (call.name == "ncclCommGetAsyncError" && call.get("value") == "0") ready = true;
+    if (call.name == "ncclCommCount") {
+      CHECK(ready);
+      break;
+    }
+  }
+  CHECK(inProgress == 2);  // STANDIN_NCCL_ASYNC_POLLS' default
+}
+
+TEST_CASE("lifecycle: every communicator says why it is not eligible, and what it forwarded",
+          "[shim][lifecycle][log]") {
+  const ChildResult run = runDriver({"lifecycle"}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_DEVICE=3"});
+  REQUIRE(run.exitCode == 0);
+  const Outputs outputs = parseOutputs(run.out);
+  std::vector<std::string> comms;
+  for (const char* step : {"init", "init.cfg", "init.nb", "init.nb2", "init.scal", "initall", "split", "split.nb",
+                           "shrink"}) {
+    for (const std::string& comm : madeComms(outputs, step)) comms.push_back(comm);
+  }
+  REQUIRE(comms.size() == 10);
+  for (const std::string& comm : comms) {
+    INFO("comm " << comm << "\n" << run.err);
+    const std::vector<std::string> reasons = infoAbout(run.err, comm, "setup: not eligible:");
+    REQUIRE(reasons.size() == 1);
+    CHECK_FALSE(reasons[0].empty());
+    // One all-reduce each, forwarded because the communicator is not eligible; one
+    // summary each, also for c1, which was finalized and then destroyed.
+    CHECK(infoAbout(run.err, comm, "released:") ==
+          std::vector<std::string>{"taken 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
+  }
+  // c1 is released by ncclCommFinalize (its summary comes before that of c2, aborted right
+  // after), not by the ncclCommDestroy that comes last.
+  const std::string c2 = madeComms(outputs, "init.cfg").at(0);
+  const std::size_t c1Released = run.err.find("comm " + madeComms(outputs, "init").at(0) + " rank 0/1 released:");
+  const std::size_t c2Released = run.err.find("comm " + c2 + " rank 0/1 released:");
+  CHECK(c1Released < c2Released);
+  CHECK(c2Released != std::string::npos);
+
+  // A 1-rank communicator: its reason names the rank count, and the log line carries the
+  // device NCCL reported for it.
+  const std::string c1 = madeComms(outputs, "init").at(0);
+  CHECK(infoAbout(run.err, c1, "setup: not eligible:").at(0).find("1 ranks") != std::string::npos);
+  CHECK(linesWith(run.err, {"[3] NCCL-CAR INFO comm " + c1 + " rank 0/1 setup: not eligible: "}).size() == 1);
+  CHECK(linesWith(run.err, {"[3] NCCL-CAR INFO comm " + c1 + " rank 0/1 released: "}).size() == 1);
+}
+
+TEST_CASE("lifecycle: a nonblocking config is set up lazily even when NCCL answers ncclSuccess at once",
+          "[shim][lifecycle][nonblocking]") {
+  // Never inside the creating call of a nonblocking communicator, whatever NCCL returned.
+  const ChildResult run = runDriver({"lifecycle"}, {"STANDIN_NCCL_RESULT_ncclCommInitRankConfig=0"});
+  const std::vector<Segment> segments = checkSteps(run);
+  checkSetupPlacement(segments, kSetupSteps);
+  CHECK(parseOutputs(run.out).at("init.nb").get("result") == "0");
+}

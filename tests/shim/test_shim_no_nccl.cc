@@ -1,0 +1,78 @@
+// A program that links no libnccl and finds the hooks only in the preloaded shim: without
+// a real NCCL every hooked call returns ncclSystemError and one WARN names
+// NCCL_CAR_NCCL_LIB; with NCCL_CAR_NCCL_LIB pointing at one, the calls reach it.
+#include <catch2/catch.hpp>
+#include <nccl.h>
+
+#include "call_checks.h"
+
+using namespace shimtest;
+
+namespace {
+
+const std::vector<std::string> kHooks = {"ncclAllReduce", "ncclCommInitRank", "ncclCommInitRankConfig",
+                                         "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
+                                         "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort",
+                                         "ncclCommFinalize", "ncclGroupStart", "ncclGroupEnd"};
+
+ChildResult runNolib(const std::vector<std::string>& env, bool preload, const std::vector<std::string>& args = {}) {
+  ChildRun run;
+  run.program = nolibDriverProgram();
+  run.args = args;
+  run.env = env;
+  run.preload = preload;
+  return runChild(run);
+}
+
+}  // namespace
+
+TEST_CASE("no NCCL: without the preload the program finds no NCCL function at all", "[shim][nonccl]") {
+  const ChildResult run = runNolib({}, false);
+  CHECK(run.exitCode == 3);
+  for (const std::string& hook : kHooks) CHECK(linesWith(run.out, {hook + " missing"}).size() == 1);
+}
+
+TEST_CASE("no NCCL: every hooked call returns ncclSystemError and one WARN names NCCL_CAR_NCCL_LIB",
+          "[shim][nonccl]") {
+  const ChildResult run = runNolib({"NCCL_CAR_NCCL_LIB=/nonexistent/libnccl.so.2"}, true);
+  INFO(run.out << run.err);
+  REQUIRE(run.exitCode == 0);
+  CHECK(linesWith(run.out, {"missing"}).empty());
+  const Outputs outputs = parseOutputs(run.out);
+  int steps = 0;
+  for (const auto& [label, output] : outputs) {
+    if (!output.has("result")) continue;
+    ++steps;
+    INFO(label);
+    CHECK(output.get("result") == std::to_string(ncclSystemError));
+  }
+  CHECK(steps == 17);
+  const std::vector<std::string> warnings = carLines(run.err, "WARN");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("NCCL_CAR_NCCL_LIB") != std::string::npos);
+  CHECK(linesWith(run.err, {"NCCL-CAR"}).size() == 1);
+  CHECK(parseLog(run.log).size() == static_cast<std::size_t>(steps));  // markers only: no NCCL was reached
+  for (const Segment& segment : parseLog(run.log)) CHECK(segment.calls.empty());
+}
+
+TEST_CASE("no NCCL: NCCL_CAR_NCCL_LIB names the library to use", "[shim][nonccl]") {
+  const ChildResult run =
+      runNolib({std::string("NCCL_CAR_NCCL_LIB=") + standinLibrary(), "NCCL_CAR_DEBUG=INFO"}, true);
+  const std::vector<Segment> segments = checkSteps(run);
+  checkSetupPlacement(segments, {"init", "init.cfg", "init.scal", "initall", "split", "shrink"});
+  for (const auto& [label, output] : parseOutputs(run.out)) {
+    if (output.has("result")) CHECK(output.get("result") == "0");
+  }
+  CHECK(linesWith(run.err, {"NCCL-CAR INFO", "real NCCL found as NCCL_CAR_NCCL_LIB"}).size() == 1);
+  CHECK(linesWith(run.err, {"NCCL_CAR_NCCL_LIB", "NCCL-CAR WARN"}).empty());
+}
+
+TEST_CASE("no NCCL: a libnccl.so.2 the program loaded privately is found and used", "[shim][nonccl]") {
+  // PyTorch's case (DESIGN.md): dlsym(RTLD_NEXT) cannot see it, dlopen(RTLD_NOLOAD) can.
+  const ChildResult run = runNolib({}, true, {"--load", standinLibrary()});
+  const std::vector<Segment> segments = checkSteps(run);
+  checkSetupPlacement(segments, {"init", "init.cfg", "init.scal", "initall", "split", "shrink"});
+  for (const auto& [label, output] : parseOutputs(run.out)) {
+    if (output.has("result")) CHECK(output.get("result") == "0");
+  }
+}
