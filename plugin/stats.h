@@ -28,7 +28,10 @@ class CallStats {
   }
   std::uint64_t takenBytes() const { return takenBytes_.load(std::memory_order_relaxed); }
 
-  // "taken 1stage=12 2stage=3 (1.5 MiB) forwarded 4 (too-large=3 op=1)"
+  // Adds another counter set's counts to this one (counts taken before an engine existed).
+  void mergeFrom(const CallStats& other);
+
+  // "taken 1stage=12 2stage=3 (1572864 bytes) forwarded 4 (op=1 too-large=3)"
   std::string summary() const;
 
  private:

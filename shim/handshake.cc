@@ -215,15 +215,19 @@ void conclude(Slot& slot) {
 
 void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<Slot> slots(states.size());
+  bool anyInHandshake = false;
   for (std::size_t i = 0; i < states.size(); ++i) {
     slots[i].state = states[i];
     prepare(real, slots[i]);
+    anyInHandshake = anyInHandshake || slots[i].inHandshake;
   }
-  exchange(real, slots, &Slot::record, &Slot::records, &zero, &recordsAt);
-  for (Slot& slot : slots) {
-    if (slot.inHandshake) mapPeers(slot);
+  if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
+    exchange(real, slots, &Slot::record, &Slot::records, &zero, &recordsAt);
+    for (Slot& slot : slots) {
+      if (slot.inHandshake) mapPeers(slot);
+    }
+    exchange(real, slots, &Slot::report, &Slot::reports, &reportOffset, &reportsOffset);
   }
-  exchange(real, slots, &Slot::report, &Slot::reports, &reportOffset, &reportsOffset);
   for (Slot& slot : slots) {
     conclude(slot);
     if (slot.inHandshake) {

@@ -70,6 +70,7 @@ bool resolve(RealNccl* table, std::string* failure) {
 }  // namespace
 
 const RealNccl* realNccl() {
+  shimConfig();  // sets the log level first, so what we log below is shown at INFO
   static RealNccl table{};
   static std::atomic<bool> ready{false};
   static std::mutex mutex;

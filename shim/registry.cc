@@ -5,6 +5,7 @@
 namespace car {
 
 std::string describe(const CommState& state) {
+  if (state.ranks == 0) return fmt::format("comm {} rank ?/?", static_cast<const void*>(state.comm));
   return fmt::format("comm {} rank {}/{}", static_cast<const void*>(state.comm), state.rank, state.ranks);
 }
 

@@ -30,18 +30,34 @@ void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>
   if (!pending.empty()) runHandshakes(real, pending);
 }
 
+// Marks a communicator that never reached the handshake, and says so at INFO like the
+// handshake's own verdicts. Its rank and size stay unknown: a communicator whose creation
+// failed is not safe to query.
+void markNotEligible(CommState& state, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.phase != CommPhase::Pending) return;
+  state.phase = CommPhase::Ineligible;
+  state.reason = reason;
+  CAR_INFO(-1, "{} setup: not eligible: {}", describe(state), reason);
+}
+
 // Nonblocking communicators: wait for the real init to finish, as the caller itself must
-// before using it. Returns false (and marks it) if init failed.
+// before using it. Returns false (and marks it) if init failed or cannot be read.
 bool waitUntilInitialised(const RealNccl& real, CommState& state) {
   ncclResult_t async = ncclInProgress;
-  while (real.commGetAsyncError(state.comm, &async) == ncclSuccess && async == ncclInProgress) {
+  ncclResult_t query = ncclSuccess;
+  while ((query = real.commGetAsyncError(state.comm, &async)) == ncclSuccess && async == ncclInProgress) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  if (async == ncclSuccess) return true;
-  std::lock_guard<std::mutex> lock(state.mutex);
-  state.phase = CommPhase::Ineligible;
-  state.reason = std::string("the real communicator failed to initialise: ") + real.getErrorString(async);
-  return false;
+  if (query != ncclSuccess) {
+    markNotEligible(state, std::string("cannot read the communicator's state: ") + real.getErrorString(query));
+    return false;
+  }
+  if (async != ncclSuccess) {
+    markNotEligible(state, std::string("the real communicator failed to initialise: ") + real.getErrorString(async));
+    return false;
+  }
+  return true;
 }
 
 void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
@@ -87,13 +103,12 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
   std::vector<std::shared_ptr<CommState>> lazy;
   created.swap(tCreatedInGroup);
   lazy.swap(tAllReduceInGroup);
+  // A later group holding an all-reduce must be able to queue these again.
+  for (const auto& state : lazy) state->allReduceInGroup = false;
   if (realResult != ncclSuccess && realResult != ncclInProgress) {
-    for (const auto& state : created) {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      if (state->phase != CommPhase::Pending) continue;
-      state->phase = CommPhase::Ineligible;
-      state->reason = std::string("the group that created it failed: ") + real.getErrorString(realResult);
-    }
+    if (created.empty()) return;
+    const std::string reason = std::string("the group that created it failed: ") + real.getErrorString(realResult);
+    for (const auto& state : created) markNotEligible(*state, reason);
     return;
   }
   setUpNow(real, created);
@@ -118,6 +133,8 @@ void releaseCommunicator(CommState& state, ReleaseKind kind) {
   const CommPhase before = state.phase;
   state.phase = CommPhase::Released;
   if (before == CommPhase::Pending) return;  // never set up: nothing of ours exists
+  // Calls forwarded before the engine existed (not ready yet) count too.
+  if (state.engine) state.engine->stats().mergeFrom(state.forwardedWithoutEngine);
   const std::string summary = state.stats().summary();
   if (state.engine) {
     const bool drained = kind == ReleaseKind::Abort ? state.engine->waitIdleWithin(kAbortDrainSeconds)

@@ -61,7 +61,7 @@ TEST_CASE("failures: a nonblocking communicator whose state cannot be read is no
 // failed group Ineligible with a reason but logs nothing, so at INFO they never say why;
 // their "released:" line also reads "rank 0/0", as rank and size were never queried.
 TEST_CASE("failures: communicators of a failed group say why they are not eligible",
-          "[shim][failures][!shouldfail]") {
+          "[shim][failures]") {
   const ChildResult run = runDriver({"groups"}, {kFailedGroupEnd, "NCCL_CAR_DEBUG=INFO"});
   const Outputs outputs = parseOutputs(run.out);
   INFO(run.err);
@@ -75,7 +75,7 @@ TEST_CASE("failures: communicators of a failed group say why they are not eligib
 // is also wrong when ncclCommGetAsyncError itself fails: `async` still holds the initial
 // ncclInProgress, so the reason reads "failed to initialise: <text of ncclInProgress>".
 TEST_CASE("failures: a nonblocking communicator whose state cannot be read says why",
-          "[shim][failures][!shouldfail]") {
+          "[shim][failures]") {
   const ChildResult run = runDriver({"lifecycle"}, {kFailedAsyncQuery, "NCCL_CAR_DEBUG=INFO"});
   const Outputs outputs = parseOutputs(run.out);
   INFO(run.err);
