@@ -6,10 +6,20 @@
 #include <cuda_fp16.h>
 
 #include "all_reduce.h"
+#include "packs.cuh"
 
 namespace car {
 
 using KernelLauncher = cudaError_t (*)(const LaunchArgs&, cudaStream_t);
+
+// Both kernels take the same arguments; this is the one place that launches them.
+using AllReduceKernel = void (*)(PeerTable, Signal*, int, Pack*, long long, const volatile std::uint32_t*);
+
+inline cudaError_t launchGrid(AllReduceKernel kernel, const LaunchArgs& args, cudaStream_t stream) {
+  kernel<<<args.blocks, kThreadsPerBlock, 0, stream>>>(args.peers, args.selfSignal, args.rank,
+                                                        static_cast<Pack*>(args.output), args.packs, args.abortFlag);
+  return cudaGetLastError();
+}
 
 template <typename T, int kRanks>
 cudaError_t launchOneStage(const LaunchArgs& args, cudaStream_t stream);

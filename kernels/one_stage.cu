@@ -30,10 +30,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
 
 template <typename T, int kRanks>
 cudaError_t launchOneStage(const LaunchArgs& args, cudaStream_t stream) {
-  oneStageKernel<T, kRanks><<<args.blocks, kThreadsPerBlock, 0, stream>>>(
-      args.peers, args.selfSignal, args.rank, static_cast<Pack*>(args.output), args.packs,
-      args.abortFlag);
-  return cudaGetLastError();
+  return launchGrid(&oneStageKernel<T, kRanks>, args, stream);
 }
 
 CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchOneStage)

@@ -58,10 +58,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
 
 template <typename T, int kRanks>
 cudaError_t launchTwoStage(const LaunchArgs& args, cudaStream_t stream) {
-  twoStageKernel<T, kRanks><<<args.blocks, kThreadsPerBlock, 0, stream>>>(
-      args.peers, args.selfSignal, args.rank, static_cast<Pack*>(args.output), args.packs,
-      args.abortFlag);
-  return cudaGetLastError();
+  return launchGrid(&twoStageKernel<T, kRanks>, args, stream);
 }
 
 CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchTwoStage)

@@ -56,3 +56,16 @@ rig_max_blocks() {
   [ $blocks -gt 36 ] && blocks=36
   echo $blocks
 }
+
+# rig_begin: the common start of every rig script: real NCCL on the library path, the
+# rig's environment, the GPU's size read, MPS up (and down again when the script exits).
+rig_begin() {
+  local nccl_dir
+  nccl_dir=$(rig_nccl_lib_dir)
+  [ -n "$nccl_dir" ] || { echo "no libnccl.so.2 found (set NCCL_HOME)"; exit 3; }
+  export LD_LIBRARY_PATH="$nccl_dir:${LD_LIBRARY_PATH:-}"
+  rig_export_common
+  rig_max_blocks 1 >/dev/null  # read the GPU before MPS starts
+  rig_start_mps
+  trap rig_stop_mps EXIT
+}

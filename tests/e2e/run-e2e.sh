@@ -13,13 +13,7 @@ logs=${OUT:-e2e-logs}
 mkdir -p "$logs"
 source "$here/one_gpu_rig.sh"
 lib="$build/shim/libnccl-car.so"
-nccl_dir=$(rig_nccl_lib_dir)
-[ -n "$nccl_dir" ] || { echo "no libnccl.so.2 found (set NCCL_HOME)"; exit 3; }
-export LD_LIBRARY_PATH="$nccl_dir:${LD_LIBRARY_PATH:-}"
-rig_export_common
-rig_max_blocks 1 >/dev/null  # read the GPU before MPS starts
-rig_start_mps
-trap rig_stop_mps EXIT
+rig_begin
 failures=0
 
 # --- 1. our own end-to-end program ----------------------------------------------------

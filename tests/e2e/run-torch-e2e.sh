@@ -9,10 +9,7 @@ build=$(realpath "${1:-build}")
 logs=${OUT:-e2e-logs}
 mkdir -p "$logs"
 source "$here/one_gpu_rig.sh"
-rig_export_common
-rig_max_blocks 1 >/dev/null  # read the GPU before MPS starts
-rig_start_mps
-trap rig_stop_mps EXIT
+rig_begin
 failures=0
 for n in ${E2E_RANKS:-2 4 8}; do
   log="$logs/torch-n$n.log"
@@ -28,4 +25,19 @@ for n in ${E2E_RANKS:-2 4 8}; do
   echo "torch $n ranks: $status (rc $rc, $passed/$n ranks passed, $eligible communicators eligible, $taken calls taken)"
   grep -h "phase .*FAIL\|WRONG" "$log" | head -5
 done
+# A peer that never joins: PyTorch's watchdog (5 s timeout) aborts the communicator and the
+# job fails with its usual timeout error, well before our 60 s limit.
+if [ -z "${E2E_SKIP_ABORT:-}" ]; then
+  rig_restart_mps
+  log="$logs/torch-abort.log"
+  start=$(date +%s)
+  NCCL_CAR_DEBUG=INFO LD_PRELOAD="$build/shim/libnccl-car.so" PYTHONUNBUFFERED=1 \
+    timeout 60 torchrun --standalone --nproc-per-node 2 "$here/torch_abort.py" >"$log" 2>&1
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  timeout_error=$(grep -c -i "watchdog caught collective operation timeout\|timed out" "$log")
+  status=PASS
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 50 ] && [ "$timeout_error" -gt 0 ] || { status=FAIL; failures=$((failures + 1)); }
+  echo "torch abort: $status (job ended after $took s with rc $rc; timeout error reported: $timeout_error lines)"
+fi
 exit $(( failures > 0 ))
