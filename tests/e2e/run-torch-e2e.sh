@@ -31,7 +31,11 @@ if [ -z "${E2E_SKIP_ABORT:-}" ]; then
   rig_restart_mps
   log="$logs/torch-abort.log"
   start=$(date +%s)
-  NCCL_CAR_DEBUG=INFO LD_PRELOAD="$build/shim/libnccl-car.so" PYTHONUNBUFFERED=1 \
+  # Error handling 1: the watchdog aborts the communicators (ncclCommAbort) and ends the
+  # process. (PyTorch's default, 3, ends it without the abort.) No flight-recorder dump,
+  # whose wait would only lengthen the run.
+  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_DUMP_ON_TIMEOUT=0 \
+    NCCL_CAR_DEBUG=INFO LD_PRELOAD="$build/shim/libnccl-car.so" PYTHONUNBUFFERED=1 \
     timeout 60 torchrun --standalone --nproc-per-node 2 "$here/torch_abort.py" >"$log" 2>&1
   rc=$?
   took=$(( $(date +%s) - start ))
