@@ -12,8 +12,11 @@ cudaError_t BufferBlock::allocate(int device, std::size_t maxBytes, std::unique_
   cudaError_t err = cudaMalloc(&base, layout.totalBytes);
   if (err != cudaSuccess) return err;
   // Only the Signal must start zeroed; tmp and staging are always written before read.
-  err = cudaMemset(base, 0, sizeof(Signal));
-  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  // Zero it on this thread's own stream and wait for that alone: a device-wide sync here
+  // would wait for every kernel on the GPU, including one of ours that waits for a peer
+  // which is itself waiting in this communicator's set-up.
+  err = cudaMemsetAsync(base, 0, sizeof(Signal), cudaStreamPerThread);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
   if (err != cudaSuccess) {
     cudaFree(base);
     return err;

@@ -83,13 +83,12 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
     return result;
   }
   std::lock_guard<std::mutex> lock(launchMutex_);
-  result.error = enqueue(call, decision);
-  if (result.error != cudaSuccess) {
+  result.error = enqueue(call, decision, &result.launched);
+  if (!result.launched) {
     result.reason = ForwardReason::Failed;
     stats_.countForwarded(ForwardReason::Failed);
     return result;
   }
-  result.launched = true;
   result.algorithm = decision.algorithm;
   stats_.countTaken(decision.algorithm, decision.bytes);
   CAR_TRACE(options_.device, "rank {} all-reduce {} x {} ({} bytes) -> {}", options_.rank,
@@ -97,7 +96,8 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
   return result;
 }
 
-cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& decision) {
+cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched) {
+  *launched = false;
   DeviceGuard guard(options_.device);
   if (guard.error() != cudaSuccess) return guard.error();
 
@@ -125,6 +125,7 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   if (err != cudaSuccess) return err;
   err = launchAllReduceKernel(args, call.stream);
   if (err != cudaSuccess) return err;
+  *launched = true;
 
   if (!capturing) {
     err = cudaEventRecord(lastLaunch_, call.stream);

@@ -37,10 +37,13 @@ struct AllReduceCall {
 };
 
 struct SubmitResult {
-  bool launched = false;
+  bool launched = false;  // our kernel is on the stream: the call must not be forwarded
   Algorithm algorithm = Algorithm::OneStage;  // when launched
   ForwardReason reason = ForwardReason::NotReady;  // when not launched
-  cudaError_t error = cudaSuccess;  // set when a CUDA call on our path failed
+  // A CUDA call on our path failed. With launched == false nothing that matters is on the
+  // stream (at most the staging copy, which only peers of a later call read); with
+  // launched == true the kernel ran but ordering for later calls could not be recorded.
+  cudaError_t error = cudaSuccess;
 };
 
 class RankEngine {
@@ -68,8 +71,7 @@ class RankEngine {
   CallDecision plan(const AllReduceCall& call) const;
 
   // Plans, and when the call is ours enqueues the staging copy and the kernel on
-  // call.stream. When !launched nothing of ours is left on the stream and the caller must
-  // forward the call. Counts the outcome in stats().
+  // call.stream. When !launched the caller must forward the call. Counts the outcome.
   SubmitResult submit(const AllReduceCall& call);
 
   // Makes every kernel of this rank stop spinning and return (used by ncclCommAbort);
@@ -89,7 +91,8 @@ class RankEngine {
  private:
   RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
              std::uint32_t* abortWord, cudaEvent_t lastLaunch);
-  cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision);
+  // Sets *launched once the kernel is on the stream, whatever fails after that.
+  cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched);
 
   EngineOptions options_;
   std::unique_ptr<BufferBlock> block_;

@@ -30,7 +30,8 @@ struct CommState {
   bool allReduceInGroup = false;  // a pending nonblocking comm met an all-reduce in a group
 
   std::mutex mutex;               // guards everything below against setup/teardown races
-  CommPhase phase = CommPhase::Pending;
+  // Written under the mutex; atomic so the all-reduce hook may peek at it without the lock.
+  std::atomic<CommPhase> phase{CommPhase::Pending};
   std::string reason;             // why Ineligible
   std::unique_ptr<RankEngine> engine;
   PeerMappings peers;

@@ -110,8 +110,11 @@ void exchange(const RealNccl& real, std::vector<Slot>& slots, T Slot::*mine, std
   for (Slot& slot : slots) {
     if (!slot.inHandshake) continue;
     DeviceGuard guard(slot.state->device);
-    if (cudaMemcpy(slot.scratch + sendOffset(slot.state->ranks), &(slot.*mine), sizeof(T), cudaMemcpyHostToDevice) !=
-        cudaSuccess) {
+    // On the handshake's own non-blocking stream: a plain cudaMemcpy would also wait for
+    // the caller's blocking streams, where one of our kernels may wait for this very peer.
+    if (cudaMemcpyAsync(slot.scratch + sendOffset(slot.state->ranks), &(slot.*mine), sizeof(T),
+                        cudaMemcpyHostToDevice, slot.stream) != cudaSuccess ||
+        cudaStreamSynchronize(slot.stream) != cudaSuccess) {
       slot.failure = "cannot stage the handshake";
     }
   }
@@ -141,8 +144,9 @@ void exchange(const RealNccl& real, std::vector<Slot>& slots, T Slot::*mine, std
     DeviceGuard guard(slot.state->device);
     (slot.*all).resize(slot.state->ranks);
     if (cudaStreamSynchronize(slot.stream) != cudaSuccess ||
-        cudaMemcpy((slot.*all).data(), slot.scratch + recvOffset(slot.state->ranks), sizeof(T) * slot.state->ranks,
-                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+        cudaMemcpyAsync((slot.*all).data(), slot.scratch + recvOffset(slot.state->ranks),
+                        sizeof(T) * slot.state->ranks, cudaMemcpyDeviceToHost, slot.stream) != cudaSuccess ||
+        cudaStreamSynchronize(slot.stream) != cudaSuccess) {
       cudaGetLastError();
       slot.failure = "cannot read the handshake back";
     }

@@ -62,12 +62,25 @@ bool parentNonblocking(ncclComm_t parent) {
   return state ? state->nonblocking : defaultNonblocking();
 }
 
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
 // Our attempt at an all-reduce; false means "forward it".
 bool takeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) return false;
-  if (state->phase == CommPhase::Pending) setUpBeforeAllReduce(real, state);
+  // Never set up inside the caller's graph capture: the handshake's copies and collectives
+  // would be captured too, or break the capture. Every rank captures the same calls.
+  if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
+    setUpBeforeAllReduce(real, state);
+  }
 
   std::unique_lock<std::mutex> lock(state->mutex);
   if (state->phase != CommPhase::Ready) {
@@ -85,7 +98,6 @@ bool takeAllReduce(const RealNccl& real, const void* send, void* recv, std::size
   call.opIsSum = isSum(op);
   call.stream = stream;
   const SubmitResult result = state->engine->submit(call);
-  if (result.launched) return true;
   if (result.error != cudaSuccess) {
     state->phase = CommPhase::Ineligible;
     state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
@@ -94,7 +106,7 @@ bool takeAllReduce(const RealNccl& real, const void* send, void* recv, std::size
                state->reason);
     }
   }
-  return false;
+  return result.launched;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ namespace {
 struct OpenedHandle {
   void* pointer = nullptr;
   int references = 0;
+  int openedBy = -1;  // the device that was current at cudaIpcOpenMemHandle
 };
 
 std::mutex gCacheMutex;
@@ -29,15 +30,28 @@ std::string keyOf(const cudaIpcMemHandle_t& handle) {
   return std::string(reinterpret_cast<const char*>(&handle), sizeof(handle));
 }
 
-cudaError_t openShared(const cudaIpcMemHandle_t& handle, void** pointer) {
+cudaError_t enablePeerAccess(int myDevice, int peerDevice);
+
+// Opens (or shares) the mapping of `peer`'s block for `myDevice`, the current device.
+cudaError_t openShared(const HandshakeRecord& peer, int myDevice, void** pointer) {
   if (faultActive(Fault::IpcOpen)) return cudaErrorMapBufferObjectFailed;
   std::lock_guard<std::mutex> lock(gCacheMutex);
-  OpenedHandle& entry = cache()[keyOf(handle)];
+  OpenedHandle& entry = cache()[keyOf(peer.handle)];
   if (entry.references == 0) {
-    cudaError_t err = cudaIpcOpenMemHandle(&entry.pointer, handle, cudaIpcMemLazyEnablePeerAccess);
+    cudaError_t err = cudaIpcOpenMemHandle(&entry.pointer, peer.handle, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
-      cache().erase(keyOf(handle));
+      cache().erase(keyOf(peer.handle));
       return err;
+    }
+    entry.openedBy = myDevice;
+  } else if (entry.openedBy != myDevice) {
+    // Lazy peer access was enabled for the opening device only; this GPU needs its own.
+    int owner = -1;
+    if (cudaDeviceGetByPCIBusId(&owner, peer.busId) == cudaSuccess) {
+      cudaError_t err = enablePeerAccess(myDevice, owner);
+      if (err != cudaSuccess) return err;
+    } else {
+      cudaGetLastError();
     }
   }
   ++entry.references;
@@ -87,7 +101,7 @@ bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRan
       err = enablePeerAccess(myDevice, peer.cudaDevice);
       (*bases)[r] = reinterpret_cast<void*>(peer.blockAddress);
     } else {
-      err = openShared(peer.handle, &(*bases)[r]);
+      err = openShared(peer, myDevice, &(*bases)[r]);
       if (err == cudaSuccess) openedHandles_.push_back(keyOf(peer.handle));
     }
     if (err != cudaSuccess) {

@@ -23,6 +23,9 @@ class PeerMappings {
   bool mapAll(const std::vector<HandshakeRecord>& records, int myRank, int myDevice, void* myBase,
               std::vector<void*>* bases, std::string* problem);
   void unmapAll();
+  // Forgets the mappings without closing them: a kernel of ours may still read through
+  // them (an abort that did not drain), so they must outlive this object.
+  void abandon() { openedHandles_.clear(); }
 
  private:
   std::vector<std::string> openedHandles_;  // keys into the process-wide cache

@@ -144,6 +144,7 @@ void releaseCommunicator(CommState& state, ReleaseKind kind) {
       CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of the abort; "
                              "its buffers are left allocated", describe(state), kAbortDrainSeconds);
       state.engine.release();
+      state.peers.abandon();
       return;
     }
     state.peers.unmapAll();
