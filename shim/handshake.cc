@@ -22,6 +22,7 @@ struct Slot {
   char* scratch = nullptr;
   bool inHandshake = false;  // issued the collectives; false if it failed before
   std::string failure;       // why it could not take part, or why a collective failed
+  bool warned = false;       // this rank already WARNed about its own failure
   HandshakeRecord record{};
   std::vector<HandshakeRecord> records;
   LinkReport report{};
@@ -62,7 +63,9 @@ void prepare(const RealNccl& real, Slot& slot) {
       cudaMalloc(reinterpret_cast<void**>(&slot.scratch), scratchBytes(state.ranks)) != cudaSuccess) {
     cudaGetLastError();
     slot.failure = "CUDA unusable for the handshake";
-    CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete", describe(state), slot.failure);
+    CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.",
+             describe(state), slot.failure);
+    slot.warned = true;
     return;
   }
   slot.inHandshake = true;
@@ -97,6 +100,7 @@ void prepare(const RealNccl& real, Slot& slot) {
     record.status = RankStatus::NoBuffers;
     CAR_WARN(state.device, "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
              describe(state), cudaGetErrorString(err));
+    slot.warned = true;
   } else {
     record.blockAddress = reinterpret_cast<std::uint64_t>(state.engine->block().base());
   }
@@ -209,7 +213,7 @@ void conclude(Slot& slot) {
   if (verdict.differingVariable != nullptr) {
     CAR_WARN(state.device, "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
              verdict.reason);
-  } else if (verdict.unexpected) {
+  } else if (verdict.unexpected && !slot.warned) {
     CAR_WARN(state.device, "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
   }
   CAR_INFO(state.device, "{} setup: not eligible: {}", describe(state), verdict.reason);
