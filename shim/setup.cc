@@ -1,15 +1,11 @@
 #include "setup.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <chrono>
 #include <thread>
 
-#include "device_guard.h"
-#include "fault_injection.h"
 #include "handshake.h"
 #include "log.h"
 #include "registry.h"
-#include "shim_config.h"
 
 namespace car {
 namespace {
