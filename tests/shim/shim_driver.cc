@@ -1,5 +1,6 @@
 // A plain NCCL program, linked against (the stand-in) libnccl.so.2, that makes scripted
 // sequences of NCCL calls for the shim tests: shim_driver <scenario> [arguments].
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -7,6 +8,9 @@
 #include "driver_common.h"
 
 namespace driver {
+
+// driver_fuzz.cc: "fuzz <seed> <count> [threads]".
+int runFuzz(std::uint64_t seed, int count, int threads);
 
 ncclUniqueId uniqueId(const std::string& label) {
   ncclUniqueId id{};
@@ -77,9 +81,11 @@ int main(int argc, char** argv) {
   else if (scenario == "badargs") status = driver::runBadArguments();
   else if (scenario == "threads") {
     status = driver::runThreads(argc > 2 ? std::atoi(argv[2]) : 4, argc > 3 ? std::atoi(argv[3]) : 10);
+  } else if (scenario == "fuzz" && argc > 3) {
+    status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
     std::fprintf(stderr, "usage: shim_driver lifecycle|groups|allreduce-matrix [rank1|initall]|nonhooked|badargs|"
-                         "threads [threads] [iterations]\n");
+                         "threads [threads] [iterations]|fuzz <seed> <count> [threads]\n");
   }
   if (status == 0) std::printf("done\n");
   return status;
