@@ -4,7 +4,7 @@
 // null communicators alike, and the caller must get exactly NCCL's result. The process must
 // not crash (most buffers are fake addresses: neither the shim nor the stand-in may touch
 // them), and each communicator's released: line must count exactly the all-reduces it
-// forwarded while alive. (Also run under ThreadSanitizer: tests/tsan/.)
+// forwarded while alive. (The scenario also runs under ThreadSanitizer: tests/tsan/run-tsan.sh.)
 #include <catch2/catch.hpp>
 #include <nccl.h>
 
