@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # README command 2: set up, build, and run the tests (CPU tests everywhere; the GPU tests
-# run where a GPU is present and report themselves skipped elsewhere).
+# run where a GPU is present and report themselves skipped elsewhere), then the shim's
+# ThreadSanitizer check (tests/tsan/run-tsan.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 ctest --output-on-failure
+# The shim's threads and fuzz scenarios under ThreadSanitizer (its own build, build-tsan/).
+"$root/tests/tsan/run-tsan.sh"

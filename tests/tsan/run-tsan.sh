@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ThreadSanitizer check of the shim (CI runs it from scripts/build-and-test.sh, after ctest):
+# builds libnccl-car.so, the stand-in libnccl.so.2 and the scripted driver with
+# -fsanitize=thread into build-tsan/ (or $TSAN_BUILD_DIR; settings in tsan.cmake), then
+# runs the driver's threads and fuzz scenarios with the instrumented shim preloaded. Any
+# TSan report ends a run at once with exit code 66 and fails this script, printing it.
+# The scenarios' results themselves are checked by the shim tests (ctest shim_tests).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${TSAN_BUILD_DIR:-$root/build-tsan}
+here=$root/tests/tsan
+start=$SECONDS
+
+cmake_args=(-S "$root" -B "$build" -G Ninja -C "$here/tsan.cmake")
+[ -f "$root/.deps-nccl-home" ] && cmake_args+=(-DNCCL_HOME="$(cat "$root/.deps-nccl-home")")
+mkdir -p "$build"
+cmake "${cmake_args[@]}" >"$build/tsan-configure.log" 2>&1 || { cat "$build/tsan-configure.log"; exit 1; }
+# Only what the runs need: no GPU tests, no Catch2 executables.
+cmake --build "$build" --parallel --target nccl-car shim_driver car_standin_nccl
+built=$SECONDS
+shim=$build/shim/libnccl-car.so
+driver=$build/tests/shim_driver
+
+tsan_options="halt_on_error=1:exitcode=66:second_deadlock_stack=1"
+if ! nm -D --undefined-only "$shim" | grep -c __tsan_func_entry >/dev/null; then  # not -q: pipefail
+  echo "tsan: $shim is not instrumented (check $here/tsan.cmake)" >&2
+  exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The canary: a real race must be reported. Kernels with more ASLR bits than this TSan
+# knows make it abort at start ("unexpected memory mapping"); run without ASLR then.
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+"${cxx:-c++}" -std=c++17 -fsanitize=thread -g -O1 -pthread "$here/race_canary.cc" -o "$build/race_canary"
+runner=()
+canary() {
+  set +e
+  TSAN_OPTIONS=$tsan_options "${runner[@]}" "$build/race_canary" >/dev/null 2>"$work/canary.err"
+  canary_rc=$?
+  set -e
+}
+canary
+if [ "$canary_rc" -ne 66 ] && grep -q "unexpected memory mapping" "$work/canary.err" &&
+   setarch "$(uname -m)" -R true 2>/dev/null; then
+  runner=(setarch "$(uname -m)" -R)
+  canary
+fi
+if [ "$canary_rc" -ne 66 ] || ! grep -q "WARNING: ThreadSanitizer: data race" "$work/canary.err"; then
+  echo "tsan: ThreadSanitizer does not work here: the canary race exited $canary_rc without a report" >&2
+  head -20 "$work/canary.err" >&2
+  exit 1
+fi
+
+# name|driver arguments|extra environment (space-separated NAME=value)
+scenarios=(
+  "threads|threads 8 50|"
+  "fuzz-1|fuzz 1 2000|"
+  "fuzz-5-nonblocking|fuzz 5 2000|NCCL_COMM_BLOCKING=0"
+  "fuzz-6-threads|fuzz 6 1000 4|"
+  "fuzz-7-threads-nonblocking|fuzz 7 1000 4|NCCL_COMM_BLOCKING=0"
+)
+for scenario in "${scenarios[@]}"; do
+  IFS='|' read -r name args extra <<<"$scenario"
+  rm -f "$work/calls.log"
+  set +e
+  # shellcheck disable=SC2086 # args and extra are word lists
+  env -i PATH=/usr/bin:/bin TSAN_OPTIONS="$tsan_options" STANDIN_NCCL_LOG="$work/calls.log" NCCL_CAR_DEBUG=INFO \
+    LD_PRELOAD="$shim" $extra "${runner[@]}" "$driver" $args >"$work/out" 2>"$work/err"
+  rc=$?
+  set -e
+  if [ "$rc" -eq 66 ] || grep -q "ThreadSanitizer" "$work/err"; then
+    echo "tsan: scenario $name: ThreadSanitizer reported (exit $rc):" >&2
+    grep -v "NCCL-CAR" "$work/err" | head -200 >&2
+    exit 1
+  fi
+  if [ "$rc" -ne 0 ] || ! grep -qx done "$work/out" || ! grep -q " released: " "$work/err"; then
+    echo "tsan: scenario $name failed (exit $rc) or the shim was not active:" >&2
+    tail -20 "$work/out" >&2
+    head -50 "$work/err" >&2
+    exit 1
+  fi
+  echo "tsan: $name ($driver $args${extra:+ with $extra}): no race reported"
+done
+echo "tsan: ${#scenarios[@]} scenarios, no race reported (build $((built - start)) s, runs $((SECONDS - built)) s)"
