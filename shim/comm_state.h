@@ -15,7 +15,10 @@
 namespace car {
 
 enum class CommPhase {
-  Pending,     // waiting for the real communicator, or for the group it was created in
+  // Waiting for the real communicator or its group, or in the handshake. A handshake uses
+  // engine and peers without the lock (it may wait in a collective for long): a release
+  // meanwhile only marks the state Released, and the handshake frees them when it ends.
+  Pending,
   Ready,       // set up and eligible: eligible all-reduces run on our kernels
   Ineligible,  // set up, not eligible (reason says why): every all-reduce is forwarded
   Released,    // destroyed, aborted or finalized

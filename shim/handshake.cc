@@ -190,6 +190,13 @@ void mapPeers(Slot& slot) {
 void conclude(Slot& slot) {
   CommState& state = *slot.state;
   std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.phase == CommPhase::Released) {
+    // Destroyed or aborted while we were setting it up: nothing of ours ran on it.
+    state.peers.unmapAll();
+    state.engine.reset();
+    CAR_INFO(state.device, "{} released during set-up", describe(state));
+    return;
+  }
   if (state.phase != CommPhase::Pending) return;
   Verdict verdict;
   if (!slot.failure.empty()) {

@@ -212,7 +212,8 @@ CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
     state = Registry::instance().remove(comm);
     // First stop our spinning kernels (no lock: a launch may hold it), then let NCCL stop
     // its own, then release ours, whose kernels can now finish.
-    if (state && state->engine) state->engine->raiseAbort();
+    // Only a Ready communicator has kernels; its engine stays put until the release below.
+    if (state && state->phase.load() == CommPhase::Ready) state->engine->raiseAbort();
   });
   const ncclResult_t result = real->commAbort(comm);
   if (state) guarded("ncclCommAbort", [&] { releaseCommunicator(*state, ReleaseKind::Abort); });

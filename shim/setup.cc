@@ -128,7 +128,8 @@ void releaseCommunicator(CommState& state, ReleaseKind kind) {
   if (state.phase == CommPhase::Released) return;
   const CommPhase before = state.phase;
   state.phase = CommPhase::Released;
-  if (before == CommPhase::Pending) return;  // never set up: nothing of ours exists
+  // Never set up, or a handshake still holds engine and peers (it frees them when it ends).
+  if (before == CommPhase::Pending) return;
   // Calls forwarded before the engine existed (not ready yet) count too.
   if (state.engine) state.engine->stats().mergeFrom(state.forwardedWithoutEngine);
   const std::string summary = state.stats().summary();
