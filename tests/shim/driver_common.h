@@ -35,5 +35,6 @@ int runAllReduceMatrix(const std::string& commKind);
 int runNonHooked();
 int runBadArguments();
 int runThreads(int threads, int iterations);
+int runCycles(int cycles);
 
 }  // namespace driver

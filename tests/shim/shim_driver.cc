@@ -79,13 +79,14 @@ int main(int argc, char** argv) {
   else if (scenario == "allreduce-matrix") status = driver::runAllReduceMatrix(argc > 2 ? argv[2] : "rank1");
   else if (scenario == "nonhooked") status = driver::runNonHooked();
   else if (scenario == "badargs") status = driver::runBadArguments();
+  else if (scenario == "cycles") status = driver::runCycles(argc > 2 ? std::atoi(argv[2]) : 1000);
   else if (scenario == "threads") {
     status = driver::runThreads(argc > 2 ? std::atoi(argv[2]) : 4, argc > 3 ? std::atoi(argv[3]) : 10);
   } else if (scenario == "fuzz" && argc > 3) {
     status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
     std::fprintf(stderr, "usage: shim_driver lifecycle|groups|allreduce-matrix [rank1|initall]|nonhooked|badargs|"
-                         "threads [threads] [iterations]|fuzz <seed> <count> [threads]\n");
+                         "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]\n");
   }
   if (status == 0) std::printf("done\n");
   return status;
