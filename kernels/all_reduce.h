@@ -39,10 +39,15 @@ struct LaunchArgs {
   // Host-mapped word the barrier polls while it spins; non-zero makes every kernel of this
   // rank return promptly (ncclCommAbort). May be null.
   const volatile std::uint32_t* abortFlag = nullptr;
+  // The caller's input, 16-byte aligned, or null. Non-null: the kernel copies it into this
+  // rank's staging itself (one launch instead of copy + kernel). Null: the caller has
+  // already copied it there. Ranks of one call may differ in this.
+  const void* input = nullptr;
 };
 
-// Launches the kernel only (the staging copy is the caller's job). Returns
-// cudaErrorInvalidValue, launching nothing, for a combination there is no kernel for.
+// Launches the kernel. Without args.input the caller must have copied the input into this
+// rank's staging first, on the same stream. Returns cudaErrorInvalidValue, launching
+// nothing, for a combination there is no kernel for.
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream);
 
 // Writes `round` into every barrier counter and flag slot of a fresh Signal, so tests can

@@ -12,6 +12,8 @@ namespace car {
 
 enum class BarrierKind {
   Entry,   // first thing in a kernel: nothing to finish before, the whole block waits after
+  EntryAfterCopy,  // first barrier of a kernel that just copied its input into its staging:
+                   // finish the copy, publish it (release), wait, then read (acquire)
   Middle,  // between 2stage's stages: finish stage 1, publish it (release), wait, then read
   Exit,    // 1stage's last act: finish reading the peers' staging, tell them, leave
 };
@@ -25,9 +27,10 @@ constexpr unsigned kSpinsPerAbortCheck = 1024;
 template <int kRanks, BarrierKind kKind>
 __device__ __forceinline__ bool crossRankBarrier(const PeerTable& peers, Signal* self, int rank,
                                                  const volatile std::uint32_t* abortFlag) {
-  constexpr bool kFenced = (kKind == BarrierKind::Middle);
+  constexpr bool kFenced = (kKind == BarrierKind::Middle || kKind == BarrierKind::EntryAfterCopy);
   // Before announcing "block b is done", every thread of the block must be done: the
-  // syncthreads also orders the block's stage-1 writes before the lane's release store.
+  // syncthreads also orders the block's writes (stage 1, or the copy) before the lane's
+  // release store.
   if constexpr (kKind != BarrierKind::Entry) __syncthreads();
 
   // Lane p handles the edge between this rank and rank p: it tells rank p "my block b

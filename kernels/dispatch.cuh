@@ -13,11 +13,13 @@ namespace car {
 using KernelLauncher = cudaError_t (*)(const LaunchArgs&, cudaStream_t);
 
 // Both kernels take the same arguments; this is the one place that launches them.
-using AllReduceKernel = void (*)(PeerTable, Signal*, int, Pack*, long long, const volatile std::uint32_t*);
+using AllReduceKernel = void (*)(PeerTable, Signal*, int, const Pack*, Pack*, long long,
+                                 const volatile std::uint32_t*);
 
 inline cudaError_t launchGrid(AllReduceKernel kernel, const LaunchArgs& args, cudaStream_t stream) {
-  kernel<<<args.blocks, kThreadsPerBlock, 0, stream>>>(args.peers, args.selfSignal, args.rank,
-                                                        static_cast<Pack*>(args.output), args.packs, args.abortFlag);
+  kernel<<<args.blocks, kThreadsPerBlock, 0, stream>>>(
+      args.peers, args.selfSignal, args.rank, static_cast<const Pack*>(args.input),
+      static_cast<Pack*>(args.output), args.packs, args.abortFlag);
   return cudaGetLastError();
 }
 

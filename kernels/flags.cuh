@@ -3,9 +3,14 @@
 //  - No (the staging copy or an earlier kernel wrote it): the kernel boundary already made
 //    the data visible system-wide; the flag only counts arrivals. volatile suffices: it
 //    forces the access to happen, with no ordering cost.
-//  - Yes (2stage's tmp shard): the flag store must not overtake the data on its way to a
-//    peer GPU, so release on the store and acquire on the load, at system scope because the
-//    observer is another device.
+//  - Yes (2stage's tmp shard, or the staging that a kernel filled itself from the caller's
+//    input): the flag store must not overtake the data on its way to a peer GPU, so release
+//    on the store and acquire on the load, at system scope because the observer is another
+//    device.
+// A peer that waits with volatile loads on a release store still reads the data only after
+// it saw the flag, in a kernel that started with an empty L1: the same guarantee as for data
+// an earlier kernel wrote. That is what lets ranks that copy in the kernel and ranks that
+// copy before it take part in one call.
 #pragma once
 
 #include <cstdint>

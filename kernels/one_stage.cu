@@ -3,6 +3,7 @@
 #include "all_reduce.h"
 #include "barrier.cuh"
 #include "dispatch.cuh"
+#include "entry.cuh"
 #include "packs.cuh"
 
 namespace car {
@@ -11,20 +12,25 @@ namespace car {
 // identical; do not rotate the sources here the way 2stage does.
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1)
-    oneStageKernel(PeerTable peers, Signal* self, int rank, Pack* output, long long packs,
-                   const volatile std::uint32_t* abortFlag) {
+    oneStageKernel(PeerTable peers, Signal* self, int rank, const Pack* input, Pack* output,
+                   long long packs, const volatile std::uint32_t* abortFlag) {
   const Pack* sources[kRanks];
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) sources[r] = static_cast<const Pack*>(peers.staging[r]);
 
-  if (crossRankBarrier<kRanks, BarrierKind::Entry>(peers, self, rank, abortFlag)) return;
+  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs;
-       i += stride) {
+  // Thread t copies, and later reduces, packs t, t + stride, ...
+  auto copyBlockSlice = [&](Pack* staging, const Pack* in) {
+    for (long long i = first; i < packs; i += stride) staging[i] = in[i];
+  };
+  if (enterAllReduce<kRanks>(peers, self, rank, input, abortFlag, copyBlockSlice)) return;
+  for (long long i = first; i < packs; i += stride) {
     output[i] = reducePacks<T, kRanks>(sources, i);
   }
-  // The next call's staging copy runs as soon as this kernel exits, while a slow peer may
-  // still be reading our staging: leave only once every peer's block is done with it.
+  // The next call's staging copy (by the copy engine, or by the next kernel before its
+  // first barrier) runs as soon as this kernel exits, while a slow peer may still be
+  // reading our staging: leave only once every peer's block is done with it.
   crossRankBarrier<kRanks, BarrierKind::Exit>(peers, self, rank, abortFlag);
 }
 

@@ -3,6 +3,7 @@
 #include "all_reduce.h"
 #include "barrier.cuh"
 #include "dispatch.cuh"
+#include "entry.cuh"
 #include "geometry.h"
 #include "packs.cuh"
 
@@ -10,8 +11,8 @@ namespace car {
 
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1)
-    twoStageKernel(PeerTable peers, Signal* self, int rank, Pack* output, long long packs,
-                   const volatile std::uint32_t* abortFlag) {
+    twoStageKernel(PeerTable peers, Signal* self, int rank, const Pack* input, Pack* output,
+                   long long packs, const volatile std::uint32_t* abortFlag) {
   // Rotated order: source i is rank (rank + i) % n, so the ranks start their reads on
   // different peers instead of all hitting rank 0 at once. The output stays bitwise
   // identical on every rank because each shard is reduced by one owner only.
@@ -30,7 +31,19 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
   const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
 
-  if (crossRankBarrier<kRanks, BarrierKind::Entry>(peers, self, rank, abortFlag)) return;
+  // Rank s reads shard s of our staging in stage 1, thread t at shard offsets t, t +
+  // stride, ...: copy every shard with that same mapping. Thread t then also owns, in stage
+  // 2, exactly the output packs it copied, so in-place calls are safe.
+  auto copyBlockSlice = [&](Pack* staging, const Pack* in) {
+#pragma unroll
+    for (int s = 0; s < kRanks; ++s) {
+      const Shard shard = shardOf(packs, kRanks, s);
+      for (long long j = thread; shard.begin + j < shard.end; j += stride) {
+        staging[shard.begin + j] = in[shard.begin + j];
+      }
+    }
+  };
+  if (enterAllReduce<kRanks>(peers, self, rank, input, abortFlag, copyBlockSlice)) return;
 
   // Stage 1: reduce my shard. Thread t handles shard offsets t, t + stride, ...
   for (long long j = thread; mine.begin + j < mine.end; j += stride) {

@@ -94,6 +94,17 @@ Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* pr
     }
   }
 
+  if (const char* text = lookup("NCCL_CAR_COPY_IN_KERNEL_BYTES")) {
+    std::uint64_t bytes = 0;
+    if (!parseUnsigned(text, &bytes) || bytes > kLargestMaxBytes) {
+      report(invalid("NCCL_CAR_COPY_IN_KERNEL_BYTES", text,
+                     fmt::format("expected a whole number of bytes from 0 to {}", kLargestMaxBytes),
+                     std::to_string(kDefaultCopyInKernelBytes)));
+    } else {
+      config.copyInKernelBytes = static_cast<std::size_t>(bytes);
+    }
+  }
+
   if (const char* text = lookup("NCCL_CAR_DEBUG")) {
     if (equalsIgnoringCase(text, "WARN")) config.logLevel = LogLevel::Warn;
     else if (equalsIgnoringCase(text, "INFO")) config.logLevel = LogLevel::Info;

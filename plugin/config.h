@@ -17,12 +17,18 @@ enum class AlgorithmOverride { Auto, OneStage, TwoStage };
 constexpr std::size_t kDefaultMaxBytes = std::size_t{8} << 20;
 // Upper bound for NCCL_CAR_MAX_BYTES: each rank allocates 2x this on its GPU per communicator.
 constexpr std::size_t kLargestMaxBytes = std::size_t{1} << 30;
+// Eager calls up to this size copy their input into staging inside the kernel: one launch
+// instead of two, which is what small eager calls pay for (docs/benchmarks.md).
+constexpr std::size_t kDefaultCopyInKernelBytes = std::size_t{512} << 10;
 
 struct Config {
   bool disable = false;                                 // NCCL_CAR_DISABLE
   AlgorithmOverride algorithm = AlgorithmOverride::Auto;  // NCCL_CAR_ALGO
   std::size_t maxBytes = kDefaultMaxBytes;              // NCCL_CAR_MAX_BYTES (inclusive)
   int maxBlocks = 36;                                   // NCCL_CAR_MAX_BLOCKS, 1..36
+  // NCCL_CAR_COPY_IN_KERNEL_BYTES; 0 = always a separate copy. Per rank: ranks that copy in
+  // the kernel and ranks that do not interoperate, so it is not a shared setting.
+  std::size_t copyInKernelBytes = kDefaultCopyInKernelBytes;
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
 };

@@ -10,6 +10,12 @@ namespace {
 constexpr std::size_t kOneStageBelowUpTo4Ranks = 512 * 1024;
 constexpr std::size_t kOneStageBelowUpTo8Ranks = 256 * 1024;
 
+// Measured on 4 H200s with NVLink (2026-11-29, docs/benchmarks.md): 1stage took 10.5 us at
+// 512 KiB against 11.9 us for 2stage, and 15.7 against 13.7 us at 1 MiB; the lines cross
+// near 720 KiB.
+constexpr int kHopper = 90;
+constexpr std::size_t kHopperOneStageBelowUpTo4Ranks = 768 * 1024;
+
 }  // namespace
 
 const char* forwardReasonName(ForwardReason reason) {
@@ -38,9 +44,18 @@ std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t b
   return Algorithm::TwoStage;
 }
 
+std::optional<Algorithm> defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes) {
+  std::optional<Algorithm> seed = seedAlgorithm(comm.ranks, comm.fullNvlink, bytes);
+  if (!seed) return seed;
+  if (comm.computeCapability == kHopper && comm.ranks > 2 && comm.ranks <= 4) {
+    return bytes < kHopperOneStageBelowUpTo4Ranks ? Algorithm::OneStage : Algorithm::TwoStage;
+  }
+  return seed;
+}
+
 std::optional<Algorithm> chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes,
                                          const Config& config) {
-  std::optional<Algorithm> chosen = seedAlgorithm(comm.ranks, comm.fullNvlink, bytes);
+  std::optional<Algorithm> chosen = defaultAlgorithm(comm, bytes);
   if (!chosen) return std::nullopt;  // the override cannot make an unsupported topology ours
   if (config.algorithm == AlgorithmOverride::OneStage) return Algorithm::OneStage;
   if (config.algorithm == AlgorithmOverride::TwoStage) return Algorithm::TwoStage;

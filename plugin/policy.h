@@ -31,6 +31,9 @@ const char* forwardReasonName(ForwardReason reason);
 struct CommunicatorFacts {
   int ranks = 0;
   bool fullNvlink = false;  // every pair NVLink-connected (same-GPU pairs count as connected)
+  // major * 10 + minor of every rank's GPU (90: H100/H200); 0 when unknown or when the
+  // ranks' GPUs differ. Picks the tuned thresholds; the seed's apply to the rest.
+  int computeCapability = 0;
 };
 
 struct CallFacts {
@@ -46,7 +49,12 @@ struct CallFacts {
 // 2 ranks without full NVLink has no kernel here: nullopt, the caller forwards.
 std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t bytes);
 
-// seedAlgorithm with the NCCL_CAR_ALGO override applied.
+// The default: seedAlgorithm, except where another switch point was measured to be faster
+// on this GPU architecture (docs/benchmarks.md). On sm_90 (H100/H200), 3 and 4 ranks keep
+// 1stage below 768 KiB instead of 512 KiB.
+std::optional<Algorithm> defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes);
+
+// defaultAlgorithm with the NCCL_CAR_ALGO override applied.
 std::optional<Algorithm> chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes,
                                          const Config& config);
 

@@ -1,5 +1,6 @@
 // The host engine of one rank of one communicator: its buffer block, the peers' blocks, the
-// choice of kernel, and the launch path (staging copy + kernel on the caller's stream).
+// choice of kernel, and the launch path (staging copy + kernel on the caller's stream, or
+// for small eager calls the kernel alone, copying inside).
 //
 // The launch path allocates nothing, synchronises nothing and talks to no peer, so it is
 // legal inside CUDA graph capture: every address the kernel touches was fixed by
@@ -63,8 +64,9 @@ class RankEngine {
   CallStats& stats() { return stats_; }
 
   // bases[r]: rank r's block as mapped in this process; bases[rank()] is block().base().
-  // fullNvlink: whether every pair of ranks is NVLink-connected (feeds the policy).
-  void attachPeers(void* const* bases, bool fullNvlink);
+  // fullNvlink: whether every pair of ranks is NVLink-connected; computeCapability: of
+  // every rank's GPU, 0 if they differ (both feed the policy, identically on every rank).
+  void attachPeers(void* const* bases, bool fullNvlink, int computeCapability);
   bool attached() const { return attached_; }
 
   // The decision only: no CUDA call. An unattached engine forwards with NotReady.
@@ -102,6 +104,7 @@ class RankEngine {
   bool haveLastLaunch_ = false;
   bool attached_ = false;
   bool fullNvlink_ = false;
+  int computeCapability_ = 0;
   LaunchArgs args_{};
   std::mutex launchMutex_;    // one call at a time: they share staging and Signal
   CallStats stats_;

@@ -82,9 +82,13 @@ void prepare(const RealNccl& real, Slot& slot) {
   record.pidNamespace = self.pidNamespace;
   record.settings = sharedSettingsOf(shimConfig());
   copyText(record.host, sizeof(record.host), self.host);
-  if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device) != cudaSuccess) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, state.device) != cudaSuccess) {
     record.status = RankStatus::NoDevice;
   }
+  record.computeCapability = major * 10 + minor;
 
   EngineOptions options;
   options.device = state.device;
@@ -185,6 +189,7 @@ void mapPeers(Slot& slot) {
     report.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
     report.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
   }
+  report.nvmlMissing = nvmlAvailable() ? 0 : 1;
 }
 
 void conclude(Slot& slot) {
@@ -206,10 +211,11 @@ void conclude(Slot& slot) {
     verdict = judgeLinks(slot.records, slot.reports);
   }
   if (verdict.eligible) {
-    state.engine->attachPeers(slot.bases.data(), verdict.fullNvlink);
+    state.engine->attachPeers(slot.bases.data(), verdict.fullNvlink, verdict.computeCapability);
     state.phase = CommPhase::Ready;
-    CAR_INFO(state.device, "{} setup: eligible ({} peers, {}, up to {} bytes)", describe(state),
+    CAR_INFO(state.device, "{} setup: eligible ({} peers, {}, sm_{}, up to {} bytes)", describe(state),
              verdict.allSameProcess ? "same-process" : "ipc", verdict.fullNvlink ? "full nvlink" : "no nvlink",
+             verdict.computeCapability == 0 ? std::string("mixed") : std::to_string(verdict.computeCapability),
              shimConfig().maxBytes);
     return;
   }

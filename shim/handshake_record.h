@@ -10,7 +10,7 @@
 
 namespace car {
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415231;  // "CAR1": layout version
+constexpr std::uint32_t kHandshakeMagic = 0x43415232;  // "CAR2": layout version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -28,6 +28,8 @@ struct HandshakeRecord {
   std::int32_t ranks;
   std::int32_t pid;
   std::int32_t cudaDevice;     // ordinal in the owner's process
+  std::int32_t computeCapability;  // major * 10 + minor of the rank's GPU
+  std::int32_t reserved;
   std::uint64_t ipcNamespace;
   std::uint64_t pidNamespace;
   std::uint64_t blockAddress;  // the block in the owner's address space
@@ -44,6 +46,7 @@ struct LinkReport {
   std::uint32_t mapped;        // 1: every peer's block is mapped here
   std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
   std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
+  std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
   char problem[96];            // why mapping failed, NUL-terminated
 };
 

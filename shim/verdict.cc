@@ -57,6 +57,10 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
       return verdict;
     }
   }
+  verdict.computeCapability = records[0].computeCapability;
+  for (int r = 1; r < ranks; ++r) {
+    if (records[r].computeCapability != verdict.computeCapability) verdict.computeCapability = 0;
+  }
   verdict.allSameProcess = true;
   for (int r = 1; r < ranks; ++r) {
     if (sameProcess(records[0], records[r])) continue;
@@ -107,6 +111,14 @@ Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vecto
     }
   }
   if (ranks > 2 && !verdict.fullNvlink) {
+    for (int r = 0; r < ranks; ++r) {
+      if (reports[r].nvmlMissing == 0) continue;
+      // Not a topology we do not serve but one we cannot see: worth a WARN.
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} cannot load NVML (libnvidia-ml.so.1), so NVLink between "
+                                   "its GPU and the others is unknown", r);
+      return verdict;
+    }
     verdict.reason = fmt::format("{} ranks without NVLink between every pair", ranks);
     return verdict;
   }

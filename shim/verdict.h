@@ -18,13 +18,14 @@ struct Verdict {
   bool unexpected = false;
   bool fullNvlink = false;
   bool allSameProcess = false;
+  int computeCapability = 0;  // of every rank's GPU; 0 when they differ
 };
 
 // Same process: same host, same pid namespace and same pid.
 bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b);
 
 // After the first all-gather: can we even try? (status, one host, same settings, IPC
-// namespaces of peers in other processes).
+// namespaces of peers in other processes). Also the GPUs' common compute capability.
 Verdict judgeRecords(const std::vector<HandshakeRecord>& records);
 
 // After the second all-gather: every rank mapped every peer, every pair can reach each

@@ -1,7 +1,8 @@
 // Times the engine with several ranks on one GPU (one process, one stream per rank):
 // median microseconds per all-reduce (each rank's staging copy + kernel), per world size,
-// kernel and size, eager and replayed from a CUDA graph. On one GPU this measures our
-// kernels and barriers, not NVLink.
+// kernel and size: eager with the input copied by a separate copy, eager with the input
+// copied inside the kernel (NCCL_CAR_COPY_IN_KERNEL_BYTES), and replayed from a CUDA graph.
+// On one GPU this measures our kernels, barriers and launch path, not NVLink.
 //
 //   car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--markdown]
 #include <cuda_runtime_api.h>
@@ -194,26 +195,32 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, elementTypeName(options.type), kCallsPerSample, kSamples);
   std::printf("# several ranks on ONE GPU: this measures our kernels and barriers, not NVLink\n");
   if (options.markdown) {
-    std::printf("| ranks | blocks | kernel | size | eager us | graph us |\n| --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| ranks | blocks | kernel | size | eager us | eager, copy in kernel us | graph us |\n"
+                "| --- | --- | --- | --- | --- | --- | --- |\n");
   } else {
-    std::printf("%5s %6s %7s %8s %10s %10s\n", "ranks", "blocks", "kernel", "size", "eager_us", "graph_us");
+    std::printf("%5s %6s %7s %8s %10s %13s %10s\n", "ranks", "blocks", "kernel", "size", "eager_us",
+                "eager_ik_us", "graph_us");
   }
   for (int ranks : options.ranks) {
     for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
       Config config;
       config.algorithm = algorithm;
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
-      RankGroup group(kDevice, ranks, config);
+      config.copyInKernelBytes = 0;
+      RankGroup copyEngine(kDevice, ranks, config);
+      config.copyInKernelBytes = kLargestMaxBytes;
+      RankGroup copyInKernel(kDevice, ranks, config);
       for (std::size_t bytes : kSizes) {
-        Bench bench(group, bytes, options.type);
+        Bench bench(copyEngine, bytes, options.type);
         const double eager = bench.eagerMicros();
-        const double graph = bench.graphMicros();
+        const double graph = bench.graphMicros();  // a graph always uses the separate copy
+        const double eagerInKernel = Bench(copyInKernel, bytes, options.type).eagerMicros();
         if (options.markdown) {
-          std::printf("| %d | %d | %s | %s | %.1f | %.1f |\n", ranks, config.maxBlocks, overrideName(algorithm),
-                      sizeLabel(bytes).c_str(), eager, graph);
+          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.1f |\n", ranks, config.maxBlocks,
+                      overrideName(algorithm), sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
         } else {
-          std::printf("%5d %6d %7s %8s %10.1f %10.1f\n", ranks, config.maxBlocks, overrideName(algorithm),
-                      sizeLabel(bytes).c_str(), eager, graph);
+          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.1f\n", ranks, config.maxBlocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
         }
         std::fflush(stdout);
       }

@@ -19,14 +19,17 @@ int coResidentBlockLimit(int device, int ranks) {
   return std::max(1, std::min(kMaxBlocks, multiprocessors / ranks));
 }
 
-RankGroup::RankGroup(int device, int ranks, const Config& config) {
+RankGroup::RankGroup(int device, int ranks, const Config& config)
+    : RankGroup(device, ranks, [&config](int) { return config; }) {}
+
+RankGroup::RankGroup(int device, int ranks, const std::function<Config(int rank)>& configOfRank) {
   CHECK_CUDA(cudaSetDevice(device));
   for (int r = 0; r < ranks; ++r) {
     EngineOptions options;
     options.device = device;
     options.rank = r;
     options.ranks = ranks;
-    options.config = config;
+    options.config = configOfRank(r);
     std::unique_ptr<RankEngine> engine;
     CHECK_CUDA(RankEngine::create(options, &engine));
     engines_.push_back(std::move(engine));
@@ -36,7 +39,11 @@ RankGroup::RankGroup(int device, int ranks, const Config& config) {
   }
   std::vector<void*> bases;
   for (auto& engine : engines_) bases.push_back(engine->block().base());
-  for (auto& engine : engines_) engine->attachPeers(bases.data(), /*fullNvlink=*/true);  // one GPU counts as connected
+  int major = 0, minor = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  // One GPU counts as NVLink-connected to itself.
+  for (auto& engine : engines_) engine->attachPeers(bases.data(), /*fullNvlink=*/true, major * 10 + minor);
 }
 
 RankGroup::~RankGroup() {

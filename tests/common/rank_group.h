@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ int coResidentBlockLimit(int device, int ranks);
 class RankGroup {
  public:
   RankGroup(int device, int ranks, const Config& config);
+  // Rank r gets configOfRank(r): for settings that may differ between ranks.
+  RankGroup(int device, int ranks, const std::function<Config(int rank)>& configOfRank);
   ~RankGroup();
 
   int ranks() const { return static_cast<int>(engines_.size()); }

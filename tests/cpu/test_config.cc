@@ -36,6 +36,7 @@ TEST_CASE("defaults with nothing set", "[config]") {
   CHECK(config.algorithm == AlgorithmOverride::Auto);
   CHECK(config.maxBytes == 8u * 1024 * 1024);
   CHECK(config.maxBlocks == 36);
+  CHECK(config.copyInKernelBytes == 512u * 1024);
   CHECK(config.logLevel == LogLevel::Warn);
   CHECK(config.ncclLibrary.empty());
 }
@@ -46,6 +47,7 @@ TEST_CASE("good values are taken", "[config]") {
                                {"NCCL_CAR_ALGO", "2stage"},
                                {"NCCL_CAR_MAX_BYTES", "1048576"},
                                {"NCCL_CAR_MAX_BLOCKS", "16"},
+                               {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "0"},
                                {"NCCL_CAR_DEBUG", "info"},
                                {"NCCL_CAR_NCCL_LIB", "/opt/nccl/lib/libnccl.so.2"}},
                               &problems);
@@ -54,6 +56,7 @@ TEST_CASE("good values are taken", "[config]") {
   CHECK(config.algorithm == AlgorithmOverride::TwoStage);
   CHECK(config.maxBytes == 1048576);
   CHECK(config.maxBlocks == 16);
+  CHECK(config.copyInKernelBytes == 0);
   CHECK(config.logLevel == LogLevel::Info);
   CHECK(config.ncclLibrary == "/opt/nccl/lib/libnccl.so.2");
 }
@@ -73,6 +76,9 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
       {"NCCL_CAR_MAX_BYTES", "2147483648"},
       {"NCCL_CAR_MAX_BLOCKS", "0"},       {"NCCL_CAR_MAX_BLOCKS", "37"},
       {"NCCL_CAR_MAX_BLOCKS", "4.5"},     {"NCCL_CAR_MAX_BLOCKS", "18446744073709551617"},
+      {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "-1"},
+      {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "1M"},
+      {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "1073741825"},
       {"NCCL_CAR_DEBUG", "VERBOSE"},      {"NCCL_CAR_NCCL_LIB", ""},
   };
   const Config defaults;
@@ -87,6 +93,7 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
     CHECK(config.algorithm == defaults.algorithm);
     CHECK(config.maxBytes == defaults.maxBytes);
     CHECK(config.maxBlocks == defaults.maxBlocks);
+    CHECK(config.copyInKernelBytes == defaults.copyInKernelBytes);
     CHECK(config.logLevel == defaults.logLevel);
   }
 }

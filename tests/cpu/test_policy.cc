@@ -45,6 +45,37 @@ TEST_CASE("seed algorithm: thresholds for 3 to 8 ranks", "[policy]") {
   }
 }
 
+TEST_CASE("default algorithm: on sm_90, 3 and 4 ranks keep 1stage up to 768 KiB", "[policy]") {
+  for (int ranks = 3; ranks <= 4; ++ranks) {
+    CAPTURE(ranks);
+    const CommunicatorFacts hopper{ranks, true, 90};
+    CHECK(defaultAlgorithm(hopper, 512 * KiB) == Algorithm::OneStage);
+    CHECK(defaultAlgorithm(hopper, 768 * KiB - 16) == Algorithm::OneStage);
+    CHECK(defaultAlgorithm(hopper, 768 * KiB) == Algorithm::TwoStage);
+    CHECK(defaultAlgorithm(hopper, 8192 * KiB) == Algorithm::TwoStage);
+    CHECK_FALSE(defaultAlgorithm({ranks, false, 90}, 16).has_value());
+  }
+}
+
+TEST_CASE("default algorithm: the seed's rule everywhere it was not re-measured", "[policy]") {
+  for (int capability : {0, 80, 89, 100}) {
+    for (int ranks = 2; ranks <= 8; ++ranks) {
+      for (std::size_t bytes : {std::size_t{16}, 256 * KiB - 16, 256 * KiB, 512 * KiB - 16, 512 * KiB,
+                                768 * KiB, 8192 * KiB}) {
+        CAPTURE(capability, ranks, bytes);
+        CHECK(defaultAlgorithm({ranks, true, capability}, bytes) == seedAlgorithm(ranks, true, bytes));
+      }
+    }
+  }
+  // sm_90 with 2 ranks, or 5 to 8 ranks: measured where possible, the seed's rule kept.
+  for (int ranks : {2, 5, 6, 7, 8}) {
+    for (std::size_t bytes : {std::size_t{16}, 256 * KiB - 16, 256 * KiB, 512 * KiB, 8192 * KiB}) {
+      CAPTURE(ranks, bytes);
+      CHECK(defaultAlgorithm({ranks, true, 90}, bytes) == seedAlgorithm(ranks, true, bytes));
+    }
+  }
+}
+
 TEST_CASE("seed algorithm: world sizes outside 2..8 are not ours", "[policy]") {
   CHECK_FALSE(seedAlgorithm(1, true, 16).has_value());
   CHECK_FALSE(seedAlgorithm(9, true, 16).has_value());
@@ -59,6 +90,9 @@ TEST_CASE("NCCL_CAR_ALGO forces a kernel but cannot make an unsupported topology
   config.algorithm = AlgorithmOverride::OneStage;
   CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config) == Algorithm::OneStage);
   CHECK_FALSE(chooseAlgorithm({4, false}, 16, config).has_value());
+  config.algorithm = AlgorithmOverride::Auto;
+  CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, config) == Algorithm::OneStage);
+  CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, config) == Algorithm::TwoStage);
 }
 
 TEST_CASE("decideCall takes an eligible sum of a supported type", "[policy]") {

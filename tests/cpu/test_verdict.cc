@@ -23,6 +23,7 @@ HandshakeRecord recordOf(int rank, int ranks, int pid = 1000) {
   std::strcpy(record.host, "node1/0f3c-boot");
   std::snprintf(record.busId, sizeof(record.busId), "0000:%02X:00.0", 0x10 + rank);
   record.settings = sharedSettingsOf(Config{});
+  record.computeCapability = 90;
   return record;
 }
 
@@ -53,7 +54,16 @@ TEST_CASE("verdict: one host, mapped, full NVLink -> eligible", "[verdict]") {
     CHECK(verdict.eligible);
     CHECK(verdict.fullNvlink);
     CHECK_FALSE(verdict.allSameProcess);
+    CHECK(verdict.computeCapability == 90);
   }
+}
+
+TEST_CASE("verdict: GPUs of different architectures leave the tuned thresholds unused", "[verdict]") {
+  std::vector<HandshakeRecord> all = records(4);
+  all[3].computeCapability = 80;
+  const Verdict verdict = judgeLinks(all, fullReports(4));
+  CHECK(verdict.eligible);
+  CHECK(verdict.computeCapability == 0);
 }
 
 TEST_CASE("verdict: two ranks need peer access but not NVLink; more need full NVLink", "[verdict]") {
@@ -67,6 +77,25 @@ TEST_CASE("verdict: two ranks need peer access but not NVLink; more need full NV
   auto reports = fullReports(4);
   reports[2].nvlinkMask &= ~(1u << 3);  // one missing link, seen from one side only
   CHECK_FALSE(judgeLinks(records(4), reports).eligible);
+}
+
+TEST_CASE("verdict: a rank without NVML cannot confirm NVLink; everyone forwards with a WARN", "[verdict]") {
+  // What that rank reports: peers on other GPUs reachable, but no NVLink bit for them.
+  auto reports = fullReports(4);
+  reports[1].nvmlMissing = 1;
+  reports[1].nvlinkMask = 1u << 1;
+  const Verdict verdict = judgeLinks(records(4), reports);
+  CHECK_FALSE(verdict.eligible);
+  CHECK(verdict.unexpected);
+  CHECK(verdict.reason.find("rank 1 cannot load NVML") != std::string::npos);
+  // Two ranks need no NVLink: still ours.
+  auto two = fullReports(2, false);
+  two[0].nvmlMissing = 1;
+  CHECK(judgeLinks(records(2), two).eligible);
+  // NVML missing does not matter when NVLink was confirmed anyway (all ranks on one GPU).
+  auto sameGpu = fullReports(4);
+  sameGpu[2].nvmlMissing = 1;
+  CHECK(judgeLinks(records(4), sameGpu).eligible);
 }
 
 TEST_CASE("verdict: a pair without peer access forwards", "[verdict]") {

@@ -1,9 +1,11 @@
 // Every world size 2..8, both kernels, every type, sizes from 16 bytes to 8 MiB including
-// uneven ones, in-place and out-of-place: against an fp64 reference on fresh random data,
+// uneven ones, in-place and out-of-place, the input copied by the copy engine, inside the
+// kernel, or each way on alternate ranks: against an fp64 reference on fresh random data,
 // every output element written, every rank's output bitwise identical.
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <functional>
 
 #include "device_buffers.h"
 #include "host_data.h"
@@ -24,6 +26,28 @@ const std::size_t kSizesBytes[] = {
     262144 - 16, 262144,       524288 + 80,  1048576 + 112,   4194304 - 48,
     8388608,
 };
+
+// Who copies each rank's input into its staging. Eager calls up to copyInKernelBytes copy
+// inside the kernel; the ranks of one call need not agree.
+enum class CopyMode { CopyEngine, InKernel, Alternating };
+
+const char* copyModeName(CopyMode mode) {
+  switch (mode) {
+    case CopyMode::CopyEngine: return "copy-engine";
+    case CopyMode::InKernel: return "in-kernel";
+    case CopyMode::Alternating: return "alternating";
+  }
+  return "?";
+}
+
+std::function<Config(int)> configsFor(Config base, CopyMode mode) {
+  return [base, mode](int rank) {
+    Config config = base;
+    const bool inKernel = mode == CopyMode::InKernel || (mode == CopyMode::Alternating && rank % 2 == 0);
+    config.copyInKernelBytes = inKernel ? kLargestMaxBytes : 0;
+    return config;
+  };
+}
 
 struct CaseResult {
   std::size_t mismatches = 0;
@@ -57,22 +81,19 @@ CaseResult runCase(RankGroup& group, DeviceBuffers& in, DeviceBuffers& out, Elem
   return outcome;
 }
 
-}  // namespace
-
-TEST_CASE("all-reduce matches the fp64 reference for every world size, kernel, type and size",
-          "[gpu][correctness]") {
-  Random random(20261129);
+void checkEveryWorldSizeKernelTypeAndSize(CopyMode copy, std::uint64_t seed) {
+  Random random(seed);
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
     for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
       Config config;
       config.algorithm = algorithm;
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
-      RankGroup group(kDevice, ranks, config);
+      RankGroup group(kDevice, ranks, configsFor(config, copy));
       DeviceBuffers in(ranks, kDefaultMaxBytes), out(ranks, kDefaultMaxBytes);
       for (ElementType type : kTypes) {
         for (std::size_t bytes : kSizesBytes) {
           for (bool inPlace : {false, true}) {
-            CAPTURE(ranks, overrideName(algorithm), elementTypeName(type), bytes, inPlace);
+            CAPTURE(ranks, overrideName(algorithm), copyModeName(copy), elementTypeName(type), bytes, inPlace);
             const CaseResult outcome = runCase(group, in, out, type, bytes, inPlace, random);
             INFO(outcome.firstMismatch);
             CHECK(outcome.mismatches == 0);
@@ -82,6 +103,24 @@ TEST_CASE("all-reduce matches the fp64 reference for every world size, kernel, t
       }
     }
   }
+}
+
+}  // namespace
+
+// One case per copy mode, so that a machine with several GPUs can run them side by side.
+TEST_CASE("all-reduce matches the fp64 reference for every world size, kernel, type and size; "
+          "input copied by the copy engine", "[gpu][correctness][copy-engine]") {
+  checkEveryWorldSizeKernelTypeAndSize(CopyMode::CopyEngine, 20261129);
+}
+
+TEST_CASE("all-reduce matches the fp64 reference for every world size, kernel, type and size; "
+          "input copied inside the kernel", "[gpu][correctness][in-kernel]") {
+  checkEveryWorldSizeKernelTypeAndSize(CopyMode::InKernel, 20261130);
+}
+
+TEST_CASE("all-reduce matches the fp64 reference for every world size, kernel, type and size; "
+          "ranks alternate between the two copies", "[gpu][correctness][alternating]") {
+  checkEveryWorldSizeKernelTypeAndSize(CopyMode::Alternating, 20261131);
 }
 
 TEST_CASE("all 36 blocks per rank where they fit on one GPU", "[gpu][correctness]") {
@@ -111,16 +150,20 @@ TEST_CASE("small case for compute-sanitizer", "[.][sanitizer]") {
   Random random(7);
   for (int ranks : {2, 3}) {
     for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
-      Config config;
-      config.algorithm = algorithm;
-      config.maxBlocks = 2;
-      RankGroup group(kDevice, ranks, config);
-      DeviceBuffers in(ranks, 65536), out(ranks, 65536);
-      for (std::size_t bytes : {std::size_t{16}, std::size_t{4096 + 48}, std::size_t{65536}}) {
-        CAPTURE(ranks, overrideName(algorithm), bytes);
-        const CaseResult outcome = runCase(group, in, out, ElementType::Float32, bytes, false, random);
-        CHECK(outcome.mismatches == 0);
-        CHECK(outcome.differingRank == -1);
+      for (CopyMode copy : {CopyMode::CopyEngine, CopyMode::Alternating}) {
+        Config config;
+        config.algorithm = algorithm;
+        config.maxBlocks = 2;
+        RankGroup group(kDevice, ranks, configsFor(config, copy));
+        DeviceBuffers in(ranks, 65536), out(ranks, 65536);
+        for (std::size_t bytes : {std::size_t{16}, std::size_t{4096 + 48}, std::size_t{65536}}) {
+          for (bool inPlace : {false, true}) {
+            CAPTURE(ranks, overrideName(algorithm), copyModeName(copy), bytes, inPlace);
+            const CaseResult outcome = runCase(group, in, out, ElementType::Float32, bytes, inPlace, random);
+            CHECK(outcome.mismatches == 0);
+            CHECK(outcome.differingRank == -1);
+          }
+        }
       }
     }
   }
