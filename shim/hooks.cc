@@ -213,7 +213,10 @@ CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
     // First stop our spinning kernels (no lock: a launch may hold it), then let NCCL stop
     // its own, then release ours, whose kernels can now finish.
     // Only a Ready communicator has kernels; its engine stays put until the release below.
-    if (state && state->phase.load() == CommPhase::Ready) state->engine->raiseAbort();
+    if (state && state->phase.load() == CommPhase::Ready) {
+      state->engine->raiseAbort();
+      CAR_INFO(state->device, "{} ncclCommAbort: our kernels told to stop", describe(*state));
+    }
   });
   const ncclResult_t result = real->commAbort(comm);
   if (state) guarded("ncclCommAbort", [&] { releaseCommunicator(*state, ReleaseKind::Abort); });

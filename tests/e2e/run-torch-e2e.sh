@@ -32,16 +32,22 @@ if [ -z "${E2E_SKIP_ABORT:-}" ]; then
   log="$logs/torch-abort.log"
   start=$(date +%s)
   # Error handling 1: the watchdog aborts the communicators (ncclCommAbort) and ends the
-  # process. (PyTorch's default, 3, ends it without the abort.) No flight-recorder dump,
-  # whose wait would only lengthen the run.
-  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_DUMP_ON_TIMEOUT=0 \
+  # process. (PyTorch's default, 3, ends it without the abort.) No flight recorder and no
+  # dump. PyTorch >= 2.8 sleeps 4 x TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC (default 15 s, so a
+  # minute) between reporting the timeout and aborting, dump or not: make that 4 s.
+  TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_DUMP_ON_TIMEOUT=0 TORCH_NCCL_TRACE_BUFFER_SIZE=0 TORCH_FR_BUFFER_SIZE=0 \
+    TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=1000 \
     NCCL_CAR_DEBUG=INFO LD_PRELOAD="$build/shim/libnccl-car.so" PYTHONUNBUFFERED=1 \
     timeout 60 torchrun --standalone --nproc-per-node 2 "$here/torch_abort.py" >"$log" 2>&1
   rc=$?
   took=$(( $(date +%s) - start ))
   timeout_error=$(grep -c -i "watchdog caught collective operation timeout\|timed out" "$log")
+  # The watchdog's ncclCommAbort went through the library and stopped our kernel.
+  told=$(grep -c "ncclCommAbort: our kernels told to stop" "$log")
   status=PASS
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 50 ] && [ "$timeout_error" -gt 0 ] || { status=FAIL; failures=$((failures + 1)); }
-  echo "torch abort: $status (job ended after $took s with rc $rc; timeout error reported: $timeout_error lines)"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 50 ] && [ "$timeout_error" -gt 0 ] && [ "$told" -gt 0 ] ||
+    { status=FAIL; failures=$((failures + 1)); }
+  echo "torch abort: $status (job ended after $took s with rc $rc; timeout error reported: $timeout_error lines;" \
+    "our abort hook stopped kernels on $told communicator(s))"
 fi
 exit $(( failures > 0 ))
