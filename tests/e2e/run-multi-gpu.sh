@@ -4,7 +4,8 @@
 #   nccl-tests all_reduce_perf -c 1 through the library: one process per GPU (MPI), one
 #   process with all GPUs (-g N), threads (-t N); half, bfloat16, float, -o all -d all,
 #   eager and -G 10, 4 bytes to 64 MiB: #wrong must be 0 everywhere;
-#   the PyTorch end-to-end program with one process per GPU.
+#   the PyTorch end-to-end program with one process per GPU;
+#   the faults and life-cycles that need GPUs of their own (run-multi-gpu-faults.sh).
 # Usage: tests/e2e/run-multi-gpu.sh BUILD_DIR ALL_REDUCE_PERF   (logs under $OUT or ./multi-gpu-logs)
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -59,5 +60,6 @@ rc=$?
 passed=$(grep -c "^rank [0-9]*/$gpus: PASS" "$log")
 echo "torch, one process per GPU: $( [ $rc = 0 ] && [ "$passed" = "$gpus" ] && echo PASS || echo FAIL ) (rc $rc, $passed/$gpus ranks passed, $(grep -c 'setup: eligible' "$log") communicators eligible)"
 [ $rc = 0 ] && [ "$passed" = "$gpus" ] || failures=$((failures + 1))
+OUT="$logs" "$here/run-multi-gpu-faults.sh" "$build" || failures=$((failures + 1))
 echo "multi-gpu failures: $failures"
 exit $(( failures > 0 ))
