@@ -11,8 +11,8 @@ from nccl_car_cli.logparse import LogTally
 SAMPLE = """\
 NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
 node-a:100:101 [0] NCCL-CAR INFO real NCCL found as the next library (RTLD_NEXT)
-node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 setup: eligible (ipc peers, full nvlink, up to 8388608 bytes)
-[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 setup: eligible (ipc peers, full nvlink, up to 8388608 bytes)
+node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
+[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
 node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 setup: not eligible: ranks span 2 hosts
 node-b:300:301 [0] shim.cc:123 NCCL-CAR WARN NCCL_CAR_ALGO differs between rank 0 and rank 1
 node-a:100:101 [0] NCCL-CAR TRACE comm 0x55d0c0a0 call 1: 1stage 4096 bytes

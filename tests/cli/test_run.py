@@ -19,8 +19,8 @@ sys.stdout.write(json.dumps({{k: v for k, v in os.environ.items()
 sys.stdout.write("no newline at the end")
 sys.stdout.flush()
 sys.stderr.write(\"\"\"epoch 1
-node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 setup: eligible (ipc peers, full nvlink, up to 8388608 bytes)
-node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 setup: eligible (ipc peers, full nvlink, up to 8388608 bytes)
+node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
+node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
 node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 setup: not eligible: ranks span 2 hosts
 progress 50%\\rprogress 100%
 node:200:201 [1] shim.cc:88 NCCL-CAR WARN cannot allocate or export our buffers

@@ -60,15 +60,16 @@ class ArgumentTypesTest(unittest.TestCase):
 class EffectiveSettingsTest(unittest.TestCase):
     def test_defaults(self):
         effective = settings.effective_settings({})
-        self.assertEqual((effective["max_bytes"], effective["max_blocks"], effective["algo"]),
-                         (8 << 20, 36, "auto"))
+        self.assertEqual((effective["max_bytes"], effective["max_blocks"], effective["algo"],
+                          effective["copy_in_kernel_bytes"]), (8 << 20, 36, "auto", 512 << 10))
         self.assertFalse(effective["disable"])
         self.assertEqual(effective["problems"], [])
 
     def test_valid_values(self):
         effective = settings.effective_settings({
             "NCCL_CAR_DISABLE": "Yes", "NCCL_CAR_ALGO": "2STAGE", "NCCL_CAR_MAX_BYTES": "1048576",
-            "NCCL_CAR_MAX_BLOCKS": "8", "NCCL_CAR_DEBUG": "info"})
+            "NCCL_CAR_MAX_BLOCKS": "8", "NCCL_CAR_DEBUG": "info", "NCCL_CAR_COPY_IN_KERNEL_BYTES": "0"})
+        self.assertEqual(effective["copy_in_kernel_bytes"], 0)
         self.assertTrue(effective["disable"])
         self.assertEqual(effective["algo"], "2stage")
         self.assertEqual(effective["max_bytes"], 1 << 20)
@@ -80,15 +81,18 @@ class EffectiveSettingsTest(unittest.TestCase):
         # As plugin/config.cc: suffixes, signs and out-of-range values are ignored.
         effective = settings.effective_settings({
             "NCCL_CAR_MAX_BYTES": "8M", "NCCL_CAR_MAX_BLOCKS": "40", "NCCL_CAR_ALGO": "fast",
-            "NCCL_CAR_DISABLE": "maybe", "NCCL_CAR_MAXBYTES": "1"})
+            "NCCL_CAR_DISABLE": "maybe", "NCCL_CAR_MAXBYTES": "1",
+            "NCCL_CAR_COPY_IN_KERNEL_BYTES": "1M"})
         self.assertEqual(effective["max_bytes"], 8 << 20)
+        self.assertEqual(effective["copy_in_kernel_bytes"], 512 << 10)
         self.assertEqual(effective["max_blocks"], 36)
         self.assertEqual(effective["algo"], "auto")
         problems = "\n".join(effective["problems"])
         for name in ("NCCL_CAR_MAX_BYTES", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_ALGO",
-                     "NCCL_CAR_DISABLE", "NCCL_CAR_MAXBYTES is not a variable"):
+                     "NCCL_CAR_DISABLE", "NCCL_CAR_MAXBYTES is not a variable",
+                     "NCCL_CAR_COPY_IN_KERNEL_BYTES"):
             self.assertIn(name, problems)
-        self.assertEqual(len(effective["problems"]), 5)
+        self.assertEqual(len(effective["problems"]), 6)
 
     def test_at_least_info(self):
         self.assertEqual(settings.at_least_info(None), "INFO")

@@ -7,13 +7,15 @@ DEFAULT_MAX_BYTES = 8 << 20
 LARGEST_MAX_BYTES = 1 << 30   # each rank allocates twice this per communicator
 PACK_BYTES = 16
 MAX_BLOCKS = 36
+DEFAULT_COPY_IN_KERNEL_BYTES = 512 << 10
 MAX_RANKS = 8
 ALGORITHMS = ("auto", "1stage", "2stage")
 DEBUG_LEVELS = ("WARN", "INFO", "TRACE")
 
 # Read by the library itself.
 LIBRARY_VARIABLES = ("NCCL_CAR_DISABLE", "NCCL_CAR_ALGO", "NCCL_CAR_MAX_BYTES",
-                     "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "NCCL_CAR_NCCL_LIB")
+                     "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_COPY_IN_KERNEL_BYTES", "NCCL_CAR_DEBUG",
+                     "NCCL_CAR_NCCL_LIB")
 # Read by this tool only: where libnccl-car.so is.
 TOOL_VARIABLES = ("NCCL_CAR_LIB",)
 
@@ -42,9 +44,11 @@ def _unsigned(text):
 def effective_settings(env):
     """What the library would run with under `env`, plus one sentence per ignored value.
 
-    Returns a dict: disable, algo, max_bytes, max_blocks, debug, nccl_lib, problems."""
+    Returns a dict: disable, algo, max_bytes, max_blocks, copy_in_kernel_bytes, debug,
+    nccl_lib, problems."""
     settings = {"disable": False, "algo": "auto", "max_bytes": DEFAULT_MAX_BYTES,
-                "max_blocks": MAX_BLOCKS, "debug": "WARN", "nccl_lib": None, "problems": []}
+                "max_blocks": MAX_BLOCKS, "copy_in_kernel_bytes": DEFAULT_COPY_IN_KERNEL_BYTES,
+                "debug": "WARN", "nccl_lib": None, "problems": []}
 
     def ignored(name, why, default):
         settings["problems"].append(
@@ -81,6 +85,16 @@ def effective_settings(env):
             ignored("NCCL_CAR_MAX_BLOCKS", f"expected 1 to {MAX_BLOCKS}", MAX_BLOCKS)
         else:
             settings["max_blocks"] = value
+
+    text = env.get("NCCL_CAR_COPY_IN_KERNEL_BYTES")
+    if text is not None:
+        value = _unsigned(text)
+        if value is None or value > LARGEST_MAX_BYTES:
+            ignored("NCCL_CAR_COPY_IN_KERNEL_BYTES",
+                    f"expected a whole number of bytes from 0 to {LARGEST_MAX_BYTES}",
+                    DEFAULT_COPY_IN_KERNEL_BYTES)
+        else:
+            settings["copy_in_kernel_bytes"] = value
 
     text = env.get("NCCL_CAR_DEBUG")
     if text is not None:
