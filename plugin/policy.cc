@@ -77,9 +77,10 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
   decision.bytes = call.count * elementSize;
   if (decision.bytes % kPackBytes != 0) return forward(ForwardReason::NotMultipleOf16);
-  if (call.sendAddress % kPackBytes != 0 || call.recvAddress % kPackBytes != 0) {
-    return forward(ForwardReason::Misaligned);
-  }
+  // Only the output must be 16-byte aligned: the kernel stores whole packs there. Any input
+  // is copied into our aligned staging (by the copy engine when it is not aligned), and every
+  // per-rank fact in this rule is one more way for ranks to disagree.
+  if (call.recvAddress % kPackBytes != 0) return forward(ForwardReason::Misaligned);
   std::optional<Algorithm> algorithm = chooseAlgorithm(comm, decision.bytes, config);
   if (!algorithm) return forward(ForwardReason::NotEligible);
   decision.ours = true;

@@ -21,7 +21,7 @@ enum class ForwardReason {
   Empty,            // zero elements
   NotMultipleOf16,  // bytes not a multiple of 16
   TooLarge,         // above NCCL_CAR_MAX_BYTES
-  Misaligned,       // a pointer not 16-byte aligned
+  Misaligned,       // the receive pointer not 16-byte aligned
   Failed,           // our launch failed; the communicator is now disabled
   kCount,
 };

@@ -122,8 +122,10 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   args.algorithm = decision.algorithm;
 
   // A small eager call copies its input inside the kernel: one launch instead of two. In a
-  // graph the launches cost nothing and the copy engine's copy is the faster one.
-  if (!capturing && decision.bytes <= options_.config.copyInKernelBytes) {
+  // graph the launches cost nothing and the copy engine's copy is the faster one. The
+  // kernel loads 16-byte packs, so an input that is not 16-byte aligned takes the copy engine.
+  const bool inputAligned = reinterpret_cast<std::uintptr_t>(call.send) % kPackBytes == 0;
+  if (!capturing && inputAligned && decision.bytes <= options_.config.copyInKernelBytes) {
     args.input = call.send;
   } else {
     void* staging = const_cast<void*>(args.peers.staging[options_.rank]);

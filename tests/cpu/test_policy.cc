@@ -143,9 +143,11 @@ TEST_CASE("decideCall forwards with the reason", "[policy]") {
     const std::size_t huge = (~std::size_t{0}) / 2 + 8;  // huge * 2 wraps around
     CHECK(decideCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
   }
-  SECTION("misaligned send or receive pointer") {
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1008, 0x2000), config).reason == ForwardReason::Misaligned);
+  SECTION("misaligned receive pointer; a misaligned send pointer is fine (copied into staging)") {
     CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1000, 0x2004), config).reason == ForwardReason::Misaligned);
+    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1000, 0x2008), config).reason == ForwardReason::Misaligned);
+    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1008, 0x2000), config).ours);
+    CHECK(decideCall(comm, sumOf(ElementType::Float16, 8, 0x1002, 0x2000), config).ours);
   }
   SECTION("more than two ranks without full NVLink") {
     CHECK(decideCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);

@@ -20,7 +20,7 @@ exit codes: 0 the report was printed (whatever it says: read the verdict or --js
 2 usage error."""
 
 CONDITIONS = ("only ncclSum on half, bfloat16 or float, a multiple of 16 bytes, 16-byte "
-              "aligned buffers, all ranks on this host")
+              "aligned output buffers, all ranks on this host")
 
 
 def add_arguments(parser):
