@@ -54,6 +54,14 @@ __device__ __forceinline__ bool crossRankBarrier(const PeerTable& peers, Signal*
         break;
       }
     }
+    // A peer may have filled its staging inside its kernel and announced it with a release
+    // store (EntryAfterCopy) while this rank waited with volatile loads: one acquire of the
+    // flag it already saw pairs with that release, so this block's reads of the peer's
+    // staging see the copy. The slot cannot change before our next barrier, so this is one
+    // load per lane per call, not an acquire on every spin.
+    if constexpr (kKind == BarrierKind::Entry) {
+      if (!aborted) loadFlagAcquire(localSlot);
+    }
   }
   // Hold the rest of the block until the lanes return; with a fence this also hands the
   // lanes' acquire on to every thread that reads the peers' tmp next.

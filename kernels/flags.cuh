@@ -7,10 +7,9 @@
 //    input): the flag store must not overtake the data on its way to a peer GPU, so release
 //    on the store and acquire on the load, at system scope because the observer is another
 //    device.
-// A peer that waits with volatile loads on a release store still reads the data only after
-// it saw the flag, in a kernel that started with an empty L1: the same guarantee as for data
-// an earlier kernel wrote. That is what lets ranks that copy in the kernel and ranks that
-// copy before it take part in one call.
+// Ranks that copy in the kernel and ranks that copy before it may take part in one call:
+// the plain Entry barrier therefore ends with one acquire load of the flag it saw, which
+// pairs with a kernel-copying peer's release store (barrier.cuh).
 #pragma once
 
 #include <cstdint>

@@ -52,6 +52,14 @@ long countLines(const char* path) {
   return count;
 }
 
+// Every rank has finished its previous cycle (its destroy closed its mappings of our
+// block, which only then is really freed): a 4-byte all-reduce on the parent, which NCCL
+// runs (not a multiple of 16 bytes), then wait for it.
+bool syncRanks(ncclComm_t parent, float* scratch, cudaStream_t stream) {
+  return ncclAllReduce(scratch, scratch, 1, ncclFloat32, ncclSum, parent, stream) == ncclSuccess &&
+         cudaStreamSynchronize(stream) == cudaSuccess;
+}
+
 struct Usage {
   double freeMiB = 0;
   long fds = 0;
@@ -90,7 +98,10 @@ int main(int argc, char** argv) {
   Usage before;
   long wrong = 0;
   for (int cycle = 0; cycle < cycles + kWarmUpCycles; ++cycle) {
-    if (cycle == kWarmUpCycles) before = usageNow();
+    if (cycle == kWarmUpCycles) {
+      if (!syncRanks(parent, buffer, stream)) return fail(rank, "sync");
+      before = usageNow();
+    }
     ncclComm_t child = nullptr;
     if (ncclCommSplit(parent, 0, rank, &child, nullptr) != ncclSuccess) return fail(rank, "ncclCommSplit");
     for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>((rank + 1) * (i % 7 + cycle % 5));
@@ -107,12 +118,14 @@ int main(int argc, char** argv) {
     if (ncclCommDestroy(child) != ncclSuccess) return fail(rank, "ncclCommDestroy");
     const int done = cycle + 1 - kWarmUpCycles;
     if (done > 0 && done % 100 == 0) {
+      if (!syncRanks(parent, buffer, stream)) return fail(rank, "sync");
       const Usage now = usageNow();
       std::printf("rank %d: after %d cycles: device memory %+.1f MiB, fds %+ld, mappings %+ld\n", rank, done,
                   before.freeMiB - now.freeMiB, now.fds - before.fds, now.mappings - before.mappings);
       std::fflush(stdout);
     }
   }
+  if (!syncRanks(parent, buffer, stream)) return fail(rank, "sync");
   const Usage after = usageNow();
   ncclCommDestroy(parent);
 

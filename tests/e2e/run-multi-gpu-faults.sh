@@ -20,7 +20,7 @@ export NCCL_NVLS_ENABLE=0
 gpus=$(nvidia-smi -L | wc -l)
 failures=0
 
-# run_ranks NAME N PROGRAM ARGS...: rank r runs "PROGRAM r N ID_FILE ARGS... r" on GPU r
+# run_ranks NAME N PROGRAM ARGS...: rank r runs "PROGRAM r N ID_FILE ARGS... DEVICE" on GPU r
 # (on GPU 0 with its own NCCL_HOSTID when ONE_GPU=1); the per-rank environment comes from
 # RANK_ENV_<r> when set. Returns 0 if every rank did.
 run_ranks() {

@@ -158,8 +158,9 @@ TEST_CASE("an input that is not 16-byte aligned is taken and summed right", "[gp
           group.synchronize();
           std::string firstMismatch;
           const HostBuffer first = out.download(0, type, count);
-          CHECK(countMismatches(inputs, first, &firstMismatch) == 0);
+          const std::size_t mismatches = countMismatches(inputs, first, &firstMismatch);
           INFO(firstMismatch);
+          CHECK(mismatches == 0);
           for (int r = 1; r < kRanks; ++r) CHECK(out.download(r, type, count).bytes == first.bytes);
         }
       }
