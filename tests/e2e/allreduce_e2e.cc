@@ -144,7 +144,9 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&sendDev, largest) == cudaSuccess && cudaMalloc(&recvDev, largest) == cudaSuccess, "cudaMalloc");
 
   const char* maxText = std::getenv("E2E_MAX_BYTES");
-  const std::size_t maxBytes = maxText != nullptr ? std::strtoull(maxText, nullptr, 10) : largest;
+  char* maxEnd = nullptr;
+  const std::size_t maxBytes = maxText != nullptr ? std::strtoull(maxText, &maxEnd, 10) : largest;
+  CHECK(maxText == nullptr || (maxEnd != maxText && *maxEnd == '\0'), "E2E_MAX_BYTES (a whole number of bytes)");
   Tally tally;
   for (const TypeCase& t : kTypes) {
     for (std::size_t bytes : kSizes) {

@@ -35,6 +35,16 @@ for base in sys.path:
 PY
 }
 
+# The GPUs a CUDA program here will see: CUDA_VISIBLE_DEVICES when set (nvidia-smi ignores
+# it), else every whole GPU nvidia-smi lists (its MIG lines are indented, not counted).
+rig_visible_gpus() {
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .
+  else
+    nvidia-smi -L | grep -c "^GPU"
+  fi
+}
+
 # Environment every rank of the rig gets (rank-specific parts are added per process).
 rig_export_common() {
   export NCCL_SOCKET_IFNAME=lo

@@ -17,7 +17,7 @@ source "$here/one_gpu_rig.sh"
 lib="$build/shim/libnccl-car.so"
 export LD_LIBRARY_PATH="$(rig_nccl_lib_dir):${LD_LIBRARY_PATH:-}"
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-gpus=$(nvidia-smi -L | wc -l)
+gpus=$(rig_visible_gpus)
 failures=0
 
 nvidia-smi topo -m >"$logs/topology.txt" 2>&1
