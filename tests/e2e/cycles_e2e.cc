@@ -11,15 +11,13 @@
 //   cycles_e2e RANK NRANKS ID_FILE CYCLES [DEVICE]
 //   prints "rank R: N cycles, device memory +X MiB, fds +Y, mappings +Z" and exits 1 on a leak
 #include <cuda_runtime_api.h>
-#include <dirent.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <string>
 #include <vector>
 
+#include "../common/process_counts.h"
 #include "unique_id_file.h"
 
 namespace {
@@ -34,22 +32,6 @@ constexpr long kMappingTolerance = 16;
 int fail(int rank, const char* what) {
   std::fprintf(stderr, "rank %d: %s failed\n", rank, what);
   return 2;
-}
-
-long countEntries(const char* directory) {
-  long count = 0;
-  if (DIR* dir = opendir(directory)) {
-    while (readdir(dir) != nullptr) ++count;
-    closedir(dir);
-  }
-  return count;
-}
-
-long countLines(const char* path) {
-  std::ifstream file(path);
-  long count = 0;
-  for (std::string line; std::getline(file, line);) ++count;
-  return count;
 }
 
 // Every rank has finished its previous cycle (its destroy closed its mappings of our
@@ -69,8 +51,8 @@ struct Usage {
 Usage usageNow() {
   std::size_t freeBytes = 0, totalBytes = 0;
   cudaMemGetInfo(&freeBytes, &totalBytes);
-  return Usage{static_cast<double>(freeBytes) / (1 << 20), countEntries("/proc/self/fd"),
-               countLines("/proc/self/maps")};
+  return Usage{static_cast<double>(freeBytes) / (1 << 20), car::testing::openFileDescriptors(),
+               car::testing::memoryMappings()};
 }
 
 }  // namespace

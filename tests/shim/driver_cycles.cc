@@ -1,32 +1,13 @@
 // Scenario "cycles <n>": n create / all-reduce / destroy cycles (a 1-rank communicator and
 // a 2-device ncclCommInitAll each time), with the process's open files and memory
 // mappings counted after a warm-up cycle and at the end, so a leak per cycle shows.
-#include <dirent.h>
-
 #include <cstdio>
-#include <fstream>
-#include <string>
 
+#include "../common/process_counts.h"
 #include "driver_common.h"
 
 namespace driver {
 namespace {
-
-int countEntries(const char* directory) {
-  int count = 0;
-  if (DIR* dir = opendir(directory)) {
-    while (readdir(dir) != nullptr) ++count;
-    closedir(dir);
-  }
-  return count;
-}
-
-int countLines(const char* path) {
-  std::ifstream file(path);
-  int count = 0;
-  for (std::string line; std::getline(file, line);) ++count;
-  return count;
-}
 
 int oneCycle() {
   alignas(256) static char buffer[2][4096];
@@ -49,11 +30,11 @@ int oneCycle() {
 
 int runCycles(int cycles) {
   int failures = oneCycle();  // warm-up: first-use allocations are not leaks
-  const int filesBefore = countEntries("/proc/self/fd");
-  const int mappingsBefore = countLines("/proc/self/maps");
+  const long filesBefore = car::testing::openFileDescriptors();
+  const long mappingsBefore = car::testing::memoryMappings();
   for (int i = 1; i < cycles; ++i) failures += oneCycle();
-  std::printf("cycles=%d failures=%d files_before=%d files_after=%d mappings_before=%d mappings_after=%d\n", cycles,
-              failures, filesBefore, countEntries("/proc/self/fd"), mappingsBefore, countLines("/proc/self/maps"));
+  std::printf("cycles=%d failures=%d files_before=%ld files_after=%ld mappings_before=%ld mappings_after=%ld\n", cycles,
+              failures, filesBefore, car::testing::openFileDescriptors(), mappingsBefore, car::testing::memoryMappings());
   return failures == 0 ? 0 : 1;
 }
 
