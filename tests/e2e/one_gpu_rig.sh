@@ -45,6 +45,15 @@ rig_visible_gpus() {
   fi
 }
 
+# gpu_machine_begin: the common start of the scripts for machines with several GPUs: the
+# real NCCL on the library path, NVLink multicast off (as the lent machines want), and the
+# number of visible GPUs in $gpus.
+gpu_machine_begin() {
+  export LD_LIBRARY_PATH="$(rig_nccl_lib_dir):${LD_LIBRARY_PATH:-}"
+  export NCCL_NVLS_ENABLE=0
+  gpus=$(rig_visible_gpus)
+}
+
 # Environment every rank of the rig gets (rank-specific parts are added per process).
 rig_export_common() {
   export NCCL_SOCKET_IFNAME=lo

@@ -15,9 +15,7 @@ logs=${OUT:-multi-gpu-logs}
 mkdir -p "$logs"
 source "$here/one_gpu_rig.sh"
 lib="$build/shim/libnccl-car.so"
-export LD_LIBRARY_PATH="$(rig_nccl_lib_dir):${LD_LIBRARY_PATH:-}"
-export NCCL_NVLS_ENABLE=0
-gpus=$(rig_visible_gpus)
+gpu_machine_begin
 failures=0
 
 # run_ranks NAME N PROGRAM ARGS...: rank r runs "PROGRAM r N ID_FILE ARGS... DEVICE" on GPU r

@@ -15,9 +15,8 @@ logs=${OUT:-multi-gpu-logs}
 mkdir -p "$logs"
 source "$here/one_gpu_rig.sh"
 lib="$build/shim/libnccl-car.so"
-export LD_LIBRARY_PATH="$(rig_nccl_lib_dir):${LD_LIBRARY_PATH:-}"
-export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-gpus=$(rig_visible_gpus)
+gpu_machine_begin
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failures=0
 
 nvidia-smi topo -m >"$logs/topology.txt" 2>&1
