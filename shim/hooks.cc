@@ -223,6 +223,16 @@ CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   return result;
 }
 
+CAR_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (real->commRevoke == nullptr) {
+    CAR_WARN(-1, "ncclCommRevoke is not in the real NCCL ({})", real->origin);
+    return ncclInvalidUsage;
+  }
+  return real->commRevoke(comm, revokeFlags);
+}
+
 CAR_EXPORT ncclResult_t ncclGroupStart() {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
@@ -237,5 +247,17 @@ CAR_EXPORT ncclResult_t ncclGroupEnd() {
   if (real == nullptr) return kNoRealNccl;
   const ncclResult_t result = real->groupEnd();
   guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (real->groupSimulateEnd == nullptr) {
+    CAR_WARN(-1, "ncclGroupSimulateEnd is not in the real NCCL ({})", real->origin);
+    return ncclInvalidUsage;
+  }
+  const ncclResult_t result = real->groupSimulateEnd(simInfo);
+  guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
   return result;
 }

@@ -34,11 +34,13 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->commInitAll, "ncclCommInitAll", true);
   load(table->commSplit, "ncclCommSplit", true);
   load(table->commShrink, "ncclCommShrink", false);
+  load(table->commRevoke, "ncclCommRevoke", false);
   load(table->commDestroy, "ncclCommDestroy", true);
   load(table->commAbort, "ncclCommAbort", true);
   load(table->commFinalize, "ncclCommFinalize", true);
   load(table->groupStart, "ncclGroupStart", true);
   load(table->groupEnd, "ncclGroupEnd", true);
+  load(table->groupSimulateEnd, "ncclGroupSimulateEnd", false);
   load(table->commGetAsyncError, "ncclCommGetAsyncError", true);
   load(table->commCount, "ncclCommCount", true);
   load(table->commUserRank, "ncclCommUserRank", true);

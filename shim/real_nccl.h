@@ -17,11 +17,13 @@ struct RealNccl {
   decltype(&::ncclCommInitAll) commInitAll;
   decltype(&::ncclCommSplit) commSplit;
   decltype(&::ncclCommShrink) commShrink;  // may be null (older NCCL)
+  ncclResult_t (*commRevoke)(ncclComm_t, int);  // may be null (before NCCL 2.28)
   decltype(&::ncclCommDestroy) commDestroy;
   decltype(&::ncclCommAbort) commAbort;
   decltype(&::ncclCommFinalize) commFinalize;
   decltype(&::ncclGroupStart) groupStart;
   decltype(&::ncclGroupEnd) groupEnd;
+  decltype(&::ncclGroupSimulateEnd) groupSimulateEnd;  // may be null (before NCCL 2.22)
   decltype(&::ncclCommGetAsyncError) commGetAsyncError;
   decltype(&::ncclCommCount) commCount;
   decltype(&::ncclCommUserRank) commUserRank;

@@ -111,6 +111,19 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
   setUpNonblocking(real, lazy);
 }
 
+void noteGroupSimulateEnd() {
+  if (tGroupDepth > 0) --tGroupDepth;
+  if (tGroupDepth > 0) return;
+  std::vector<std::shared_ptr<CommState>> created;
+  std::vector<std::shared_ptr<CommState>> lazy;
+  created.swap(tCreatedInGroup);
+  lazy.swap(tAllReduceInGroup);
+  // Their first real all-reduce outside a group sets them up, as if the group had not been.
+  for (const auto& state : lazy) state->allReduceInGroup = false;
+  // Whether NCCL finished creating these is not ours to guess: they forward for their life.
+  for (const auto& state : created) markNotEligible(*state, "created in a group ended by ncclGroupSimulateEnd");
+}
+
 void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {
   if (!state->nonblocking) return;  // a blocking one is set up at its group's end
   if (tGroupDepth > 0) {

@@ -29,6 +29,8 @@ void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommS
 void noteGroupStart();
 void noteGroupStartFailed();
 void noteGroupEnd(const RealNccl& real, ncclResult_t realResult);
+// ncclGroupSimulateEnd ends a group too (NCCL counts it as an end), but runs nothing of it.
+void noteGroupSimulateEnd();
 bool insideGroup();
 
 // Called by the all-reduce hook for a Pending communicator: sets a nonblocking one up when

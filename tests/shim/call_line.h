@@ -97,8 +97,10 @@ inline CallLine shrink(ncclComm_t comm, int* exclude, int excludeCount, ncclComm
       .num("excludeRanksCount", excludeCount).ptr("newcomm", newcomm).config(config).num("shrinkFlags", flags);
 }
 inline CallLine onComm(const char* name, ncclComm_t comm) { return CallLine(name).ptr("comm", comm); }
+inline CallLine revoke(ncclComm_t comm, int flags) { return onComm("ncclCommRevoke", comm).num("revokeFlags", flags); }
 inline CallLine groupStart() { return CallLine("ncclGroupStart"); }
 inline CallLine groupEnd() { return CallLine("ncclGroupEnd"); }
+inline CallLine groupSimulateEnd(const ncclSimInfo_t* info) { return CallLine("ncclGroupSimulateEnd").ptr("simInfo", info); }
 inline CallLine query(const char* name, ncclComm_t comm, const void* out) {
   return CallLine(name).ptr("comm", comm).ptr("out", out);
 }

@@ -13,6 +13,8 @@ inline const char* shimLibrary() { return CAR_SHIM_LIBRARY; }
 inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
 inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
 inline const char* standinLibrary() { return CAR_STANDIN_LIBRARY; }
+// The stand-in built as an NCCL from before 2.28 (no ncclCommRevoke, no ncclGroupSimulateEnd).
+inline const char* oldStandinLibrary() { return CAR_STANDIN_OLD_LIBRARY; }
 inline const char* exportsMap() { return CAR_SHIM_EXPORTS_MAP; }
 
 struct ChildRun {

@@ -31,6 +31,7 @@ ncclResult_t groupEnd(const std::string& label);
 // The scenarios, one per command-line word.
 int runLifecycle();
 int runGroups();
+int runGroupSimulate();
 int runAllReduceMatrix(const std::string& commKind);
 int runNonHooked();
 int runBadArguments();

@@ -47,4 +47,36 @@ int runGroups() {
   return 0;
 }
 
+
+// Scenario "simulate": groups ended by ncclGroupSimulateEnd, which NCCL counts as a group
+// end. Setup traffic is expected only in "s2.init" (a blocking init after the simulated
+// group, outside any group) and "s4.ar" (a nonblocking communicator's first all-reduce
+// outside a group, after one inside a simulated group).
+int runGroupSimulate() {
+  const ncclUniqueId id = uniqueId("uid");
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+
+  groupStart("s1.start");
+  ncclComm_t created = initRank("s1.init", id);
+  step("s1.sim", standin::calls::groupSimulateEnd(&info), [&] { return ncclGroupSimulateEnd(&info); });
+  report("s1.sim", "estimate", std::to_string(info.estimatedTime));
+
+  ncclComm_t after = initRank("s2.init", id);
+  allReduce("s2.ar", gSend, gRecv, 256, ncclFloat32, ncclSum, after);
+  allReduce("s1.ar", gSend, gRecv, 256, ncclFloat32, ncclSum, created);
+
+  ncclConfig_t nonblocking = NCCL_CONFIG_INITIALIZER;
+  nonblocking.blocking = 0;
+  ncclComm_t lazy = initRankConfig("s3.init", id, &nonblocking);
+  groupStart("s3.start");
+  allReduce("s3.ar", gSend, gRecv, 256, ncclFloat32, ncclSum, lazy);
+  step("s3.sim", standin::calls::groupSimulateEnd(&info), [&] { return ncclGroupSimulateEnd(&info); });
+  allReduce("s4.ar", gSend, gRecv, 256, ncclFloat32, ncclSum, lazy);
+
+  release("destroy.created", "ncclCommDestroy", created);
+  release("destroy.after", "ncclCommDestroy", after);
+  release("destroy.lazy", "ncclCommDestroy", lazy);
+  return 0;
+}
+
 }  // namespace driver

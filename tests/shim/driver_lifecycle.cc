@@ -62,6 +62,9 @@ int runLifecycle() {
     allReduce(std::string("ar.") + entry.name, gSend, gRecv, 1024, ncclFloat32, ncclSum, entry.comm);
   }
 
+  // A revoked communicator is destroyed like any other (NCCL 2.28's recovery path).
+  step("revoke.c6", standin::calls::revoke(c6, NCCL_REVOKE_DEFAULT), [&] { return ncclCommRevoke(c6, NCCL_REVOKE_DEFAULT); });
+
   // c1 is finalized first and destroyed last, so that the log shows which call released it.
   release("finalize.c1", "ncclCommFinalize", c1);
   release("abort.c2", "ncclCommAbort", c2);

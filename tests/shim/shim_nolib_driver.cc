@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   FIND(ncclCommFinalize);
   FIND(ncclGroupStart);
   FIND(ncclGroupEnd);
+  FIND(ncclCommRevoke);
+  FIND(ncclGroupSimulateEnd);
   if (!complete) return 3;
 
   using driver::step;
@@ -68,8 +70,12 @@ int main(int argc, char** argv) {
   step("ar", calls::allReduce(buffer[0], buffer[1], 1024, ncclFloat32, ncclSum, c1, nullptr),
        [&] { return ncclAllReduce_(buffer[0], buffer[1], 1024, ncclFloat32, ncclSum, c1, nullptr); });
   step("g.end", calls::groupEnd(), [&] { return ncclGroupEnd_(); });
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  step("g2.start", calls::groupStart(), [&] { return ncclGroupStart_(); });
+  step("g2.sim", calls::groupSimulateEnd(&info), [&] { return ncclGroupSimulateEnd_(&info); });
   step("finalize", calls::onComm("ncclCommFinalize", c1), [&] { return ncclCommFinalize_(c1); });
   step("destroy", calls::onComm("ncclCommDestroy", c1), [&] { return ncclCommDestroy_(c1); });
+  step("revoke", calls::revoke(c2, 0), [&] { return ncclCommRevoke_(c2, 0); });
   step("abort", calls::onComm("ncclCommAbort", c2), [&] { return ncclCommAbort_(c2); });
   int n = 0;
   for (ncclComm_t comm : {c3, c4, c5, pair[0], pair[1]}) {

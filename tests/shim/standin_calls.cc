@@ -2,6 +2,7 @@
 // no device, and the buffers are never touched.
 #include <atomic>
 #include <cstring>
+#include <string>
 
 #include "standin_nccl.h"
 
@@ -129,6 +130,22 @@ ncclResult_t ncclGroupEnd() {
   }
   return standin::finish(line, "ncclGroupEnd", normal);
 }
+
+#ifndef STANDIN_OLD_NCCL  // the "old NCCL" build of the stand-in lacks it
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  CallLine line = calls::groupSimulateEnd(simInfo);
+  ncclResult_t normal = ncclInvalidUsage;  // as NCCL: an end without a start
+  if (tGroupDepth > 0) {
+    --tGroupDepth;
+    normal = ncclSuccess;
+    if (simInfo != nullptr) {
+      simInfo->estimatedTime = 1.0f;
+      line.text("estimate", std::to_string(simInfo->estimatedTime).c_str());
+    }
+  }
+  return standin::finish(line, "ncclGroupSimulateEnd", normal);
+}
+#endif
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {

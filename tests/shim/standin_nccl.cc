@@ -191,4 +191,13 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) { return release("ncclCommFinaliz
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release("ncclCommDestroy", comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return release("ncclCommAbort", comm); }
 
+#ifndef STANDIN_OLD_NCCL  // the "old NCCL" build of the stand-in lacks the 2.28 revoke
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  CallLine line = standin::calls::revoke(comm, revokeFlags);
+  ncclResult_t normal = standin::checkComm(comm, line);
+  if (normal == ncclSuccess && revokeFlags != NCCL_REVOKE_DEFAULT) normal = ncclInvalidArgument;
+  return standin::finish(line, "ncclCommRevoke", normal);
+}
+#endif
+
 }  // extern "C"

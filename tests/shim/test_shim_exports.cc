@@ -16,7 +16,8 @@ TEST_CASE("exports: libnccl-car.so exports exactly the hooks in shim/exports.map
   // Every way a communicator is born or ends, the groups and the all-reduce (DESIGN.md).
   for (const char* hook : {"ncclAllReduce", "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitRankScalable",
                            "ncclCommInitAll", "ncclCommSplit", "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort",
-                           "ncclCommFinalize", "ncclGroupStart", "ncclGroupEnd"}) {
+                           "ncclCommFinalize", "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd",
+                           "ncclGroupSimulateEnd"}) {
     INFO(hook);
     CHECK(mapped.count(hook) == 1);
   }

@@ -34,3 +34,23 @@ TEST_CASE("groups: communicators made in a group are set up after the caller's o
     CHECK(infoAbout(run.err, comm, "released:") == std::vector<std::string>{prefix + summary});
   }
 }
+
+TEST_CASE("groups: ncclGroupSimulateEnd ends the group for the shim as it does for NCCL", "[shim][groups]") {
+  const ChildResult run = runDriver({"simulate"}, {"NCCL_CAR_DEBUG=INFO"});
+  const std::vector<Segment> segments = checkSteps(run);
+  // Had the simulated end left the shim inside a group, nothing after it would be set up.
+  checkSetupPlacement(segments, {"s2.init", "s4.ar"});
+  const Outputs outputs = parseOutputs(run.out);
+  CHECK(outputs.at("s1.sim").get("result") == "0");
+  CHECK(outputs.at("s1.sim").get("estimate") == std::to_string(1.0f));  // NCCL's answer reached the caller
+
+  const std::string created = madeComms(outputs, "s1.init").at(0);
+  INFO(run.err);
+  CHECK(infoAbout(run.err, created, "setup: not eligible:") ==
+        std::vector<std::string>{"created in a group ended by ncclGroupSimulateEnd"});
+  CHECK(infoAbout(run.err, created, "released:") ==
+        std::vector<std::string>{"taken 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
+  // The nonblocking communicator's all-reduce inside the simulated group was not ready yet.
+  CHECK(infoAbout(run.err, madeComms(outputs, "s3.init").at(0), "released:") ==
+        std::vector<std::string>{"taken 1stage=0 2stage=0 (0 bytes) forwarded 2 (ineligible-comm=1 comm-not-ready=1)"});
+}

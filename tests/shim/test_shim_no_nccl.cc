@@ -13,7 +13,8 @@ namespace {
 const std::vector<std::string> kHooks = {"ncclAllReduce", "ncclCommInitRank", "ncclCommInitRankConfig",
                                          "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
                                          "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort",
-                                         "ncclCommFinalize", "ncclGroupStart", "ncclGroupEnd"};
+                                         "ncclCommFinalize", "ncclGroupStart", "ncclGroupEnd",
+                                         "ncclCommRevoke", "ncclGroupSimulateEnd"};
 
 ChildResult runNolib(const std::vector<std::string>& env, bool preload, const std::vector<std::string>& args = {}) {
   ChildRun run;
@@ -46,7 +47,7 @@ TEST_CASE("no NCCL: every hooked call returns ncclSystemError and one WARN names
     INFO(label);
     CHECK(output.get("result") == std::to_string(ncclSystemError));
   }
-  CHECK(steps == 17);
+  CHECK(steps == 20);
   const std::vector<std::string> warnings = carLines(run.err, "WARN");
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("NCCL_CAR_NCCL_LIB") != std::string::npos);
@@ -74,5 +75,28 @@ TEST_CASE("no NCCL: a libnccl.so.2 the program loaded privately is found and use
   checkSetupPlacement(segments, {"init", "init.cfg", "init.scal", "initall", "split", "shrink"});
   for (const auto& [label, output] : parseOutputs(run.out)) {
     if (output.has("result")) CHECK(output.get("result") == "0");
+  }
+}
+
+TEST_CASE("no NCCL: an NCCL without ncclCommRevoke and ncclGroupSimulateEnd gets neither call", "[shim][nonccl]") {
+  // NCCL before 2.22: our hooks answer ncclInvalidUsage with a WARN naming the function,
+  // and every other call behaves as with a recent NCCL.
+  const ChildResult run = runNolib({std::string("NCCL_CAR_NCCL_LIB=") + oldStandinLibrary()}, true);
+  INFO(run.out << run.err);
+  REQUIRE(run.exitCode == 0);
+  const Outputs outputs = parseOutputs(run.out);
+  for (const auto& [label, output] : outputs) {
+    if (!output.has("result")) continue;
+    INFO(label);
+    const bool missing = label == "revoke" || label == "g2.sim";
+    CHECK(output.get("result") == std::to_string(missing ? ncclInvalidUsage : ncclSuccess));
+  }
+  for (const char* function : {"ncclCommRevoke", "ncclGroupSimulateEnd"}) {
+    CHECK(linesWith(run.err, {"NCCL-CAR WARN", std::string(function) + " is not in the real NCCL"}).size() == 1);
+  }
+  for (const char* label : {"revoke", "g2.sim"}) {
+    const Segment* segment = findSegment(parseLog(run.log), label);
+    REQUIRE(segment != nullptr);
+    CHECK(segment->calls.empty());  // nothing reached the old NCCL
   }
 }
