@@ -7,6 +7,7 @@
 #include "fault_injection.h"
 #include "host_identity.h"
 #include "log.h"
+#include "p2p_limit.h"
 #include "shim_config.h"
 #include "topology.h"
 #include "verdict.h"
@@ -81,6 +82,8 @@ void prepare(const RealNccl& real, Slot& slot) {
   record.ipcNamespace = self.ipcNamespace;
   record.pidNamespace = self.pidNamespace;
   record.settings = sharedSettingsOf(shimConfig());
+  record.p2pLimit = static_cast<std::int32_t>(ncclP2pLimit());
+  record.boardId = -1;
   copyText(record.host, sizeof(record.host), self.host);
   int major = 0, minor = 0;
   if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device) != cudaSuccess ||
@@ -185,7 +188,8 @@ void mapPeers(Slot& slot) {
   DeviceGuard guard(state.device);
   for (int p = 0; p < state.ranks; ++p) {
     const PairLink link = p == state.rank ? PairLink{true, true}
-                                          : linkBetween(state.device, slot.record.busId, slot.records[p].busId);
+                                          : linkBetween(state.device, fieldText(slot.record.busId),
+                                                        fieldText(slot.records[p].busId));
     report.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
     report.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
   }

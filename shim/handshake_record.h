@@ -5,12 +5,22 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #include "config.h"
+#include "p2p_limit.h"
 
 namespace car {
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415232;  // "CAR2": layout version
+// A text field as sent by a peer, read no further than the field: a peer's record is
+// bytes, not a promise of a terminating NUL.
+template <std::size_t N>
+std::string fieldText(const char (&field)[N]) {
+  return std::string(field, strnlen(field, N));
+}
+
+constexpr std::uint32_t kHandshakeMagic = 0x43415233;  // "CAR3": layout version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -18,6 +28,7 @@ enum class RankStatus : std::uint32_t {
   Ready = 0,
   NoBuffers = 1,      // cudaMalloc or IPC export of the buffer block failed
   NoDevice = 2,       // CUDA unusable on this rank
+  NoBoard = 3,        // the release board (shim/release_board.h) could not be created
 };
 
 // First all-gather: identity, device and buffer of each rank.
@@ -29,7 +40,7 @@ struct HandshakeRecord {
   std::int32_t pid;
   std::int32_t cudaDevice;     // ordinal in the owner's process
   std::int32_t computeCapability;  // major * 10 + minor of the rank's GPU
-  std::int32_t reserved;
+  std::int32_t boardId;        // System V id of the rank's release board, -1 if none
   std::uint64_t ipcNamespace;
   std::uint64_t pidNamespace;
   std::uint64_t blockAddress;  // the block in the owner's address space
@@ -37,6 +48,8 @@ struct HandshakeRecord {
   char busId[32];              // PCI bus id of the rank's GPU
   cudaIpcMemHandle_t handle;   // of the whole buffer block
   SharedSettings settings;
+  std::int32_t p2pLimit;       // P2pLimit: NCCL_P2P_DISABLE / NCCL_P2P_LEVEL on this rank
+  std::int32_t reserved;
 };
 
 // Second all-gather: what each rank found when it tried to reach every peer. Each rank

@@ -47,7 +47,7 @@ cudaError_t openShared(const HandshakeRecord& peer, int myDevice, void** pointer
   } else if (entry.openedBy != myDevice) {
     // Lazy peer access was enabled for the opening device only; this GPU needs its own.
     int owner = -1;
-    if (cudaDeviceGetByPCIBusId(&owner, peer.busId) == cudaSuccess) {
+    if (cudaDeviceGetByPCIBusId(&owner, fieldText(peer.busId).c_str()) == cudaSuccess) {
       cudaError_t err = enablePeerAccess(myDevice, owner);
       if (err != cudaSuccess) return err;
     } else {

@@ -10,13 +10,19 @@
 namespace car {
 namespace {
 
-std::string text(const char* field, std::size_t size) { return std::string(field, strnlen(field, size)); }
+template <std::size_t N>
+bool terminated(const char (&field)[N]) {
+  return strnlen(field, N) < N;
+}
+
+bool knownP2pLimit(std::int32_t value) {
+  return value >= static_cast<std::int32_t>(P2pLimit::None) && value <= static_cast<std::int32_t>(P2pLimit::Off);
+}
 
 }  // namespace
 
 bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b) {
-  return a.pid == b.pid && a.pidNamespace == b.pidNamespace &&
-         text(a.host, sizeof(a.host)) == text(b.host, sizeof(b.host));
+  return a.pid == b.pid && a.pidNamespace == b.pidNamespace && fieldText(a.host) == fieldText(b.host);
 }
 
 Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
@@ -29,7 +35,13 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
   std::set<std::string> hosts;
   for (int r = 0; r < ranks; ++r) {
     const HandshakeRecord& record = records[r];
-    if (record.magic != kHandshakeMagic || record.rank != r || record.ranks != ranks) {
+    if (record.magic == 0) {  // the receive area is cleared before the exchange
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("the handshake record of rank {} did not arrive", r);
+      return verdict;
+    }
+    if (record.magic != kHandshakeMagic || record.rank != r || record.ranks != ranks || !terminated(record.host) ||
+        !terminated(record.busId) || !knownP2pLimit(record.p2pLimit)) {
       verdict.reason = fmt::format("rank {} sent a malformed handshake (another nccl-car version?)", r);
       return verdict;
     }
@@ -38,12 +50,17 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
       verdict.reason = fmt::format("rank {} could not allocate or export its buffers", r);
       return verdict;
     }
+    if (record.status == RankStatus::NoBoard) {
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} could not create its release board (System V shared memory)", r);
+      return verdict;
+    }
     if (record.status != RankStatus::Ready) {
       verdict.unexpected = true;
       verdict.reason = fmt::format("rank {} cannot use CUDA", r);
       return verdict;
     }
-    hosts.insert(text(record.host, sizeof(record.host)));
+    hosts.insert(fieldText(record.host));
   }
   if (hosts.size() > 1) {
     verdict.reason = fmt::format("ranks span {} hosts", hosts.size());
@@ -56,6 +73,11 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
       verdict.reason = fmt::format("{} differs between rank 0 and rank {}", variable, r);
       return verdict;
     }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (static_cast<P2pLimit>(records[r].p2pLimit) != P2pLimit::Off) continue;
+    verdict.reason = fmt::format("NCCL_P2P_DISABLE or NCCL_P2P_LEVEL turns peer-to-peer access off on rank {}", r);
+    return verdict;
   }
   verdict.computeCapability = records[0].computeCapability;
   for (int r = 1; r < ranks; ++r) {
@@ -93,7 +115,7 @@ Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vecto
     if (reports[r].magic != kHandshakeMagic || reports[r].mapped == 0) {
       verdict.unexpected = true;
       verdict.reason = fmt::format("rank {} could not map its peers' buffers: {}", r,
-                                   text(reports[r].problem, sizeof(reports[r].problem)));
+                                   fieldText(reports[r].problem));
       return verdict;
     }
   }
@@ -108,6 +130,14 @@ Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vecto
       }
       const bool nvlink = (reports[a].nvlinkMask >> b & 1u) && (reports[b].nvlinkMask >> a & 1u);
       if (!nvlink) verdict.fullNvlink = false;
+    }
+  }
+  if (!verdict.fullNvlink) {
+    for (int r = 0; r < ranks; ++r) {
+      if (static_cast<P2pLimit>(records[r].p2pLimit) != P2pLimit::NvlinkOnly) continue;
+      verdict.reason = fmt::format("NCCL_P2P_LEVEL on rank {} allows peer-to-peer access over NVLink only, "
+                                   "and not every pair of ranks has NVLink", r);
+      return verdict;
     }
   }
   if (ranks > 2 && !verdict.fullNvlink) {

@@ -172,3 +172,60 @@ TEST_CASE("verdict: malformed or out-of-range tables forward", "[verdict]") {
   CHECK_FALSE(judgeRecords(records(9)).eligible);
   CHECK_FALSE(judgeLinks(records(2), {}).eligible);
 }
+
+TEST_CASE("verdict: a record that did not arrive (cleared area) is named, never read as data", "[verdict]") {
+  std::vector<HandshakeRecord> all = records(4);
+  all[2] = HandshakeRecord{};  // what the cleared receive area holds when rank 2's bytes never came
+  const Verdict verdict = judgeRecords(all);
+  CHECK_FALSE(verdict.eligible);
+  CHECK(verdict.unexpected);
+  CHECK(verdict.reason == "the handshake record of rank 2 did not arrive");
+}
+
+TEST_CASE("verdict: a peer's text fields must end inside the record", "[verdict]") {
+  // The bus id and host are later passed to CUDA, NVML and std::string as C strings.
+  std::vector<HandshakeRecord> all = records(2);
+  std::memset(all[1].busId, 'A', sizeof(all[1].busId));
+  CHECK(judgeRecords(all).reason == "rank 1 sent a malformed handshake (another nccl-car version?)");
+  all = records(2);
+  std::memset(all[0].host, 'h', sizeof(all[0].host));
+  CHECK_FALSE(judgeRecords(all).eligible);
+  all = records(2);
+  std::memset(all[1].busId, 'A', sizeof(all[1].busId) - 1);  // the last byte is the NUL: fine
+  CHECK(judgeRecords(all).eligible);
+  CHECK(fieldText(all[1].busId).size() == sizeof(all[1].busId) - 1);
+}
+
+TEST_CASE("verdict: a rank without its release board makes every rank forward", "[verdict]") {
+  std::vector<HandshakeRecord> all = records(3);
+  all[1].status = RankStatus::NoBoard;
+  const Verdict verdict = judgeRecords(all);
+  CHECK_FALSE(verdict.eligible);
+  CHECK(verdict.unexpected);
+  CHECK(verdict.reason.find("rank 1 could not create its release board") == 0);
+}
+
+TEST_CASE("verdict: NCCL's P2P settings on any rank limit us as they limit NCCL", "[verdict][p2p]") {
+  // NCCL_P2P_DISABLE=1 (or NCCL_P2P_LEVEL=LOC) on one rank: nothing is mapped at all.
+  std::vector<HandshakeRecord> all = records(2);
+  all[1].p2pLimit = static_cast<std::int32_t>(P2pLimit::Off);
+  const Verdict off = judgeRecords(all);
+  CHECK_FALSE(off.eligible);
+  CHECK_FALSE(off.unexpected);  // a setting, not a fault
+  CHECK(off.reason.find("rank 1") != std::string::npos);
+
+  // A level below SYS: NVLink only. Two ranks over PCIe forward; with NVLink they do not.
+  all = records(2);
+  all[0].p2pLimit = static_cast<std::int32_t>(P2pLimit::NvlinkOnly);
+  CHECK(judgeRecords(all).eligible);
+  CHECK(judgeLinks(all, fullReports(2, true)).eligible);
+  const Verdict pcie = judgeLinks(all, fullReports(2, false));
+  CHECK_FALSE(pcie.eligible);
+  CHECK(pcie.reason.find("NCCL_P2P_LEVEL on rank 0") == 0);
+
+  // Without a limit, two ranks over PCIe stay eligible (the rule before this setting).
+  CHECK(judgeLinks(records(2), fullReports(2, false)).eligible);
+  all = records(2);
+  all[1].p2pLimit = 7;  // not a value any build sends
+  CHECK_FALSE(judgeRecords(all).eligible);
+}
