@@ -7,5 +7,5 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 ctest --output-on-failure
-# The shim's threads and fuzz scenarios under ThreadSanitizer (its own build, build-tsan/).
+# The shim's threads, fuzz and recovery scenarios under ThreadSanitizer (its own build, build-tsan/).
 "$root/tests/tsan/run-tsan.sh"

@@ -8,8 +8,10 @@
 #include <mutex>
 #include <string>
 
+#include "nccl_gate.h"
 #include "peer_mapping.h"
 #include "rank_engine.h"
+#include "release_board.h"
 #include "stats.h"
 
 namespace car {
@@ -32,17 +34,39 @@ struct CommState {
   bool nonblocking = false;       // set up lazily, never inside the creating call
   bool allReduceInGroup = false;  // a pending nonblocking comm met an all-reduce in a group
 
+  NcclGate gate;  // our own set-up calls on comm; closed by abort, destroy and finalize
+
+  // ncclCommAbort, ncclCommRevoke or ncclCommShrink(NCCL_SHRINK_ABORT) came: our kernels
+  // are told to stop and every later all-reduce goes to NCCL.
+  std::atomic<bool> stopRequested{false};
+  std::atomic<bool> releaseClaimed{false};    // one thread releases our side, once
+  std::atomic<bool> abortReachedNccl{false};  // no other call of ours reaches NCCL then
+
   std::mutex mutex;               // guards everything below against setup/teardown races
   // Written under the mutex; atomic so the all-reduce hook may peek at it without the lock.
   std::atomic<CommPhase> phase{CommPhase::Pending};
   std::string reason;             // why Ineligible
+  // Set and taken under engineMutex as well (see stopKernels), read by whoever owns the
+  // phase: the handshake while Pending, launches and release under `mutex` after.
   std::unique_ptr<RankEngine> engine;
+  std::unique_ptr<SysvReleaseBoard> board;  // our block's importers (shim/release_board.h)
   PeerMappings peers;
   std::atomic<bool> failureWarned{false};
+  std::atomic<bool> refusalWarned{false};
 
   // Counters of this communicator: the engine's once it exists, else our own.
   CallStats& stats() { return engine ? engine->stats() : forwardedWithoutEngine; }
   CallStats forwardedWithoutEngine;
+
+  // Tells our kernels of this communicator to stop and no new one to start. Takes only
+  // engineMutex, never `mutex`: a launch blocked behind our spinning kernel may hold that.
+  // Returns whether there was an engine to stop.
+  bool stopKernels();
+  void setEngine(std::unique_ptr<RankEngine> newEngine);
+  std::unique_ptr<RankEngine> takeEngine();
+
+ private:
+  std::mutex engineMutex_;  // only ever held for a pointer swap or one flag store
 };
 
 // "comm 0x... rank 1/4", the prefix of every log line about a communicator.

@@ -1,56 +1,38 @@
 #include "handshake.h"
 
 #include <cstring>
-#include <thread>
 
 #include "device_guard.h"
 #include "fault_injection.h"
+#include "handshake_exchange.h"
 #include "host_identity.h"
 #include "log.h"
 #include "p2p_limit.h"
+#include "release.h"
 #include "shim_config.h"
 #include "topology.h"
-#include "verdict.h"
 
 namespace car {
 namespace {
-
-// One communicator's part of the batch: device scratch for both all-gathers
-// ([record | records x n | report | reports x n]) and a private stream.
-struct Slot {
-  std::shared_ptr<CommState> state;
-  cudaStream_t stream = nullptr;
-  char* scratch = nullptr;
-  bool inHandshake = false;  // issued the collectives; false if it failed before
-  std::string failure;       // why it could not take part, or why a collective failed
-  bool warned = false;       // this rank already WARNed about its own failure
-  HandshakeRecord record{};
-  std::vector<HandshakeRecord> records;
-  LinkReport report{};
-  std::vector<LinkReport> reports;
-  std::vector<void*> bases;
-  Verdict verdict;
-};
-
-std::size_t recordsOffset() { return sizeof(HandshakeRecord); }
-std::size_t reportOffset(int ranks) { return sizeof(HandshakeRecord) * (ranks + 1); }
-std::size_t reportsOffset(int ranks) { return reportOffset(ranks) + sizeof(LinkReport); }
-std::size_t scratchBytes(int ranks) { return reportsOffset(ranks) + sizeof(LinkReport) * ranks; }
 
 void copyText(char* field, std::size_t size, const std::string& value) {
   std::strncpy(field, value.c_str(), size - 1);
   field[size - 1] = '\0';
 }
 
-// Learns rank, size and device, allocates the buffer block and the handshake scratch, and
-// fills our record. A failure after the scratch exists still takes part (status says so),
-// so the peers are not left waiting in the all-gather.
+// Learns rank, size and device, allocates the buffer block, its release board and the
+// handshake scratch, and fills our record. A failure after the scratch exists still takes
+// part (status says so), so the peers are not left waiting in the all-gather.
 void prepare(const RealNccl& real, Slot& slot) {
   CommState& state = *slot.state;
-  if (real.commUserRank(state.comm, &state.rank) != ncclSuccess ||
-      real.commCount(state.comm, &state.ranks) != ncclSuccess ||
-      real.commCuDevice(state.comm, &state.device) != ncclSuccess) {
-    slot.failure = "cannot query the real communicator";
+  bool known = false;
+  const bool asked = state.gate.pass([&] {
+    known = real.commUserRank(state.comm, &state.rank) == ncclSuccess &&
+            real.commCount(state.comm, &state.ranks) == ncclSuccess &&
+            real.commCuDevice(state.comm, &state.device) == ncclSuccess;
+  });
+  if (!asked || !known) {
+    slot.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
     return;
   }
   if (state.ranks < 2 || state.ranks > kMaxRanks) {
@@ -61,7 +43,7 @@ void prepare(const RealNccl& real, Slot& slot) {
   DeviceGuard guard(state.device);
   if (guard.error() != cudaSuccess ||
       cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaMalloc(reinterpret_cast<void**>(&slot.scratch), scratchBytes(state.ranks)) != cudaSuccess) {
+      (slot.scratch = takeScratch(state.device)) == nullptr) {
     cudaGetLastError();
     slot.failure = "CUDA unusable for the handshake";
     CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.",
@@ -93,79 +75,36 @@ void prepare(const RealNccl& real, Slot& slot) {
   }
   record.computeCapability = major * 10 + minor;
 
+  std::string problem;
+  state.board = SysvReleaseBoard::create(&problem);
+  if (!state.board) {
+    record.status = RankStatus::NoBoard;
+    CAR_WARN(state.device, "{}: {}; all-reduces go to NCCL", describe(state), problem);
+    slot.warned = true;
+    return;
+  }
+  record.boardId = state.board->id();
+
   EngineOptions options;
   options.device = state.device;
   options.rank = state.rank;
   options.ranks = state.ranks;
   options.config = shimConfig();
-  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
-                                                  : RankEngine::create(options, &state.engine);
-  if (err == cudaSuccess) err = state.engine->block().exportHandle(&record.handle);
+  std::unique_ptr<RankEngine> engine;
+  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation : RankEngine::create(options, &engine);
+  if (err == cudaSuccess) err = engine->block().exportHandle(&record.handle);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    state.engine.reset();
+    engine.reset();  // never exported, or nobody got its handle: freed at once
     record.status = RankStatus::NoBuffers;
     CAR_WARN(state.device, "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
              describe(state), cudaGetErrorString(err));
     slot.warned = true;
-  } else {
-    record.blockAddress = reinterpret_cast<std::uint64_t>(state.engine->block().base());
+    return;
   }
+  record.blockAddress = reinterpret_cast<std::uint64_t>(engine->block().base());
+  state.setEngine(std::move(engine));
 }
-
-// All-gathers `mine` (at scratch + sendOffset) into scratch + recvOffset for every slot,
-// in one group, and copies the result into *all.
-template <typename T>
-void exchange(const RealNccl& real, std::vector<Slot>& slots, T Slot::*mine, std::vector<T> Slot::*all,
-              std::size_t (*sendOffset)(int), std::size_t (*recvOffset)(int)) {
-  for (Slot& slot : slots) {
-    if (!slot.inHandshake) continue;
-    DeviceGuard guard(slot.state->device);
-    // On the handshake's own non-blocking stream: a plain cudaMemcpy would also wait for
-    // the caller's blocking streams, where one of our kernels may wait for this very peer.
-    if (cudaMemcpyAsync(slot.scratch + sendOffset(slot.state->ranks), &(slot.*mine), sizeof(T),
-                        cudaMemcpyHostToDevice, slot.stream) != cudaSuccess ||
-        cudaStreamSynchronize(slot.stream) != cudaSuccess) {
-      slot.failure = "cannot stage the handshake";
-    }
-  }
-  ncclResult_t result = real.groupStart();
-  for (Slot& slot : slots) {
-    if (!slot.inHandshake || result != ncclSuccess) continue;
-    DeviceGuard guard(slot.state->device);
-    const ncclResult_t issued =
-        real.allGather(slot.scratch + sendOffset(slot.state->ranks), slot.scratch + recvOffset(slot.state->ranks),
-                       sizeof(T), ncclUint8, slot.state->comm, slot.stream);
-    if (issued != ncclSuccess && issued != ncclInProgress) {
-      slot.failure = std::string("handshake all-gather failed: ") + real.getErrorString(issued);
-    }
-  }
-  const ncclResult_t ended = real.groupEnd();
-  for (Slot& slot : slots) {
-    if (!slot.inHandshake) continue;
-    if (ended != ncclSuccess && ended != ncclInProgress) {
-      slot.failure = std::string("handshake group failed: ") + real.getErrorString(ended);
-      continue;
-    }
-    ncclResult_t async = ncclInProgress;
-    while (slot.state->nonblocking && real.commGetAsyncError(slot.state->comm, &async) == ncclSuccess &&
-           async == ncclInProgress) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    DeviceGuard guard(slot.state->device);
-    (slot.*all).resize(slot.state->ranks);
-    if (cudaStreamSynchronize(slot.stream) != cudaSuccess ||
-        cudaMemcpyAsync((slot.*all).data(), slot.scratch + recvOffset(slot.state->ranks),
-                        sizeof(T) * slot.state->ranks, cudaMemcpyDeviceToHost, slot.stream) != cudaSuccess ||
-        cudaStreamSynchronize(slot.stream) != cudaSuccess) {
-      cudaGetLastError();
-      slot.failure = "cannot read the handshake back";
-    }
-  }
-}
-
-std::size_t zero(int) { return 0; }
-std::size_t recordsAt(int) { return recordsOffset(); }
 
 // Tries to reach every peer, if the records allow it, and writes our link report.
 void mapPeers(Slot& slot) {
@@ -200,15 +139,17 @@ void conclude(Slot& slot) {
   CommState& state = *slot.state;
   std::lock_guard<std::mutex> lock(state.mutex);
   if (state.phase == CommPhase::Released) {
-    // Destroyed or aborted while we were setting it up: nothing of ours ran on it.
-    state.peers.unmapAll();
-    state.engine.reset();
+    // Destroyed or aborted while we were setting it up: nothing of ours ran on it, but
+    // peers may have mapped our block.
+    letGoOfBuffers(state, state.takeEngine());
     CAR_INFO(state.device, "{} released during set-up", describe(state));
     return;
   }
   if (state.phase != CommPhase::Pending) return;
   Verdict verdict;
-  if (!slot.failure.empty()) {
+  if (state.stopRequested.load()) {
+    verdict.reason = "revoked or shrunk with NCCL_SHRINK_ABORT during set-up";
+  } else if (!slot.failure.empty()) {
     verdict.reason = slot.failure;
     verdict.unexpected = state.ranks >= 2 && state.ranks <= kMaxRanks;  // else simply not our size
   } else {
@@ -223,8 +164,7 @@ void conclude(Slot& slot) {
              shimConfig().maxBytes);
     return;
   }
-  state.peers.unmapAll();
-  state.engine.reset();
+  letGoOfBuffers(state, state.takeEngine());
   state.phase = CommPhase::Ineligible;
   state.reason = verdict.reason;
   if (verdict.differingVariable != nullptr) {
@@ -247,19 +187,19 @@ void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommS
     anyInHandshake = anyInHandshake || slots[i].inHandshake;
   }
   if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
-    exchange(real, slots, &Slot::record, &Slot::records, &zero, &recordsAt);
+    exchangeRecords(real, cudaHandshakeDevice(), slots);
     for (Slot& slot : slots) {
       if (slot.inHandshake) mapPeers(slot);
     }
-    exchange(real, slots, &Slot::report, &Slot::reports, &reportOffset, &reportsOffset);
+    exchangeReports(real, cudaHandshakeDevice(), slots);
   }
   for (Slot& slot : slots) {
     conclude(slot);
-    if (slot.inHandshake) {
-      DeviceGuard guard(slot.state->device);
-      cudaFree(slot.scratch);
-      cudaStreamDestroy(slot.stream);
-    }
+    if (slot.stream == nullptr) continue;
+    DeviceGuard guard(slot.state->device);
+    // An all-gather NCCL did not stop may still write the scratch: it is never reused.
+    if (slot.scratch != nullptr && !slot.deviceBusy) returnScratch(slot.state->device, slot.scratch);
+    cudaStreamDestroy(slot.stream);  // returns at once; CUDA frees it when its work is done
   }
 }
 

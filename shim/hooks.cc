@@ -10,6 +10,7 @@
 #include "nccl_types.h"
 #include "real_nccl.h"
 #include "registry.h"
+#include "release.h"
 #include "setup.h"
 #include "shim_config.h"
 
@@ -71,24 +72,41 @@ bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// Our attempt at an all-reduce; false means "forward it".
-bool takeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
-                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+// Where an all-reduce goes.
+enum class Route {
+  Ours,     // our kernel is on the stream
+  Nccl,     // forwarded
+  Refused,  // an abort, destroy or finalize from another thread has the communicator
+};
+
+Route refuse(CommState& state) {
+  if (!state.refusalWarned.exchange(true)) {
+    CAR_WARN(state.device, "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
+             "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state));
+  }
+  return Route::Refused;
+}
+
+Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   std::shared_ptr<CommState> state = Registry::instance().find(comm);
-  if (!state) return false;
+  if (!state) return Route::Nccl;
+  if (state->gate.closed()) return refuse(*state);
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
   if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
     setUpBeforeAllReduce(real, state);
+    if (state->gate.closed()) return refuse(*state);  // aborted while we set it up
   }
 
   std::unique_lock<std::mutex> lock(state->mutex);
-  if (state->phase != CommPhase::Ready) {
-    if (state->phase != CommPhase::Released) {
-      state->stats().countForwarded(state->phase == CommPhase::Pending ? ForwardReason::NotReady
-                                                                         : ForwardReason::NotEligible);
-    }
-    return false;
+  if (state->phase == CommPhase::Pending) {
+    state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
+    return Route::Nccl;
+  }
+  if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
+    if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
+    return Route::Nccl;
   }
   AllReduceCall call;
   call.send = send;
@@ -106,7 +124,7 @@ bool takeAllReduce(const RealNccl& real, const void* send, void* recv, std::size
                state->reason);
     }
   }
-  return result.launched;
+  return result.launched ? Route::Ours : Route::Nccl;
 }
 
 }  // namespace
@@ -118,11 +136,13 @@ CAR_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  bool taken = false;
+  Route route = Route::Nccl;
   if (!passThrough()) {
-    guarded("ncclAllReduce", [&] { taken = takeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream); });
+    guarded("ncclAllReduce", [&] { route = routeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream); });
   }
-  return taken ? ncclSuccess : real->allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (route == Route::Ours) return ncclSuccess;
+  if (route == Route::Refused) return ncclInvalidUsage;
+  return real->allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
 }
 
 CAR_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
@@ -181,6 +201,10 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
     return ncclInvalidUsage;
   }
   const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
+  // NCCL_SHRINK_ABORT ends the parent's operations in flight: ours first, as an abort does.
+  if ((shrinkFlags & NCCL_SHRINK_ABORT) != 0 && !passThrough()) {
+    guarded("ncclCommShrink", [&] { stopBeforeNccl(comm, "ncclCommShrink(NCCL_SHRINK_ABORT)"); });
+  }
   const ncclResult_t result = real->commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   adoptAndSchedule(*real, result, newcomm, 1, nonblocking);
   return result;
@@ -189,37 +213,26 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
 CAR_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  guarded("ncclCommFinalize", [&] {
-    if (auto state = Registry::instance().remove(comm)) releaseCommunicator(*state, ReleaseKind::Finalize);
-  });
-  return real->commFinalize(comm);
+  bool forward = true;
+  guarded("ncclCommFinalize", [&] { forward = releaseBeforeNccl(comm, ReleaseKind::Finalize); });
+  return forward ? real->commFinalize(comm) : ncclSuccess;
 }
 
 CAR_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  guarded("ncclCommDestroy", [&] {
-    if (auto state = Registry::instance().remove(comm)) releaseCommunicator(*state, ReleaseKind::Destroy);
-  });
-  return real->commDestroy(comm);
+  bool forward = true;
+  guarded("ncclCommDestroy", [&] { forward = releaseBeforeNccl(comm, ReleaseKind::Destroy); });
+  return forward ? real->commDestroy(comm) : ncclSuccess;
 }
 
 CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
   std::shared_ptr<CommState> state;
-  guarded("ncclCommAbort", [&] {
-    state = Registry::instance().remove(comm);
-    // First stop our spinning kernels (no lock: a launch may hold it), then let NCCL stop
-    // its own, then release ours, whose kernels can now finish.
-    // Only a Ready communicator has kernels; its engine stays put until the release below.
-    if (state && state->phase.load() == CommPhase::Ready) {
-      state->engine->raiseAbort();
-      CAR_INFO(state->device, "{} ncclCommAbort: our kernels told to stop", describe(*state));
-    }
-  });
+  guarded("ncclCommAbort", [&] { state = beginAbort(comm); });
   const ncclResult_t result = real->commAbort(comm);
-  if (state) guarded("ncclCommAbort", [&] { releaseCommunicator(*state, ReleaseKind::Abort); });
+  if (state) guarded("ncclCommAbort", [&] { finishAbort(state); });
   return result;
 }
 
@@ -230,6 +243,7 @@ CAR_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
     CAR_WARN(-1, "ncclCommRevoke is not in the real NCCL ({})", real->origin);
     return ncclInvalidUsage;
   }
+  if (!passThrough()) guarded("ncclCommRevoke", [&] { stopBeforeNccl(comm, "ncclCommRevoke"); });
   return real->commRevoke(comm, revokeFlags);
 }
 

@@ -9,6 +9,7 @@
 
 #include "device_guard.h"
 #include "fault_injection.h"
+#include "log.h"
 #include "verdict.h"
 
 namespace car {
@@ -64,7 +65,13 @@ void closeShared(const std::string& key) {
   auto it = cache().find(key);
   if (it == cache().end()) return;
   if (--it->second.references == 0) {
-    cudaIpcCloseMemHandle(it->second.pointer);
+    // On the device that opened it: a thread driving several GPUs (-g N) may be anywhere.
+    DeviceGuard guard(it->second.openedBy);
+    const cudaError_t err = guard.error() != cudaSuccess ? guard.error() : cudaIpcCloseMemHandle(it->second.pointer);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      CAR_INFO(it->second.openedBy, "closing a peer's buffer mapping failed: {}", cudaGetErrorString(err));
+    }
     cache().erase(it);
   }
 }
@@ -96,6 +103,14 @@ bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRan
       (*bases)[r] = myBase;
       continue;
     }
+    std::string boardProblem;
+    std::unique_ptr<SysvReleaseBoard> board = SysvReleaseBoard::attach(peer.boardId, &boardProblem);
+    if (!board) {
+      *problem = fmt::format("rank {}: {}", r, boardProblem);
+      unmapAll();
+      return false;
+    }
+    boards_.push_back(std::move(board));
     cudaError_t err = cudaSuccess;
     if (sameProcess(records[myRank], peer)) {
       err = enablePeerAccess(myDevice, peer.cudaDevice);
@@ -117,6 +132,13 @@ bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRan
 void PeerMappings::unmapAll() {
   for (const std::string& key : openedHandles_) closeShared(key);
   openedHandles_.clear();
+  boards_.clear();  // only now: the owners count us until our mappings are closed
+}
+
+void PeerMappings::abandon() {
+  openedHandles_.clear();
+  for (auto& board : boards_) SysvReleaseBoard::keepForever(std::move(board));
+  boards_.clear();
 }
 
 }  // namespace car

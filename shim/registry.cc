@@ -1,13 +1,6 @@
 #include "registry.h"
 
-#include <fmt/format.h>
-
 namespace car {
-
-std::string describe(const CommState& state) {
-  if (state.ranks == 0) return fmt::format("comm {} rank ?/?", static_cast<const void*>(state.comm));
-  return fmt::format("comm {} rank {}/{}", static_cast<const void*>(state.comm), state.rank, state.ranks);
-}
 
 Registry& Registry::instance() {
   static auto* registry = new Registry();  // never destroyed: hooks may run during exit
@@ -25,13 +18,10 @@ std::shared_ptr<CommState> Registry::find(ncclComm_t comm) const {
   return it == states_.end() ? nullptr : it->second;
 }
 
-std::shared_ptr<CommState> Registry::remove(ncclComm_t comm) {
+void Registry::forget(const std::shared_ptr<CommState>& state) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = states_.find(comm);
-  if (it == states_.end()) return nullptr;
-  std::shared_ptr<CommState> state = std::move(it->second);
-  states_.erase(it);
-  return state;
+  auto it = states_.find(state->comm);
+  if (it != states_.end() && it->second == state) states_.erase(it);
 }
 
 std::size_t Registry::size() const {

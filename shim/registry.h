@@ -16,8 +16,8 @@ class Registry {
   static Registry& instance();
   void add(const std::shared_ptr<CommState>& state);
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
-  // Removes and returns the state (null if unknown): the caller releases it.
-  std::shared_ptr<CommState> remove(ncclComm_t comm);
+  // Removes the state, if it is still the one registered for its communicator.
+  void forget(const std::shared_ptr<CommState>& state);
   std::size_t size() const;
 
  private:

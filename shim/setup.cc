@@ -14,10 +14,6 @@ thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
 thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
-// After an abort NCCL's own kernels stop at once; ours stop at their next look at the
-// abort word. Anything longer means our kernel is queued behind work that never ends.
-constexpr double kAbortDrainSeconds = 10.0;
-
 void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> pending;
   for (const auto& state : states) {
@@ -38,11 +34,14 @@ void markNotEligible(CommState& state, const std::string& reason) {
 }
 
 // Nonblocking communicators: wait for the real init to finish, as the caller itself must
-// before using it. Returns false (and marks it) if init failed or cannot be read.
+// before using it. Returns false (and marks it) if init failed or cannot be read, and
+// false alone if an abort, destroy or finalize from another thread closed the gate.
 bool waitUntilInitialised(const RealNccl& real, CommState& state) {
   ncclResult_t async = ncclInProgress;
   ncclResult_t query = ncclSuccess;
-  while ((query = real.commGetAsyncError(state.comm, &async)) == ncclSuccess && async == ncclInProgress) {
+  while (true) {
+    if (!state.gate.pass([&] { query = real.commGetAsyncError(state.comm, &async); })) return false;
+    if (query != ncclSuccess || async != ncclInProgress) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   if (query != ncclSuccess) {
@@ -134,33 +133,6 @@ void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>
     return;
   }
   setUpNonblocking(real, {state});
-}
-
-void releaseCommunicator(CommState& state, ReleaseKind kind) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.phase == CommPhase::Released) return;
-  const CommPhase before = state.phase;
-  state.phase = CommPhase::Released;
-  // Never set up, or a handshake still holds engine and peers (it frees them when it ends).
-  if (before == CommPhase::Pending) return;
-  // Calls forwarded before the engine existed (not ready yet) count too.
-  if (state.engine) state.engine->stats().mergeFrom(state.forwardedWithoutEngine);
-  const std::string summary = state.stats().summary();
-  if (state.engine) {
-    const bool drained = kind == ReleaseKind::Abort ? state.engine->waitIdleWithin(kAbortDrainSeconds)
-                                                    : state.engine->waitIdle() == cudaSuccess;
-    if (!drained) {
-      // A kernel of ours may still run: its memory must stay. Leak rather than corrupt.
-      CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of the abort; "
-                             "its buffers are left allocated", describe(state), kAbortDrainSeconds);
-      state.engine.release();
-      state.peers.abandon();
-      return;
-    }
-    state.peers.unmapAll();
-    state.engine.reset();
-  }
-  CAR_INFO(state.device, "{} released: {}", describe(state), summary);
 }
 
 }  // namespace car

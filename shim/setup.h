@@ -37,10 +37,4 @@ bool insideGroup();
 // the rules allow it now, or remembers that its first group has an all-reduce.
 void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state);
 
-enum class ReleaseKind { Destroy, Finalize, Abort };
-
-// Waits for our kernels (bounded for Abort), unmaps the peers, frees the buffers and logs
-// the communicator's counters. Idempotent.
-void releaseCommunicator(CommState& state, ReleaseKind kind);
-
 }  // namespace car

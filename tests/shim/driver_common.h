@@ -37,5 +37,6 @@ int runNonHooked();
 int runBadArguments();
 int runThreads(int threads, int iterations);
 int runCycles(int cycles);
+int runStopInSetup(const std::string& function);
 
 }  // namespace driver

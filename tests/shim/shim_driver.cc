@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   else if (scenario == "allreduce-matrix") status = driver::runAllReduceMatrix(argc > 2 ? argv[2] : "rank1");
   else if (scenario == "nonhooked") status = driver::runNonHooked();
   else if (scenario == "badargs") status = driver::runBadArguments();
+  else if (scenario == "stop-in-setup" && argc > 2) status = driver::runStopInSetup(argv[2]);
   else if (scenario == "cycles") status = driver::runCycles(argc > 2 ? std::atoi(argv[2]) : 1000);
   else if (scenario == "threads") {
     status = driver::runThreads(argc > 2 ? std::atoi(argv[2]) : 4, argc > 3 ? std::atoi(argv[3]) : 10);
@@ -87,7 +88,8 @@ int main(int argc, char** argv) {
     status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
     std::fprintf(stderr, "usage: shim_driver lifecycle|groups|simulate|allreduce-matrix [rank1|initall]|nonhooked|badargs|"
-                         "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]\n");
+                         "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]|"
+                         "stop-in-setup <ncclCommAbort|ncclCommDestroy|ncclCommFinalize>\n");
   }
   if (status == 0) std::printf("done\n");
   return status;

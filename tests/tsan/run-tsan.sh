@@ -2,7 +2,7 @@
 # ThreadSanitizer check of the shim (CI runs it from scripts/build-and-test.sh, after ctest):
 # builds libnccl-car.so, the stand-in libnccl.so.2 and the scripted driver with
 # -fsanitize=thread into build-tsan/ (or $TSAN_BUILD_DIR; settings in tsan.cmake), then
-# runs the driver's threads and fuzz scenarios with the instrumented shim preloaded. Any
+# runs the driver's threads, fuzz and recovery scenarios with the instrumented shim preloaded. Any
 # TSan report ends a run at once with exit code 66 and fails this script, printing it.
 # The scenarios' results themselves are checked by the shim tests (ctest shim_tests).
 set -euo pipefail
@@ -53,16 +53,19 @@ if [ "$canary_rc" -ne 66 ] || ! grep -q "WARNING: ThreadSanitizer: data race" "$
   exit 1
 fi
 
-# name|driver arguments|extra environment (space-separated NAME=value)
+# name|driver arguments|extra environment (space-separated NAME=value)|a line the shim must
+# print (default: a released: summary), proof that it was active
 scenarios=(
   "threads|threads 8 50|"
   "fuzz-1|fuzz 1 2000|"
   "fuzz-5-nonblocking|fuzz 5 2000|NCCL_COMM_BLOCKING=0"
   "fuzz-6-threads|fuzz 6 1000 4|"
   "fuzz-7-threads-nonblocking|fuzz 7 1000 4|NCCL_COMM_BLOCKING=0"
+  "abort-in-setup|stop-in-setup ncclCommAbort|STANDIN_NCCL_ASYNC_POLLS=1000000000|while another thread"
+  "destroy-in-setup|stop-in-setup ncclCommDestroy|STANDIN_NCCL_ASYNC_POLLS=1000000000|while another thread"
 )
 for scenario in "${scenarios[@]}"; do
-  IFS='|' read -r name args extra <<<"$scenario"
+  IFS='|' read -r name args extra expect <<<"$scenario"
   rm -f "$work/calls.log"
   set +e
   # shellcheck disable=SC2086 # args and extra are word lists
@@ -75,7 +78,7 @@ for scenario in "${scenarios[@]}"; do
     grep -v "NCCL-CAR" "$work/err" | head -200 >&2
     exit 1
   fi
-  if [ "$rc" -ne 0 ] || ! grep -qx done "$work/out" || ! grep -q " released: " "$work/err"; then
+  if [ "$rc" -ne 0 ] || ! grep -qx done "$work/out" || ! grep -q "${expect:- released: }" "$work/err"; then
     echo "tsan: scenario $name failed (exit $rc) or the shim was not active:" >&2
     tail -20 "$work/out" >&2
     head -50 "$work/err" >&2

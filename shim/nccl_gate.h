@@ -1,0 +1,61 @@
+// Our own NCCL calls on one communicator (the set-up's queries, polls and all-gathers) pass
+// this gate. ncclCommAbort, ncclCommDestroy and ncclCommFinalize close it before they reach
+// NCCL: closing waits for our call in flight, and no call of ours starts after it, so we
+// never call NCCL on a communicator it is freeing. The wait is bounded: a call of ours
+// that NCCL itself keeps blocked (a peer that never comes) is left to NCCL, whose abort is
+// made to interrupt such calls.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace car {
+
+class NcclGate {
+ public:
+  // Runs call() unless the gate is closed; returns whether it ran.
+  template <typename Call>
+  bool pass(Call&& call) {
+    if (!enter()) return false;
+    call();
+    leave();
+    return true;
+  }
+
+  // For calls that span several communicators (one group of all-gathers): enter() every
+  // gate first; false means closed (nothing to leave).
+  bool enter() {
+    mutex_.lock();
+    if (!closed_.load()) return true;
+    mutex_.unlock();
+    return false;
+  }
+  void leave() { mutex_.unlock(); }
+
+  // After this returns no call of ours starts. Returns false if the one in flight is still
+  // running after `seconds`.
+  bool close(double seconds) {
+    closed_.store(true);
+    // Polled try_lock, not a timed lock: ThreadSanitizer does not see timed locks taken.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!mutex_.try_lock()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    mutex_.unlock();
+    return true;
+  }
+
+  bool closed() const { return closed_.load(); }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<bool> closed_{false};
+};
+
+// How long abort, destroy and finalize wait for a set-up call of ours in flight.
+constexpr double kGateCloseSeconds = 5.0;
+
+}  // namespace car

@@ -1,0 +1,202 @@
+// The handshake's all-gathers (shim/handshake_exchange.h) against a fake NCCL and a host
+// "device": what is read back, NCCL's own errors, and aborts that come while we wait.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "handshake_exchange.h"
+
+using namespace car;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the fake NCCL does; reset by each test.
+struct FakeNccl {
+  bool writeResults = true;                // the all-gather fills every rank's slot
+  std::vector<ncclResult_t> asyncAnswers;  // ncclCommGetAsyncError, in turn; the last repeats
+  std::size_t asyncCalls = 0;
+  int groups = 0;
+  int allGathers = 0;
+  std::vector<Clock::time_point> callTimes;  // of every call on a communicator
+  std::mutex mutex;
+};
+FakeNccl gNccl;
+
+void noteCall() {
+  std::lock_guard<std::mutex> lock(gNccl.mutex);
+  gNccl.callTimes.push_back(Clock::now());
+}
+
+ncclResult_t fakeGroupStart() { return ncclSuccess; }
+ncclResult_t fakeGroupEnd() {
+  ++gNccl.groups;
+  return ncclSuccess;
+}
+ncclResult_t fakeAllGather(const void* send, void* recv, size_t bytes, ncclDataType_t, ncclComm_t comm, cudaStream_t) {
+  noteCall();
+  ++gNccl.allGathers;
+  const int ranks = *reinterpret_cast<const int*>(&comm);  // the tests pass the rank count as the handle
+  if (gNccl.writeResults) {
+    for (int r = 0; r < ranks; ++r) std::memcpy(static_cast<char*>(recv) + r * bytes, send, bytes);
+  }
+  return ncclSuccess;
+}
+ncclResult_t fakeAsyncError(ncclComm_t, ncclResult_t* async) {
+  noteCall();
+  std::lock_guard<std::mutex> lock(gNccl.mutex);
+  const std::size_t turn = std::min(gNccl.asyncCalls++, gNccl.asyncAnswers.size() - 1);
+  *async = gNccl.asyncAnswers[turn];
+  return ncclSuccess;
+}
+const char* fakeErrorString(ncclResult_t result) { return result == ncclRemoteError ? "remote error" : "error"; }
+
+RealNccl fakeTable() {
+  RealNccl table{};
+  table.groupStart = &fakeGroupStart;
+  table.groupEnd = &fakeGroupEnd;
+  table.allGather = &fakeAllGather;
+  table.commGetAsyncError = &fakeAsyncError;
+  table.getErrorString = &fakeErrorString;
+  return table;
+}
+
+// Scratch in host memory; the stream is idle unless a test says otherwise.
+class HostDevice final : public HandshakeDevice {
+ public:
+  bool stage(Slot& slot, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
+             std::size_t clearBytes) override {
+    std::memcpy(slot.scratch + offset, data, bytes);
+    std::memset(slot.scratch + clearOffset, 0, clearBytes);
+    return true;
+  }
+  StreamState query(Slot&) override { return busy ? StreamState::Busy : StreamState::Idle; }
+  bool readBack(Slot& slot, std::size_t offset, void* out, std::size_t bytes) override {
+    std::memcpy(out, slot.scratch + offset, bytes);
+    return true;
+  }
+  std::atomic<bool> busy{false};
+};
+
+struct Batch {
+  std::vector<std::vector<char>> scratch;
+  std::vector<Slot> slots;
+  Batch(int communicators, int ranks, bool nonblocking) {
+    scratch.assign(communicators, std::vector<char>(scratchBytes(kMaxRanks)));
+    slots.resize(communicators);
+    for (int i = 0; i < communicators; ++i) {
+      Slot& slot = slots[i];
+      slot.state = std::make_shared<CommState>();
+      slot.state->ranks = ranks;
+      slot.state->nonblocking = nonblocking;
+      std::memcpy(&slot.state->comm, &ranks, sizeof(ranks));
+      slot.scratch = scratch[i].data();
+      slot.inHandshake = true;
+      slot.record.magic = kHandshakeMagic;
+      slot.record.rank = i;
+      slot.record.ranks = ranks;
+      slot.record.pid = 4000 + i;
+    }
+  }
+};
+
+void resetNccl() {
+  std::lock_guard<std::mutex> lock(gNccl.mutex);
+  gNccl.writeResults = true;
+  gNccl.asyncAnswers = {ncclSuccess};
+  gNccl.asyncCalls = 0;
+  gNccl.groups = 0;
+  gNccl.allGathers = 0;
+  gNccl.callTimes.clear();
+}
+
+}  // namespace
+
+TEST_CASE("exchange: every communicator's records come back, all in one group", "[exchange]") {
+  resetNccl();
+  HostDevice device;
+  Batch batch(2, 3, false);
+  exchangeRecords(fakeTable(), device, batch.slots);
+  CHECK(gNccl.groups == 1);
+  CHECK(gNccl.allGathers == 2);
+  for (const Slot& slot : batch.slots) {
+    CHECK(slot.failure.empty());
+    REQUIRE(slot.records.size() == 3);
+    for (const HandshakeRecord& record : slot.records) CHECK(std::memcmp(&record, &slot.record, sizeof(record)) == 0);
+  }
+}
+
+TEST_CASE("exchange: an area NCCL did not write reads as 'did not arrive', never as old bytes", "[exchange]") {
+  // Scratch is reused between handshakes: the first one leaves valid records behind.
+  resetNccl();
+  HostDevice device;
+  Batch batch(1, 2, false);
+  batch.slots[0].record.rank = 0;
+  exchangeRecords(fakeTable(), device, batch.slots);
+  REQUIRE(batch.slots[0].records.at(0).magic == kHandshakeMagic);
+
+  gNccl.writeResults = false;  // the next all-gather "succeeds" without writing anything
+  batch.slots[0].records.clear();
+  exchangeRecords(fakeTable(), device, batch.slots);
+  REQUIRE(batch.slots[0].records.size() == 2);
+  for (const HandshakeRecord& record : batch.slots[0].records) CHECK(record.magic == 0);
+  CHECK(judgeRecords(batch.slots[0].records).reason == "the handshake record of rank 0 did not arrive");
+}
+
+TEST_CASE("exchange: a nonblocking all-gather that ends in an error fails the communicator", "[exchange]") {
+  resetNccl();
+  gNccl.asyncAnswers = {ncclInProgress, ncclInProgress, ncclRemoteError};
+  HostDevice device;
+  Batch batch(1, 2, true);
+  exchangeRecords(fakeTable(), device, batch.slots);
+  CHECK(batch.slots[0].failure == "handshake all-gather failed: remote error");
+  CHECK(batch.slots[0].records.empty());  // nothing read back
+}
+
+TEST_CASE("exchange: an abort while we poll NCCL ends the exchange; no call of ours follows it", "[exchange]") {
+  resetNccl();
+  gNccl.asyncAnswers = {ncclInProgress};  // a peer that never comes
+  HostDevice device;
+  Batch batch(1, 2, true);
+  Clock::time_point closedAt;
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    batch.slots[0].state->gate.close(kGateCloseSeconds);
+    closedAt = Clock::now();
+  });
+  exchangeRecords(fakeTable(), device, batch.slots);
+  watchdog.join();
+  CHECK(batch.slots[0].failure.find("stopped") == 0);
+  REQUIRE(gNccl.asyncCalls > 1);
+  for (const Clock::time_point& call : gNccl.callTimes) CHECK(call <= closedAt);
+
+  // The next exchange issues nothing for it.
+  const int allGathers = gNccl.allGathers;
+  exchangeReports(fakeTable(), device, batch.slots);
+  CHECK(gNccl.allGathers == allGathers);
+}
+
+TEST_CASE("exchange: an all-gather NCCL never stops is waited for only so long after an abort", "[exchange]") {
+  resetNccl();
+  HostDevice device;
+  device.busy = true;  // the all-gather kernel waits for a peer forever
+  Batch batch(1, 2, false);
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    batch.slots[0].state->gate.close(kGateCloseSeconds);
+  });
+  ExchangeLimits limits;
+  limits.drainAfterStopSeconds = 0.2;
+  const Clock::time_point start = Clock::now();
+  exchangeRecords(fakeTable(), device, batch.slots, limits);
+  watchdog.join();
+  CHECK(Clock::now() - start < std::chrono::seconds(2));
+  CHECK(batch.slots[0].deviceBusy);  // its scratch is never handed to another handshake
+  CHECK(batch.slots[0].failure.find("stopped") == 0);
+}
