@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comm_health.h"
 #include "log.h"
 #include "nccl_types.h"
 #include "real_nccl.h"
@@ -106,6 +107,16 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   }
   if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
     if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
+    return Route::Nccl;
+  }
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t query = real.commGetAsyncError(comm, &async);
+  if (!ncclAllowsOurKernel(query, async)) {
+    state->phase = CommPhase::Ineligible;
+    state->reason = std::string("NCCL reports the communicator broken: ") +
+                    real.getErrorString(query != ncclSuccess ? query : async);
+    CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
+    state->stats().countForwarded(ForwardReason::NotEligible);
     return Route::Nccl;
   }
   AllReduceCall call;
