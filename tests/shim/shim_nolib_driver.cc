@@ -3,6 +3,9 @@
 // each one it cannot find, else one "<label> result=<rc>" line per call, like shim_driver.
 // "shim_nolib_driver --load <libnccl.so.2>" first loads that NCCL privately (RTLD_LOCAL),
 // as PyTorch does with its own copy: its functions are then not in the global scope.
+// "shim_nolib_driver --probe <libnccl-car.so>" loads the shim itself (RTLD_GLOBAL: a set-gid
+// program gets no LD_PRELOAD) and makes only ncclGroupStart and ncclGroupEnd, which make the
+// shim look for the real NCCL without asking anything of it.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -31,6 +34,20 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--load" && dlopen(argv[2], RTLD_NOW | RTLD_LOCAL) == nullptr) {
     std::printf("cannot load %s\n", argv[2]);
     return 4;
+  }
+  if (argc == 3 && std::string(argv[1]) == "--probe") {
+    if (dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::printf("cannot load %s\n", argv[2]);
+      return 4;
+    }
+    bool complete = true;
+    FIND(ncclGroupStart);
+    FIND(ncclGroupEnd);
+    if (!complete) return 3;
+    std::printf("g.start result=%d\n", static_cast<int>(ncclGroupStart_()));
+    std::printf("g.end result=%d\n", static_cast<int>(ncclGroupEnd_()));
+    std::printf("done\n");
+    return 0;
   }
   bool complete = true;
   FIND(ncclAllReduce);

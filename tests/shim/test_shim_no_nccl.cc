@@ -3,6 +3,11 @@
 // NCCL_CAR_NCCL_LIB; with NCCL_CAR_NCCL_LIB pointing at one, the calls reach it.
 #include <catch2/catch.hpp>
 #include <nccl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "call_checks.h"
 
@@ -99,4 +104,39 @@ TEST_CASE("no NCCL: an NCCL without ncclCommRevoke and ncclGroupSimulateEnd gets
     REQUIRE(segment != nullptr);
     CHECK(segment->calls.empty());  // nothing reached the old NCCL
   }
+}
+
+TEST_CASE("no NCCL: a set-gid program does not take NCCL_CAR_NCCL_LIB from its environment", "[shim][nonccl]") {
+  // Making a set-gid copy of the driver needs root and a file system that honours the bit.
+  char folder[] = "/tmp/nccl-car-setgid.XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string copy = std::string(folder) + "/shim_nolib_driver";
+  {
+    std::ifstream in(nolibDriverProgram(), std::ios::binary);
+    std::ofstream out(copy, std::ios::binary);
+    out << in.rdbuf();
+  }
+  const bool setgid = chown(copy.c_str(), getuid(), 65534) == 0 && chmod(copy.c_str(), 02755) == 0 &&
+                      getgid() != 65534;
+  if (!setgid) {
+    WARN("cannot make a set-gid program here (needs root): secure_getenv not exercised");
+  } else {
+    ChildRun run;
+    run.program = copy;
+    run.args = {"--probe", shimLibrary()};
+    run.env = {std::string("NCCL_CAR_NCCL_LIB=") + standinLibrary(), "NCCL_CAR_DEBUG=INFO"};
+    run.preload = false;
+    const ChildResult result = runChild(run);
+    INFO(result.out << result.err);
+    REQUIRE(result.exitCode == 0);
+    CHECK(linesWith(result.err, {"real NCCL found as NCCL_CAR_NCCL_LIB"}).empty());
+    CHECK(result.log.empty());  // the stand-in named there was never loaded
+
+    // The same program, not set-gid: the variable is honoured (the test can tell).
+    REQUIRE(chmod(copy.c_str(), 0755) == 0);
+    const ChildResult plain = runChild(run);
+    CHECK(linesWith(plain.err, {"real NCCL found as NCCL_CAR_NCCL_LIB"}).size() == 1);
+  }
+  std::remove(copy.c_str());
+  rmdir(folder);
 }
