@@ -19,6 +19,7 @@ bool faultActive(Fault fault) {
       if (name == "no-nvml") bits |= 1u << static_cast<int>(Fault::NoNvml);
       else if (name == "no-buffers") bits |= 1u << static_cast<int>(Fault::NoBuffers);
       else if (name == "ipc-open") bits |= 1u << static_cast<int>(Fault::IpcOpen);
+      else if (name == "launch-error") bits |= 1u << static_cast<int>(Fault::LaunchError);
       else if (!name.empty()) CAR_WARN(-1, "unknown NCCL_CAR_TEST_FAULT '{}' ignored", name);
     }
     return bits;

@@ -9,6 +9,7 @@ enum class Fault {
   NoNvml,        // behave as if libnvidia-ml.so.1 were missing
   NoBuffers,     // the buffer block allocation fails (device memory exhausted)
   IpcOpen,       // cudaIpcOpenMemHandle fails on this rank
+  LaunchError,   // every taken call is treated as failed after its kernel was enqueued
 };
 
 bool faultActive(Fault fault);

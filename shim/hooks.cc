@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "comm_health.h"
+#include "fault_injection.h"
 #include "log.h"
 #include "nccl_types.h"
 #include "real_nccl.h"
@@ -126,7 +127,8 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   call.type = elementTypeOf(type);
   call.opIsSum = isSum(op);
   call.stream = stream;
-  const SubmitResult result = state->engine->submit(call);
+  SubmitResult result = state->engine->submit(call);
+  if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
   if (result.error != cudaSuccess) {
     state->phase = CommPhase::Ineligible;
     state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
