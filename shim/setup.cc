@@ -55,6 +55,23 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
   return true;
 }
 
+// What the thread's outermost group leaves to us when it ends (really or simulated).
+struct EndedGroup {
+  std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
+  std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
+};
+
+// Counts a group end; at the outermost one hands over the group's communicators.
+bool outermostGroupEnded(EndedGroup* group) {
+  if (tGroupDepth > 0) --tGroupDepth;
+  if (tGroupDepth > 0) return false;
+  group->created.swap(tCreatedInGroup);
+  group->lazy.swap(tAllReduceInGroup);
+  // A later group holding an all-reduce must be able to queue these again.
+  for (const auto& state : group->lazy) state->allReduceInGroup = false;
+  return true;
+}
+
 void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> ready;
   for (const auto& state : states) {
@@ -92,35 +109,24 @@ void noteGroupStartFailed() {
 bool insideGroup() { return tGroupDepth > 0; }
 
 void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
-  if (tGroupDepth > 0) --tGroupDepth;
-  if (tGroupDepth > 0) return;
-  std::vector<std::shared_ptr<CommState>> created;
-  std::vector<std::shared_ptr<CommState>> lazy;
-  created.swap(tCreatedInGroup);
-  lazy.swap(tAllReduceInGroup);
-  // A later group holding an all-reduce must be able to queue these again.
-  for (const auto& state : lazy) state->allReduceInGroup = false;
+  EndedGroup group;
+  if (!outermostGroupEnded(&group)) return;
   if (realResult != ncclSuccess && realResult != ncclInProgress) {
-    if (created.empty()) return;
+    if (group.created.empty()) return;
     const std::string reason = std::string("the group that created it failed: ") + real.getErrorString(realResult);
-    for (const auto& state : created) markNotEligible(*state, reason);
+    for (const auto& state : group.created) markNotEligible(*state, reason);
     return;
   }
-  setUpNow(real, created);
-  setUpNonblocking(real, lazy);
+  setUpNow(real, group.created);
+  setUpNonblocking(real, group.lazy);
 }
 
 void noteGroupSimulateEnd() {
-  if (tGroupDepth > 0) --tGroupDepth;
-  if (tGroupDepth > 0) return;
-  std::vector<std::shared_ptr<CommState>> created;
-  std::vector<std::shared_ptr<CommState>> lazy;
-  created.swap(tCreatedInGroup);
-  lazy.swap(tAllReduceInGroup);
-  // Their first real all-reduce outside a group sets them up, as if the group had not been.
-  for (const auto& state : lazy) state->allReduceInGroup = false;
-  // Whether NCCL finished creating these is not ours to guess: they forward for their life.
-  for (const auto& state : created) markNotEligible(*state, "created in a group ended by ncclGroupSimulateEnd");
+  EndedGroup group;
+  if (!outermostGroupEnded(&group)) return;
+  // The lazy ones are set up at their next all-reduce outside a group, as if the group had
+  // not been. Whether NCCL finished creating the others is not ours to guess: they forward.
+  for (const auto& state : group.created) markNotEligible(*state, "created in a group ended by ncclGroupSimulateEnd");
 }
 
 void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {

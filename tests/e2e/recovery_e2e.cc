@@ -102,19 +102,34 @@ int revoke(Rank& self) {
                      " after it; a later all-reduce -> " + std::to_string(after));
 }
 
+// A thread that aborts the communicator 2 s after it starts, as PyTorch's watchdog would.
+class Watchdog {
+ public:
+  explicit Watchdog(ncclComm_t comm) : start_(Clock::now()), thread_([this, comm] {
+    sleepSeconds(2);
+    ncclCommAbort(comm);
+    abortReturned_ = since(start_);
+  }) {}
+  // Joins; seconds from the start until the abort returned.
+  double join() {
+    thread_.join();
+    return abortReturned_;
+  }
+  double elapsed() const { return since(start_); }
+
+ private:
+  Clock::time_point start_;
+  std::atomic<double> abortReturned_{-1};
+  std::thread thread_;
+};
+
 // ncclCommFinalize or ncclCommDestroy while a watchdog thread aborts 2 s later.
 int releaseWithWatchdog(Rank& self, bool finalize) {
   if (spin(self) != ncclSuccess) return verdict(self, false, "all-reduce failed");
-  std::atomic<double> abortReturned{-1};
-  const Clock::time_point start = Clock::now();
-  std::thread watchdog([&] {
-    sleepSeconds(2);
-    ncclCommAbort(self.comm);
-    abortReturned = since(start);
-  });
+  Watchdog watchdog(self.comm);
   const ncclResult_t released = finalize ? ncclCommFinalize(self.comm) : ncclCommDestroy(self.comm);
-  const double returned = since(start);
-  watchdog.join();
+  const double returned = watchdog.elapsed();
+  const double abortReturned = watchdog.join();
   const double idle = idleWithin(self.stream, 5);
   return verdict(self, returned < 15 && abortReturned < 15 && idle >= 0,
                  std::string(finalize ? "finalize" : "destroy") + " -> " + std::to_string(released) + " at " +
@@ -141,16 +156,10 @@ int destroyAlone(Rank& self) {
 // A nonblocking communicator: its first all-reduce waits in our set-up, which waits for
 // rank 1's part of the handshake; a watchdog aborts 2 s later.
 int setupAbort(Rank& self) {
-  std::atomic<double> abortReturned{-1};
-  const Clock::time_point start = Clock::now();
-  std::thread watchdog([&] {
-    sleepSeconds(2);
-    ncclCommAbort(self.comm);
-    abortReturned = since(start);
-  });
+  Watchdog watchdog(self.comm);
   const ncclResult_t reduced = spin(self);
-  const double returned = since(start);
-  watchdog.join();
+  const double returned = watchdog.elapsed();
+  const double abortReturned = watchdog.join();
   // Bounded by the abort (2 s), our wait for NCCL to stop its all-gather (at most 10 s) and
   // our wait for peers that mapped our block (at most 2 s).
   return verdict(self, returned < 20 && abortReturned < 15 && reduced != ncclSuccess,
