@@ -10,7 +10,7 @@
 
 namespace car {
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415232;  // "CAR2": layout version
+constexpr std::uint32_t kHandshakeMagic = 0x43415233;  // "CAR3": layout version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
