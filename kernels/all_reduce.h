@@ -77,6 +77,13 @@ struct LaunchArgs {
 // or cudaErrorInvalidValue, launching nothing, for a combination there is no kernel for.
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream);
 
+// Loads every kernel of kernels/ into the current device's context now. With CUDA's lazy
+// module loading, the first launch of a kernel would otherwise load it then, and loading
+// waits for the device: a kernel already spinning there (ours, for a peer whose call comes
+// from the same, now waiting, thread) would never end. Called at every engine's creation,
+// before its first launch; after the first time it only confirms.
+cudaError_t loadKernels();
+
 // Writes `round` into every barrier counter and flag slot of a fresh Signal, so tests can
 // start just below the 32-bit wrap-around. Every rank must be given the same value.
 cudaError_t presetSignalRound(Signal* signal, std::uint32_t round, cudaStream_t stream);

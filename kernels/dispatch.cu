@@ -3,6 +3,7 @@
 // success that launched nothing.
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "dispatch.cuh"
 #include "geometry.h"
@@ -16,32 +17,32 @@ constexpr int kMinRanks = 2;
 static_assert(kInstantiatedMaxRanks == kMaxRanks, "CAR_INSTANTIATE_FOR_RANKS must list 2..kMaxRanks");
 
 template <typename T, int kRanks>
-KernelLauncher launcherOf(Algorithm algorithm) {
+AllReduceKernel kernelOf(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::OneStage: return &launchOneStage<T, kRanks>;
-    case Algorithm::TwoStage: return &launchTwoStage<T, kRanks>;
-    case Algorithm::OneShotPush: return &launchOneShotPush<T, kRanks>;
-    case Algorithm::TwoShotPush: return &launchTwoShotPush<T, kRanks>;
+    case Algorithm::OneStage: return oneStageKernelOf<T, kRanks>();
+    case Algorithm::TwoStage: return twoStageKernelOf<T, kRanks>();
+    case Algorithm::OneShotPush: return oneShotPushKernelOf<T, kRanks>();
+    case Algorithm::TwoShotPush: return twoShotPushKernelOf<T, kRanks>();
     case Algorithm::kCount: break;
   }
   return nullptr;
 }
 
 template <typename T, int... kOffsets>
-KernelLauncher pickByRanks(Algorithm algorithm, int ranks, std::integer_sequence<int, kOffsets...>) {
-  KernelLauncher picked = nullptr;
+AllReduceKernel pickByRanks(Algorithm algorithm, int ranks, std::integer_sequence<int, kOffsets...>) {
+  AllReduceKernel picked = nullptr;
   // Exactly one offset matches; the fold visits each world size once.
-  ((ranks == kMinRanks + kOffsets ? (picked = launcherOf<T, kMinRanks + kOffsets>(algorithm)) : picked), ...);
+  ((ranks == kMinRanks + kOffsets ? (picked = kernelOf<T, kMinRanks + kOffsets>(algorithm)) : picked), ...);
   return picked;
 }
 
 template <typename T>
-KernelLauncher pickForType(Algorithm algorithm, int ranks) {
+AllReduceKernel pickForType(Algorithm algorithm, int ranks) {
   return pickByRanks<T>(algorithm, ranks,
                         std::make_integer_sequence<int, kMaxRanks - kMinRanks + 1>{});
 }
 
-KernelLauncher pickLauncher(ElementType type, Algorithm algorithm, int ranks) {
+AllReduceKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
   switch (type) {
     case ElementType::Float16: return pickForType<__half>(algorithm, ranks);
     case ElementType::BFloat16: return pickForType<__nv_bfloat16>(algorithm, ranks);
@@ -108,9 +109,9 @@ cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream) {
       args.rank >= args.ranks) {
     return cudaErrorInvalidValue;
   }
-  KernelLauncher launcher = pickLauncher(args.type, args.algorithm, args.ranks);
-  if (launcher == nullptr) return cudaErrorInvalidValue;
-  return launcher(args, stream);
+  const AllReduceKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  return launchGrid(kernel, args, stream);
 }
 
 cudaError_t presetSignalRound(Signal* signal, std::uint32_t round, cudaStream_t stream) {
@@ -125,6 +126,26 @@ cudaError_t fillWithSentinel(void* areas, std::size_t bytes, cudaStream_t stream
   std::size_t count = bytes / kPackBytes;
   return cudaLaunchKernel(reinterpret_cast<const void*>(&fillSentinelKernel), dim3(256), dim3(256),
                           std::array<void*, 2>{&packs, &count}.data(), 0, stream);
+}
+
+cudaError_t loadKernels() {
+  std::vector<const void*> kernels = {reinterpret_cast<const void*>(&presetSignalKernel),
+                                      reinterpret_cast<const void*>(&fillSentinelKernel)};
+  for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
+    for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
+      for (int a = 0; a < kAlgorithmCount; ++a) {
+        const AllReduceKernel kernel = pickKernel(type, static_cast<Algorithm>(a), ranks);
+        if (kernel == nullptr) return cudaErrorInvalidValue;
+        kernels.push_back(reinterpret_cast<const void*>(kernel));
+      }
+    }
+  }
+  for (const void* kernel : kernels) {
+    cudaFuncAttributes attributes{};
+    const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace car

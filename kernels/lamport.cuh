@@ -47,20 +47,20 @@ __device__ __forceinline__ Pack sentinelPack() {
 }
 
 // A store into a peer's area over NVLink (or into our own). Weak: each pack is checked on
-// its own, so neither order nor visibility with respect to other stores matters.
+// its own, so neither order nor visibility with respect to other stores matters. No
+// "memory" clobber: the compiler may move our other loads across it (more in flight).
 __device__ __forceinline__ void pushPack(Pack* slot, const Pack& pack) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(slot), "r"(pack.bits.x), "r"(pack.bits.y),
-               "r"(pack.bits.z), "r"(pack.bits.w)
-               : "memory");
+               "r"(pack.bits.z), "r"(pack.bits.w));
 }
 
-// A load of our own area that the compiler may neither cache nor hoist: peers write it.
+// A load of our own area that the compiler may neither cache nor hoist out of a loop (it is
+// volatile: every execution loads): peers write it. Its result is all that depends on it.
 __device__ __forceinline__ Pack peekPack(const Pack* slot) {
   Pack pack;
   asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(pack.bits.x), "=r"(pack.bits.y), "=r"(pack.bits.z), "=r"(pack.bits.w)
-               : "l"(slot)
-               : "memory");
+               : "l"(slot));
   return pack;
 }
 

@@ -17,19 +17,23 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchA
   allowNextGrid();
   const long long packs = args.packs;
   const int rank = args.rank;
-  const PushRound round = beginPushRound(args.pushState, DirtySlots{static_cast<std::uint64_t>(packs), kRanks, 0});
-
   const bool inputAligned = aligned16(args.input);
   const bool outputAligned = aligned16(args.output);
   const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  // This thread's first pack is loaded before the rotation is read: the two latencies
+  // overlap, and the pack stays in registers as our own contribution. (Usually the only
+  // pack: the grid has one thread per pack up to kMaxPushBlocks blocks.)
+  const Pack firstPack = first < packs ? sanitized(loadMessagePack(args.input, first, args.bytes, inputAligned)) : Pack{};
+  const PushRound round = beginPushRound(args.pushState, DirtySlots{static_cast<std::uint64_t>(packs), kRanks, 0});
 
   // 1. Our input into slot `rank` of every peer's area.
   Pack* ourSlotAt[kRanks];
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) ourSlotAt[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area) + rank * packs;
+#pragma unroll 4
   for (long long i = first; i < packs; i += stride) {
-    const Pack pack = sanitized(loadMessagePack(args.input, i, args.bytes, inputAligned));
+    const Pack pack = i == first ? firstPack : sanitized(loadMessagePack(args.input, i, args.bytes, inputAligned));
 #pragma unroll
     for (int r = 0; r < kRanks; ++r) {
       if (r != rank) pushPack(ourSlotAt[r] + i, pack);
@@ -43,18 +47,19 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchA
   //    writes output pack i, after its last read of input pack i: in-place calls are safe.
   const Pack* slots = areaAt(args.peers.areas[rank], args.areaBytes, round.area);
   for (long long i = first; i < packs; i += stride) {
+    // Our own pack is loaded before the wait, so that its latency hides behind it.
+    const Pack own = i == first ? firstPack : sanitized(loadMessagePack(args.input, i, args.bytes, inputAligned));
     Pack got[kRanks];
     if (!awaitPacks<kRanks>(slots, packs, i, peersOf<kRanks>(rank), got, args.abortFlag)) return;
-    const Pack own = sanitized(loadMessagePack(args.input, i, args.bytes, inputAligned));
     storeMessagePack(args.output, i, args.bytes, outputAligned, reduceInRankOrder<T, kRanks>(got, own, rank));
   }
 }
 
 template <typename T, int kRanks>
-cudaError_t launchOneShotPush(const LaunchArgs& args, cudaStream_t stream) {
-  return launchGrid(&oneShotPushKernel<T, kRanks>, args, stream);
+AllReduceKernel oneShotPushKernelOf() {
+  return &oneShotPushKernel<T, kRanks>;
 }
 
-CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchOneShotPush)
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(oneShotPushKernelOf)
 
 }  // namespace car

@@ -42,10 +42,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs
 }
 
 template <typename T, int kRanks>
-cudaError_t launchOneStage(const LaunchArgs& args, cudaStream_t stream) {
-  return launchGrid(&oneStageKernel<T, kRanks>, args, stream);
+AllReduceKernel oneStageKernelOf() {
+  return &oneStageKernel<T, kRanks>;
 }
 
-CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchOneStage)
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(oneStageKernelOf)
 
 }  // namespace car

@@ -28,23 +28,34 @@ __device__ __forceinline__ Pack* areaAt(void* areas, std::size_t areaBytes, unsi
 }
 
 // Called by every thread of the block, first thing after waiting for the previous grid.
-// Thread 0 reads the rotation once for the block and advances it right away: the next call
-// reads it only after this kernel has ended, and the rest of the block uses the shared copy.
+// Thread 0 reads the rotation once for the block (all its loads at once: this sits on every
+// call's critical path), and the block advances it right away, each thread one copy: the
+// next call reads it only after this kernel has ended, and the block uses the shared copy.
 // `used` describes the slots this call makes peers write into our area.
 __device__ __forceinline__ PushRound beginPushRound(PushState* state, DirtySlots used) {
   __shared__ PushRound shared;
   if (threadIdx.x == 0) {
     const unsigned area = state->areaOf[blockIdx.x];
+    DirtySlots dirty[kPushAreas];
+#pragma unroll
+    for (int a = 0; a < kPushAreas; ++a) dirty[a] = state->dirty[a];
     const unsigned stale = (area + kPushAreas - 1) % kPushAreas;
     shared.area = area;
     shared.stale = stale;
-    shared.staleSlots = state->dirty[stale];
-    // Block b owns the copies b, b + G, b + 2G, ...: together the blocks advance them all.
-    const unsigned next = (area + 1) % kPushAreas;
-    for (int v = blockIdx.x; v < kMaxPushBlocks; v += gridDim.x) state->areaOf[v] = next;
+    shared.staleSlots = dirty[0];
+#pragma unroll
+    for (int a = 1; a < kPushAreas; ++a) {
+      if (static_cast<unsigned>(a) == stale) shared.staleSlots = dirty[a];
+    }
     if (blockIdx.x == 0) state->dirty[area] = used;
   }
   __syncthreads();
+  // Block b owns the copies b, b + G, b + 2G, ...: together the blocks advance them all.
+  const unsigned next = (shared.area + 1) % kPushAreas;
+  for (unsigned v = blockIdx.x + threadIdx.x * gridDim.x; v < static_cast<unsigned>(kMaxPushBlocks);
+       v += gridDim.x * blockDim.x) {
+    state->areaOf[v] = next;
+  }
   return shared;
 }
 
@@ -58,6 +69,7 @@ __device__ __forceinline__ void clearStaleSlots(Pack* staleArea, const DirtySlot
   for (unsigned s = 0; s < dirty.slots; ++s) {
     if (static_cast<int>(s % ranks) == rank) continue;
     Pack* slot = staleArea + s * slotPacks;
+#pragma unroll 4
     for (long long i = first; i < slotPacks; i += stride) slot[i] = sentinel;
   }
 }

@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
   for (int r = 0; r < kRanks; ++r) areaOf[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area);
 
   // 1. Scatter: shard j of our input into slot `rank` of rank j's scatter region.
+#pragma unroll 4
   for (long long o = first; o < shard; o += stride) {
 #pragma unroll
     for (int j = 0; j < kRanks; ++j) {
@@ -55,9 +56,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
   for (long long o = first; o < shard; o += stride) {
     const long long g = rank * shard + o;
     if (g >= packs) break;
+    // Our own pack is loaded before the wait, so that its latency hides behind it.
+    const Pack own = sanitized(loadMessagePack(args.input, g, args.bytes, inputAligned));
     Pack got[kRanks];
     if (!awaitPacks<kRanks>(scatter, shard, o, peersOf<kRanks>(rank), got, args.abortFlag)) return;
-    const Pack own = sanitized(loadMessagePack(args.input, g, args.bytes, inputAligned));
     const Pack reduced = sanitized(reduceInRankOrder<T, kRanks>(got, own, rank));
 #pragma unroll
     for (int q = 0; q < kRanks; ++q) {
@@ -85,10 +87,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
 }
 
 template <typename T, int kRanks>
-cudaError_t launchTwoShotPush(const LaunchArgs& args, cudaStream_t stream) {
-  return launchGrid(&twoShotPushKernel<T, kRanks>, args, stream);
+AllReduceKernel twoShotPushKernelOf() {
+  return &twoShotPushKernel<T, kRanks>;
 }
 
-CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchTwoShotPush)
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(twoShotPushKernelOf)
 
 }  // namespace car

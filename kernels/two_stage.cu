@@ -85,10 +85,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
 }
 
 template <typename T, int kRanks>
-cudaError_t launchTwoStage(const LaunchArgs& args, cudaStream_t stream) {
-  return launchGrid(&twoStageKernel<T, kRanks>, args, stream);
+AllReduceKernel twoStageKernelOf() {
+  return &twoStageKernel<T, kRanks>;
 }
 
-CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchTwoStage)
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(twoStageKernelOf)
 
 }  // namespace car

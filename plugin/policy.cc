@@ -18,17 +18,19 @@ constexpr int kHopper = 90;
 constexpr std::size_t kHopperOneStageBelowUpTo4Ranks = 768 * 1024;
 
 // 1shot sends (ranks - 1) x the message from every rank, 2shot about 2 x (ranks - 1) / ranks x
-// but waits twice. Index: world size. See docs/benchmarks.md, "The choice", for the
-// measurements behind each entry and for which ones are still estimates.
+// but waits twice. Index: world size. 2 ranks: measured on 2 H200s (docs/benchmarks.md, "The
+// choice"): 1shot 5.66 against 2shot 6.93 us at 1 MiB, 9.62 against 9.86 at 2 MiB, 16.37
+// against 16.03 at 4 MiB. 3 to 8 ranks: not measured on NVLink yet; the points where 2shot's
+// fewer bytes over ~450 GB/s per GPU repay its second wait (~1.5 us).
 constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
     0, 0,
-    512 * 1024,  // 2 ranks
-    256 * 1024,  // 3
-    256 * 1024,  // 4
-    128 * 1024,  // 5
-    128 * 1024,  // 6
-    128 * 1024,  // 7
-    128 * 1024,  // 8
+    2048 * 1024,  // 2 ranks
+    512 * 1024,   // 3
+    256 * 1024,   // 4
+    128 * 1024,   // 5
+    128 * 1024,   // 6
+    128 * 1024,   // 7
+    128 * 1024,   // 8
 };
 
 bool topologyServed(const CommunicatorFacts& comm) {

@@ -16,6 +16,11 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
       options.rank >= options.ranks) {
     return cudaErrorInvalidValue;
   }
+  {
+    DeviceGuard loading(options.device);
+    CAR_CUDA_RETURN_IF_FAILED(options.device, loading.error());
+    CAR_CUDA_RETURN_IF_FAILED(options.device, loadKernels());
+  }
   std::unique_ptr<BufferBlock> block;
   cudaError_t err = BufferBlock::allocate(options.device, layoutFor(options.config.maxBytes, options.config.pushMaxBytes),
                                           &block);
@@ -134,6 +139,8 @@ cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecis
     return cudaSuccess;
   }
   args->input = nullptr;
+  // The kernel follows our copy, not another kernel: nothing for PDL to overlap.
+  args->pdl = false;
   void* staging = const_cast<void*>(args->peers.staging[options_.rank]);
   CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaMemcpyAsync(staging, call.send, decision.bytes,
                                                              cudaMemcpyDeviceToDevice, call.stream));

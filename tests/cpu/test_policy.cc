@@ -162,7 +162,7 @@ TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy
 TEST_CASE("decideCall takes an eligible sum of a supported type, of any element count", "[policy]") {
   const Config config;
   for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
-    for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{4096 / elementBytes(type)}, std::size_t{1001}}) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{3}, 4096 / static_cast<std::size_t>(elementBytes(type)), std::size_t{1001}}) {
       CAPTURE(elementTypeName(type), count);
       const CallDecision decision = decideCall({4, true}, sumOf(type, count), config);
       CHECK(decision.ours);
