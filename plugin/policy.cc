@@ -84,7 +84,7 @@ bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t byte
   switch (algorithm) {
     case Algorithm::OneStage:
     case Algorithm::TwoStage:
-      return bytes % kPackBytes == 0;
+      return bytes % kPackBytes == 0 && bytes <= pullBufferBytes(config);
     case Algorithm::OneShotPush:
       return bytes <= config.pushMaxBytes &&
              oneShotAreaUse(packsOf(static_cast<long long>(bytes)), comm.ranks) <= pushAreaBytesFor(config.pushMaxBytes);
@@ -94,6 +94,13 @@ bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t byte
   }
   return false;
 }
+
+bool pullKernelsReachable(const Config& config) {
+  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
+  return (forced && !isPush(*forced)) || config.pushMaxBytes < config.maxBytes;
+}
+
+std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(config) ? config.maxBytes : 0; }
 
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
   if (!topologyServed(comm)) return none(ForwardReason::NotEligible);

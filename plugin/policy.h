@@ -79,6 +79,14 @@ AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t byte
 // the call (it cannot make an unsupported topology ours).
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
 
+// Whether any call can reach a pull kernel with these settings: when NCCL_CAR_ALGO forces one,
+// or when the push kernels stop below NCCL_CAR_MAX_BYTES. Otherwise the pull kernels' staging
+// and tmp buffers (2 x NCCL_CAR_MAX_BYTES per rank) are not allocated at all.
+bool pullKernelsReachable(const Config& config);
+
+// Bytes of the pull kernels' staging (and of tmp) per rank: NCCL_CAR_MAX_BYTES or 0.
+std::size_t pullBufferBytes(const Config& config);
+
 struct CallDecision {
   bool ours = false;
   Algorithm algorithm = Algorithm::OneStage;

@@ -22,8 +22,8 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
     CAR_CUDA_RETURN_IF_FAILED(options.device, loadKernels());
   }
   std::unique_ptr<BufferBlock> block;
-  cudaError_t err = BufferBlock::allocate(options.device, layoutFor(options.config.maxBytes, options.config.pushMaxBytes),
-                                          &block);
+  const BlockLayout layout = layoutFor(pullBufferBytes(options.config), options.config.pushMaxBytes);
+  cudaError_t err = BufferBlock::allocate(options.device, layout, &block);
   if (err != cudaSuccess) return err;
 
   DeviceGuard guard(options.device);

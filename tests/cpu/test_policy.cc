@@ -232,3 +232,33 @@ TEST_CASE("every forward reason has a distinct name", "[policy]") {
   CHECK(names.size() == static_cast<std::size_t>(ForwardReason::kCount));
   CHECK(names.count("?") == 0);
 }
+
+TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull kernel", "[policy]") {
+  Config config;  // push kernels up to NCCL_CAR_MAX_BYTES: no pull kernel is ever chosen
+  CHECK_FALSE(pullKernelsReachable(config));
+  CHECK(pullBufferBytes(config) == 0);
+  CHECK_FALSE(canRun(Algorithm::OneStage, {2, true}, 16, config));
+  config.algorithm = AlgorithmOverride::TwoStage;
+  CHECK(pullBufferBytes(config) == config.maxBytes);
+  CHECK(canRun(Algorithm::TwoStage, {2, true}, 16, config));
+  config.algorithm = AlgorithmOverride::OneShot;  // forcing a push kernel changes nothing
+  CHECK(pullBufferBytes(config) == 0);
+  config.algorithm = AlgorithmOverride::Auto;
+  config.pushMaxBytes = config.maxBytes / 2;  // the largest calls go to a pull kernel
+  CHECK(pullBufferBytes(config) == config.maxBytes);
+  CHECK(defaultAlgorithm({2, true}, config.maxBytes, config).algorithm == Algorithm::OneStage);
+  // Whatever the settings, a call the policy takes fits the buffers it goes through.
+  for (AlgorithmOverride algorithm : {AlgorithmOverride::Auto, AlgorithmOverride::OneStage, AlgorithmOverride::TwoShot}) {
+    for (std::size_t pushMax : {std::size_t{0}, std::size_t{64} << 10, config.maxBytes}) {
+      Config c;
+      c.algorithm = algorithm;
+      c.pushMaxBytes = pushMax;
+      for (std::size_t bytes : {std::size_t{16}, std::size_t{100}, std::size_t{1} << 20, c.maxBytes}) {
+        const AlgorithmChoice choice = chooseAlgorithm({4, true, 90}, bytes, c);
+        if (!choice.algorithm) continue;
+        CAPTURE(overrideName(algorithm), pushMax, bytes);
+        CHECK((isPush(*choice.algorithm) ? bytes <= c.pushMaxBytes : bytes <= pullBufferBytes(c)));
+      }
+    }
+  }
+}

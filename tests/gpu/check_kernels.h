@@ -16,9 +16,9 @@ cudaError_t compareAndPoison(void* output, const void* expected, std::size_t byt
 // holds back everything behind it on `stream` until the host opens the gate.
 cudaError_t launchGate(const volatile int* gate, cudaStream_t stream);
 
-// Tries a launch with an impossible block size and leaves its error
-// (cudaErrorInvalidConfiguration, not sticky) unread in CUDA's last-error slot, as a careless
-// application would. Returns that error.
+// Tries a launch with an impossible block size and leaves its error (not sticky: CUDA 13
+// says cudaErrorInvalidValue) unread in CUDA's last-error slot, as a careless application
+// would. Returns that error.
 cudaError_t leaveStaleLaunchError();
 
 }  // namespace car::testing
