@@ -29,6 +29,9 @@ inline ncclResult_t unavailableResult<ncclResult_t>(bool noRealNccl) {
 }
 
 template <>
+inline void unavailableResult<void>(bool) {}
+
+template <>
 inline const char* unavailableResult<const char*>(bool) {
   return "nccl-car: this NCCL function is not available (see the NCCL-CAR WARN line)";
 }

@@ -9,6 +9,8 @@
 
 #include "forward_target.h"
 
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // ncclResetDebugInit: forwarded all the same
+
 #define CAR_NCCL_FUNCTION(ret, name, params, args)                             \
   extern "C" __attribute__((weak, visibility("default"))) ret name params {    \
     static car::ForwardSlot slot;                                              \
