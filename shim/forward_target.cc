@@ -4,8 +4,7 @@
 
 namespace car {
 
-void* forwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
-  if (void* cached = slot.target.load(std::memory_order_acquire)) return cached;
+void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
   try {
     const RealNccl* real = realNccl();
     *noRealNccl = real == nullptr;

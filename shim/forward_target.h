@@ -15,9 +15,16 @@ struct ForwardSlot {
   std::atomic<bool> reportedMissing{false};
 };
 
+// The first call of a forwarder: looks `name` up and fills the slot.
+void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept;
+
 // The real `name`, or nullptr: there is no real NCCL (*noRealNccl set; realNccl() has logged
-// it), or the real NCCL lacks `name` (an older NCCL; one WARN per function names it).
-void* forwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept;
+// it), or the real NCCL lacks `name` (an older NCCL; one WARN per function names it). Inline:
+// after the first call a forwarder costs one load and one indirect call.
+inline void* forwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
+  if (void* cached = slot.target.load(std::memory_order_acquire)) return cached;
+  return resolveForwardTarget(name, slot, noRealNccl);
+}
 
 // What a forwarder returns when it has nowhere to go.
 template <typename Result>
