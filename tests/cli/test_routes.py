@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from cli_support import REPO_ROOT, clean_env, run_tool, stand_in_library, write_script
-from nccl_car_cli import elf_probe, routes
+from nccl_car_cli import elf_probe, nccl_probe, routes
 
 BUILD_DIR = os.environ.get("CAR_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
 LINKED_DRIVER = os.path.join(BUILD_DIR, "tests", "shim_driver")
@@ -141,3 +141,32 @@ class ModeEnvironmentTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DoctorRoutesTest(unittest.TestCase):
+    def test_doctor_names_the_mode_a_command_needs(self):
+        with tempfile.TemporaryDirectory() as folder:
+            script = write_script(os.path.join(folder, "psum.py"), "import jax\n")
+            result = run_tool("doctor", "--", "python3", script)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("command:   nccl-car run would use --mode audit: psum.py imports jax", result.stdout)
+            self.assertIn("modes:     preload (LD_PRELOAD) for programs linked against libnccl.so.2", result.stdout)
+            report = json.loads(run_tool("doctor", "--json", "--", "python3", script).stdout)
+            self.assertEqual(report["routes"]["command"]["mode"], "audit")
+            self.assertTrue(report["routes"]["audit_module"]["path"].endswith("/libnccl-car-audit.so"))
+
+    def test_without_a_command_doctor_says_no_mode(self):
+        report = json.loads(run_tool("doctor", "--json").stdout)
+        self.assertIsNone(report["routes"]["command"])
+
+
+class ProbeTest(unittest.TestCase):
+    @unittest.skipUnless(os.path.exists(LIBRARY), "no build")
+    def test_the_library_itself_is_never_the_real_nccl(self):
+        dropin = os.path.join(os.path.dirname(LIBRARY), "dropin", "libnccl.so.2")
+        loaded = []
+        found = nccl_probe.locate({"NCCL_CAR_NCCL_LIB": dropin}, [], load=lambda target: loaded.append(target),
+                                  exclude=LIBRARY)
+        self.assertEqual(found["tried"][0], {"source": "NCCL_CAR_NCCL_LIB", "target": dropin,
+                                             "error": "is libnccl-car.so itself"})
+        self.assertNotIn(dropin, loaded)  # not even loaded into the tool
