@@ -20,6 +20,8 @@ inline const char* partialStandinLibrary() { return CAR_PARTIAL_STANDIN_LIBRARY;
 inline const char* ncclHeader() { return CAR_NCCL_HEADER; }
 inline const char* pythonProgram() { return CAR_PYTHON; }
 inline const char* ctypesClient() { return CAR_CTYPES_CLIENT; }
+// The real libnccl.so.2 CMake found (for the end-to-end programs), "" when there is none.
+inline const char* realNcclLibrary() { return CAR_REAL_NCCL_LIBRARY; }
 
 struct ChildRun {
   std::string program = driverProgram();

@@ -121,3 +121,38 @@ TEST_CASE("routes: a Python ctypes client reaches our hooks through the drop-in 
   }
   checkNotReached(runThrough(Route::Preload, pythonProgram(), {ctypesClient(), "libnccl.so.2"}, forced));
 }
+
+TEST_CASE("routes: the real NCCL, where the build found one, answers through LD_AUDIT and the drop-in folder as "
+          "it answers alone", "[shim][routes][realnccl]") {
+  // Calls that need no GPU: on CI this is as far as the real library can be driven.
+  const std::string real = realNcclLibrary();
+  if (real.empty()) {
+    WARN("no real libnccl.so.2 in this build: the stand-in tests above must do");
+    return;
+  }
+  const std::string probe =
+      "import ctypes, sys\n"
+      "nccl = ctypes.CDLL(sys.argv[1])\n"
+      "version = ctypes.c_int()\n"
+      "print('version', nccl.ncclGetVersion(ctypes.byref(version)), version.value)\n"
+      "nccl.ncclGetErrorString.restype = ctypes.c_char_p\n"
+      "print('text', nccl.ncclGetErrorString(5).decode())\n";
+  const std::string folder = folderOf(real);
+  ChildRun alone;
+  alone.program = pythonProgram();
+  alone.args = {"-c", probe, "libnccl.so.2"};
+  alone.env = {"LD_LIBRARY_PATH=" + folder};
+  alone.preload = false;
+  const ChildResult expected = runChild(alone);
+  REQUIRE(expected.exitCode == 0);
+  REQUIRE(linesWith(expected.out, {"version 0 "}).size() == 1);
+  for (const auto& [route, library] : std::vector<std::pair<Route, std::string>>{
+           {Route::Audit, "libnccl.so.2"}, {Route::Audit, real}, {Route::Dropin, "libnccl.so.2"}}) {
+    INFO(routeName(route) << ", " << library);
+    const ChildResult run =
+        runThrough(route, pythonProgram(), {"-c", probe, library}, {"NCCL_CAR_DEBUG=INFO"}, folder);
+    CHECK(run.exitCode == 0);
+    CHECK(run.out == expected.out);
+    CHECK(linesWith(run.err, {"NCCL-CAR INFO real NCCL found as"}).size() == 1);  // through us
+  }
+}
