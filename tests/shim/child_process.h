@@ -14,6 +14,7 @@ inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
 inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
 inline const char* standinLibrary() { return CAR_STANDIN_LIBRARY; }
 inline const char* exportsMap() { return CAR_SHIM_EXPORTS_MAP; }
+inline const char* handleDriverProgram() { return CAR_SHIM_HANDLE_DRIVER; }
 inline const char* auditLibrary() { return CAR_AUDIT_LIBRARY; }
 inline const char* dropinFolder() { return CAR_DROPIN_FOLDER; }
 inline const char* partialStandinLibrary() { return CAR_PARTIAL_STANDIN_LIBRARY; }

@@ -46,11 +46,12 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
   }
   for (Route route : {Route::Preload, Route::Dropin, Route::Audit}) {
     INFO(routeName(route));
-    std::vector<std::string> args;
-    if (route != Route::Preload) args = {"--open", "libnccl.so.2"};  // else: the preloaded library's symbols
-    args.push_back("forwarded");
+    // Under LD_PRELOAD: a handle on the preloaded library itself (the driver dlopens its
+    // path), whose forwarders find the stand-in by name.
+    std::vector<std::string> args = {route == Route::Preload ? std::string(shimLibrary()) : "libnccl.so.2",
+                                     "forwarded"};
     args.insert(args.end(), names.begin(), names.end());
-    const ChildResult run = runThrough(route, nolibDriverProgram(), args, env);
+    const ChildResult run = runThrough(route, handleDriverProgram(), args, env);
     checkSetupPlacement(checkSteps(run), {"init"});
     const Outputs outputs = parseOutputs(run.out);
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -66,11 +67,11 @@ TEST_CASE("forwarded: a function the real NCCL lacks returns ncclInvalidUsage, a
           "[shim][forwarded]") {
   // The partial stand-in has only the hand-written functions: an older NCCL, to us.
   const std::vector<std::string> names = genericallyForwarded();
-  std::vector<std::string> args = {"--open", "libnccl.so.2", "forwarded"};
+  std::vector<std::string> args = {"libnccl.so.2", "forwarded"};
   args.insert(args.end(), names.begin(), names.end());
   args.insert(args.end(), names.begin(), names.end());  // twice: still one WARN each
   const ChildResult run =
-      runThrough(Route::Dropin, nolibDriverProgram(), args, {}, folderOf(partialStandinLibrary()));
+      runThrough(Route::Dropin, handleDriverProgram(), args, {}, folderOf(partialStandinLibrary()));
   INFO(run.out << run.err);
   REQUIRE(run.exitCode == 0);
   for (const std::string& name : names) {

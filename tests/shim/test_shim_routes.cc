@@ -13,12 +13,11 @@ using namespace shimtest;
 
 namespace {
 
-const std::set<std::string> kInits = {"init", "init.cfg", "init.scal", "initall", "split", "shrink"};
+// The steps of shim_handle_driver's life-cycle that make communicators.
+const std::set<std::string> kInits = {"init", "init.cfg", "initall", "split"};
 
-ChildResult runOpened(Route route, const std::string& library, const std::vector<std::string>& more = {}) {
-  std::vector<std::string> args = {"--open", library};
-  args.insert(args.end(), more.begin(), more.end());
-  return runThrough(route, nolibDriverProgram(), args, {"NCCL_CAR_DEBUG=INFO"});
+ChildResult runOpened(Route route, const std::string& library) {
+  return runThrough(route, handleDriverProgram(), {library}, {"NCCL_CAR_DEBUG=INFO"});
 }
 
 void checkReached(const ChildResult& run, const std::set<std::string>& setupSteps) {
@@ -77,7 +76,7 @@ TEST_CASE("routes: under LD_AUDIT every later load of NCCL, by name or by path, 
     std::vector<std::string> env = {"NCCL_CAR_DEBUG=INFO"};
     if (!c.configured.empty()) env.push_back("NCCL_CAR_NCCL_LIB=" + c.configured);
     const ChildResult run =
-        runThrough(Route::Audit, nolibDriverProgram(), {"--open", c.first, "--then", c.second}, env);
+        runThrough(Route::Audit, handleDriverProgram(), {c.first, "then", c.second}, env);
     std::set<std::string> setup = kInits;
     setup.insert("then.init");
     checkReached(run, setup);
