@@ -21,7 +21,7 @@ void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl
     slot.target.store(symbol, std::memory_order_release);
     return symbol;
   } catch (...) {
-    *noRealNccl = true;  // nothing better to say without allocating
+    *noRealNccl = true;  // out of memory while looking: answer as without a real NCCL
     return nullptr;
   }
 }

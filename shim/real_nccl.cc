@@ -58,15 +58,17 @@ bool resolve(RealNccl* table, std::string* failure) {
       fill(opened, table, configured.empty() ? "dlopen(libnccl.so.2)" : "NCCL_CAR_NCCL_LIB")) {
     return true;
   }
+  // When we are the libnccl.so.2 the program loaded (LD_AUDIT, a drop-in folder), the
+  // lookups above found only us: the real one must be opened by path.
+  const bool foundUs = opened != nullptr && dlsym(opened, "ncclGetVersion") != nullptr &&
+                       realSymbol(opened, "ncclGetVersion") == nullptr;
   if (opened == nullptr) {
     const char* error = dlerror();
     *failure = error != nullptr ? error : path;
   } else {
-    *failure = std::string(path) + " lacks NCCL functions";
+    *failure = std::string(path) + (foundUs ? " is libnccl-car.so itself" : " lacks NCCL functions");
   }
-  // When we are the libnccl.so.2 the program loaded (LD_AUDIT, a drop-in directory), the
-  // lookups above found only us: the real one must be opened by path.
-  if (opened == nullptr || realSymbol(opened, "ncclGetVersion") == nullptr) {
+  if (opened == nullptr || foundUs) {
     const char* byPathOrigin = nullptr;
     if (void* real = openRealNcclByPath(!configured.empty(), &byPathOrigin, failure)) {
       if (fill(real, table, byPathOrigin)) return true;
