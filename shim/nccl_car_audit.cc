@@ -139,9 +139,11 @@ CAR_AUDIT_API char* la_objsearch(const char* name, uintptr_t*, unsigned int flag
   const bool exists = isFile(name);
   if (flag == LA_SER_ORIG && (strchr(name, '/') == nullptr || !exists)) return const_cast<char*>(name);
   if (!exists && !gServing) return const_cast<char*>(name);  // not in this folder: the loader tries the next
-  if (exists) remember(name);
-  logLine("INFO", __LINE__, "%s is served by %s; the real NCCL is %s", name, gOurLibrary,
-          gRealNccl[0] != '\0' ? gRealNccl : "not known yet");
+  if (exists) {
+    remember(name);
+    logLine("INFO", __LINE__, "%s is served by %s; the real NCCL is %s", name, gOurLibrary,
+            gRealNccl[0] != '\0' ? gRealNccl : "not known yet");
+  }
   gServing = true;
   return gOurLibrary;
 }
