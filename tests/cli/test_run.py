@@ -106,8 +106,8 @@ class RunTest(unittest.TestCase):
         result = run_tool("run", "--lib", self.library, "--", sys.executable, "-c", "print('hi')")
         self.assertEqual(result.returncode, 0)
         self.assertEqual(result.stdout, "hi\n")
-        self.assertIn("no NCCL-CAR line was seen: the library was not loaded, or the program made "
-                      "no NCCL calls", result.stderr)
+        self.assertIn("no communicator reached the library: it was preloaded, but no NCCL call reached it",
+                      result.stderr)
 
     def test_command_not_found_or_not_executable(self):
         result = run_tool("run", "--lib", self.library, "--", "/nonexistent/program")

@@ -5,6 +5,8 @@
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 released: taken 1shot=9
         2shot=2 1stage=0 2stage=1 (1052688 bytes) forwarded 4 (op=1 too-large=3)
     host:pid:tid [dev] file.cc:123 NCCL-CAR WARN <text>
+    host:pid:tid [-1] NCCL-CAR INFO real NCCL found as <where>   (first NCCL call of a process)
+    host:pid:tid [-1] NCCL-CAR INFO audit: <file> is served by <libnccl-car.so>; ...
 
 Every rank logs its own lines, so calls are counted once per rank that made them."""
 
@@ -42,6 +44,8 @@ class LogTally:
         self.taken_bytes = 0
         self.forwarded = 0
         self.forward_reasons = Counter()
+        self.real_nccl_found = 0        # processes in which an NCCL call reached the library
+        self.audit_served = 0           # loads of NCCL the audit module turned to the library
         self.warnings = []              # WARN texts, with their source location
         self.not_understood = []        # setup/released lines in an unknown format
         self._open = set()              # (host, pid, comm, rank) set up, not yet released
@@ -56,6 +60,10 @@ class LogTally:
             where = f"{match['where']}: " if match["where"] else ""
             self.warnings.append(where + match["text"])
             return
+        if match["text"].startswith("real NCCL found as "):
+            self.real_nccl_found += 1
+        elif match["text"].startswith("audit: ") and " is served by " in match["text"]:
+            self.audit_served += 1
         comm = _COMM.fullmatch(match["text"])
         if comm is None:
             return  # other INFO/TRACE lines carry nothing the summary counts
