@@ -1,10 +1,12 @@
 // The table of contents of kernels/: everything host code may call. Each __global__ kernel
-// sits right above its launcher in one_stage.cu and two_stage.cu; dispatch.cu turns the
-// run-time (type, world size, algorithm) into one of those template instances.
+// sits right above its launcher in one_stage.cu, two_stage.cu, one_shot_push.cu and
+// two_shot_push.cu; dispatch.cu turns the run-time (type, world size, algorithm) into one of
+// those template instances.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "rank_signal.h"
@@ -12,11 +14,25 @@
 namespace car {
 
 enum class ElementType { Float16, BFloat16, Float32 };
-enum class Algorithm { OneStage, TwoStage };
+
+// Pull kernels read the peers' staging copies behind barriers; push kernels write into the
+// peers' receive areas and wait for nothing but the data itself (docs/design.md).
+enum class Algorithm {
+  OneStage,     // pull, every rank reduces everything: 2 barriers
+  TwoStage,     // pull, reduce-scatter + all-gather: 3 barriers
+  OneShotPush,  // push every input to every rank, each reduces everything: no barrier
+  TwoShotPush,  // push shards to their owners, owners push the reduced shard to all
+  kCount,
+};
+
+constexpr int kAlgorithmCount = static_cast<int>(Algorithm::kCount);
 
 const char* algorithmName(Algorithm algorithm);
 const char* elementTypeName(ElementType type);
 int elementBytes(ElementType type);
+constexpr bool isPush(Algorithm algorithm) {
+  return algorithm == Algorithm::OneShotPush || algorithm == Algorithm::TwoShotPush;
+}
 
 // Addresses of every rank's buffer block as seen from this rank (its own included), fixed
 // at setup. Passed by value into the kernel, so a captured CUDA graph replays correctly.
@@ -24,34 +40,56 @@ struct PeerTable {
   Signal* signals[kMaxRanks];
   const void* staging[kMaxRanks];
   void* tmp[kMaxRanks];
+  void* areas[kMaxRanks];  // area 0 of each rank; area a starts a * areaBytes further
 };
 
+// Everything a kernel needs, passed by value as its one argument.
 struct LaunchArgs {
   PeerTable peers{};
   Signal* selfSignal = nullptr;      // == peers.signals[rank], in this rank's own mapping
-  void* output = nullptr;            // caller's output, 16-byte aligned
-  long long packs = 0;               // message size in 16-byte packs
+  PushState* pushState = nullptr;    // this rank's, local
+  std::size_t areaBytes = 0;         // bytes of one push area
+  void* output = nullptr;            // caller's output; pull kernels: 16-byte aligned
+  // The caller's input. Push kernels always read it themselves. Pull kernels: non-null, the
+  // kernel copies it into this rank's staging itself (16-byte aligned, one launch instead of
+  // copy + kernel); null, the caller has already copied it there. Ranks may differ in this.
+  const void* input = nullptr;
+  long long bytes = 0;               // message size; pull kernels: a multiple of 16
+  long long packs = 0;               // packsOf(bytes)
   int rank = 0;
   int ranks = 0;                     // 2..kMaxRanks
-  int blocks = 0;                    // gridBlocks(packs, maxBlocks), same on every rank
+  // Pull kernels: gridBlocks(packs, maxBlocks), the same on every rank (the barrier pairs
+  // block b with block b). Push kernels: any grid; pushGridBlocks is the usual one.
+  int blocks = 0;
+  int threads = kThreadsPerBlock;    // pull kernels: always kThreadsPerBlock
   ElementType type = ElementType::Float32;
   Algorithm algorithm = Algorithm::OneStage;
-  // Host-mapped word the barrier polls while it spins; non-zero makes every kernel of this
-  // rank return promptly (ncclCommAbort). May be null.
+  // Programmatic dependent launch (sm_90 and newer): the kernel may be scheduled while the
+  // previous kernel on the stream drains; it waits for it before touching memory.
+  bool pdl = false;
+  // Host-mapped word the spins poll; non-zero makes every kernel of this rank return
+  // promptly (ncclCommAbort). May be null.
   const volatile std::uint32_t* abortFlag = nullptr;
-  // The caller's input, 16-byte aligned, or null. Non-null: the kernel copies it into this
-  // rank's staging itself (one launch instead of copy + kernel). Null: the caller has
-  // already copied it there. Ranks of one call may differ in this.
-  const void* input = nullptr;
 };
 
-// Launches the kernel. Without args.input the caller must have copied the input into this
-// rank's staging first, on the same stream. Returns cudaErrorInvalidValue, launching
-// nothing, for a combination there is no kernel for.
+// Launches the kernel. For a pull kernel without args.input the caller must have copied the
+// input into this rank's staging first, on the same stream. Returns the launch's own error,
+// or cudaErrorInvalidValue, launching nothing, for a combination there is no kernel for.
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream);
+
+// Loads every kernel of kernels/ into the current device's context now. With CUDA's lazy
+// module loading, the first launch of a kernel would otherwise load it then, and loading
+// waits for the device: a kernel already spinning there (ours, for a peer whose call comes
+// from the same, now waiting, thread) would never end. Called at every engine's creation,
+// before its first launch; after the first time it only confirms.
+cudaError_t loadKernels();
 
 // Writes `round` into every barrier counter and flag slot of a fresh Signal, so tests can
 // start just below the 32-bit wrap-around. Every rank must be given the same value.
 cudaError_t presetSignalRound(Signal* signal, std::uint32_t round, cudaStream_t stream);
+
+// Fills `bytes` bytes (a multiple of 16) at `areas` with the push kernels' "nothing arrived
+// yet" sentinel. Done once when a block is allocated; the kernels keep it so afterwards.
+cudaError_t fillWithSentinel(void* areas, std::size_t bytes, cudaStream_t stream);
 
 }  // namespace car

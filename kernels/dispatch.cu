@@ -1,35 +1,48 @@
 // Run-time (element type, world size, algorithm) -> the template instance that runs it.
 // An unsupported combination yields nullptr and cudaErrorInvalidValue: never a silent
 // success that launched nothing.
+#include <array>
 #include <utility>
+#include <vector>
 
 #include "dispatch.cuh"
 #include "geometry.h"
+#include "lamport.cuh"
 
 namespace car {
 namespace {
 
 constexpr int kMinRanks = 2;
 
+static_assert(kInstantiatedMaxRanks == kMaxRanks, "CAR_INSTANTIATE_FOR_RANKS must list 2..kMaxRanks");
+
+template <typename T, int kRanks>
+AllReduceKernel kernelOf(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::OneStage: return oneStageKernelOf<T, kRanks>();
+    case Algorithm::TwoStage: return twoStageKernelOf<T, kRanks>();
+    case Algorithm::OneShotPush: return oneShotPushKernelOf<T, kRanks>();
+    case Algorithm::TwoShotPush: return twoShotPushKernelOf<T, kRanks>();
+    case Algorithm::kCount: break;
+  }
+  return nullptr;
+}
+
 template <typename T, int... kOffsets>
-KernelLauncher pickByRanks(Algorithm algorithm, int ranks, std::integer_sequence<int, kOffsets...>) {
-  KernelLauncher picked = nullptr;
+AllReduceKernel pickByRanks(Algorithm algorithm, int ranks, std::integer_sequence<int, kOffsets...>) {
+  AllReduceKernel picked = nullptr;
   // Exactly one offset matches; the fold visits each world size once.
-  ((ranks == kMinRanks + kOffsets
-        ? (picked = algorithm == Algorithm::OneStage ? &launchOneStage<T, kMinRanks + kOffsets>
-                                                     : &launchTwoStage<T, kMinRanks + kOffsets>)
-        : picked),
-   ...);
+  ((ranks == kMinRanks + kOffsets ? (picked = kernelOf<T, kMinRanks + kOffsets>(algorithm)) : picked), ...);
   return picked;
 }
 
 template <typename T>
-KernelLauncher pickForType(Algorithm algorithm, int ranks) {
+AllReduceKernel pickForType(Algorithm algorithm, int ranks) {
   return pickByRanks<T>(algorithm, ranks,
                         std::make_integer_sequence<int, kMaxRanks - kMinRanks + 1>{});
 }
 
-KernelLauncher pickLauncher(ElementType type, Algorithm algorithm, int ranks) {
+AllReduceKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
   switch (type) {
     case ElementType::Float16: return pickForType<__half>(algorithm, ranks);
     case ElementType::BFloat16: return pickForType<__nv_bfloat16>(algorithm, ranks);
@@ -49,10 +62,24 @@ __global__ void presetSignalKernel(Signal* signal, FlagWord round) {
   }
 }
 
+__global__ void fillSentinelKernel(Pack* packs, std::size_t count) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    packs[i] = sentinelPack();
+  }
+}
+
 }  // namespace
 
 const char* algorithmName(Algorithm algorithm) {
-  return algorithm == Algorithm::OneStage ? "1stage" : "2stage";
+  switch (algorithm) {
+    case Algorithm::OneStage: return "1stage";
+    case Algorithm::TwoStage: return "2stage";
+    case Algorithm::OneShotPush: return "1shot";
+    case Algorithm::TwoShotPush: return "2shot";
+    case Algorithm::kCount: break;
+  }
+  return "?";
 }
 
 const char* elementTypeName(ElementType type) {
@@ -66,19 +93,59 @@ const char* elementTypeName(ElementType type) {
 
 int elementBytes(ElementType type) { return type == ElementType::Float32 ? 4 : 2; }
 
+// Whether the push kernel's slots fit in one area (the policy never picks one that does not).
+static bool fitsInArea(const LaunchArgs& args) {
+  const std::size_t used = args.algorithm == Algorithm::OneShotPush ? oneShotAreaUse(args.packs, args.ranks)
+                                                                    : twoShotAreaUse(args.packs, args.ranks);
+  return used <= args.areaBytes;
+}
+
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream) {
-  if (args.blocks < 1 || args.blocks > kMaxBlocks || args.packs < 1 || args.rank < 0 ||
+  const bool push = isPush(args.algorithm);
+  const bool shapeOk = push ? args.input != nullptr && args.pushState != nullptr && fitsInArea(args)
+                            : args.threads == kThreadsPerBlock && args.bytes % static_cast<long long>(kPackBytes) == 0;
+  if (!shapeOk || args.blocks < 1 || args.blocks > (push ? kMaxPushBlocks : kMaxBlocks) || args.threads < 1 ||
+      args.threads > kThreadsPerBlock || args.bytes < 1 || args.packs != packsOf(args.bytes) || args.rank < 0 ||
       args.rank >= args.ranks) {
     return cudaErrorInvalidValue;
   }
-  KernelLauncher launcher = pickLauncher(args.type, args.algorithm, args.ranks);
-  if (launcher == nullptr) return cudaErrorInvalidValue;
-  return launcher(args, stream);
+  const AllReduceKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  return launchGrid(kernel, args, stream);
 }
 
 cudaError_t presetSignalRound(Signal* signal, std::uint32_t round, cudaStream_t stream) {
-  presetSignalKernel<<<1, 256, 0, stream>>>(signal, round);
-  return cudaGetLastError();
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&presetSignalKernel), dim3(1), dim3(256),
+                          std::array<void*, 2>{&signal, &round}.data(), 0, stream);
+}
+
+cudaError_t fillWithSentinel(void* areas, std::size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return cudaSuccess;
+  if (areas == nullptr || bytes % kPackBytes != 0) return cudaErrorInvalidValue;
+  Pack* packs = static_cast<Pack*>(areas);
+  std::size_t count = bytes / kPackBytes;
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&fillSentinelKernel), dim3(256), dim3(256),
+                          std::array<void*, 2>{&packs, &count}.data(), 0, stream);
+}
+
+cudaError_t loadKernels() {
+  std::vector<const void*> kernels = {reinterpret_cast<const void*>(&presetSignalKernel),
+                                      reinterpret_cast<const void*>(&fillSentinelKernel)};
+  for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
+    for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
+      for (int a = 0; a < kAlgorithmCount; ++a) {
+        const AllReduceKernel kernel = pickKernel(type, static_cast<Algorithm>(a), ranks);
+        if (kernel == nullptr) return cudaErrorInvalidValue;
+        kernels.push_back(reinterpret_cast<const void*>(kernel));
+      }
+    }
+  }
+  for (const void* kernel : kernels) {
+    cudaFuncAttributes attributes{};
+    const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace car

@@ -44,4 +44,50 @@ CAR_HOST_DEVICE constexpr Shard shardOf(long long packs, int ranks, int rank) {
   return Shard{begin, end};
 }
 
+// ---- The push kernels (1shot, 2shot) ----------------------------------------------------
+// No barrier pairs their blocks across ranks: each pack carries its own "arrived" mark (the
+// sentinel), so a rank's grid is its own business. Only the offsets inside an area must
+// agree, and they depend on the message and the world size alone.
+
+// Packs of a message of `bytes` bytes; a last partial pack is padded with zeros.
+CAR_HOST_DEVICE constexpr long long packsOf(long long bytes) {
+  return (bytes + static_cast<long long>(kPackBytes) - 1) / static_cast<long long>(kPackBytes);
+}
+
+// Blocks for `work` packs per rank: one pack per thread, at least one block, at most
+// maxBlocks (the caller's limit, itself at most kMaxPushBlocks).
+CAR_HOST_DEVICE constexpr int pushGridBlocks(long long work, int maxBlocks) {
+  const int limit = maxBlocks < kMaxPushBlocks ? maxBlocks : kMaxPushBlocks;
+  long long wanted = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  if (wanted < 1) wanted = 1;
+  return wanted < limit ? static_cast<int>(wanted) : limit;
+}
+
+// Threads per block: a single block gets only as many warps as it has packs, since small
+// calls are dominated by the launch and the spin, not by the copy.
+CAR_HOST_DEVICE constexpr int pushBlockThreads(long long work, int blocks) {
+  if (blocks > 1) return kThreadsPerBlock;
+  const long long warps = (work + 31) / 32;
+  const long long threads = warps < 1 ? 32 : warps * 32;
+  return threads < kThreadsPerBlock ? static_cast<int>(threads) : kThreadsPerBlock;
+}
+
+// 1shot: rank r's whole message goes into slot r of every peer's area.
+CAR_HOST_DEVICE constexpr long long oneShotSlotPacks(long long packs) { return packs; }
+CAR_HOST_DEVICE constexpr std::size_t oneShotAreaUse(long long packs, int ranks) {
+  return static_cast<std::size_t>(ranks) * static_cast<std::size_t>(packs) * kPackBytes;
+}
+
+// 2shot: shard j is packs [j * S, min((j + 1) * S, packs)) with S = ceil(packs / ranks) (the
+// last shards may be short or empty). The area holds a scatter region (slot r: rank r's
+// copy of our shard) and a gather region (slot j: shard j reduced by its owner), each
+// ranks x S packs.
+CAR_HOST_DEVICE constexpr long long twoShotShardPacks(long long packs, int ranks) {
+  return (packs + ranks - 1) / ranks;
+}
+CAR_HOST_DEVICE constexpr std::size_t twoShotAreaUse(long long packs, int ranks) {
+  return 2 * static_cast<std::size_t>(ranks) * static_cast<std::size_t>(twoShotShardPacks(packs, ranks)) *
+         kPackBytes;
+}
+
 }  // namespace car

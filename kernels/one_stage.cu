@@ -4,16 +4,22 @@
 #include "barrier.cuh"
 #include "dispatch.cuh"
 #include "entry.cuh"
+#include "message_packs.cuh"
 #include "packs.cuh"
+#include "pdl.cuh"
 
 namespace car {
 
 // Every rank sums the ranks in the same order 0..n-1, so every rank's output is bitwise
 // identical; do not rotate the sources here the way 2stage does.
 template <typename T, int kRanks>
-__global__ void __launch_bounds__(kThreadsPerBlock, 1)
-    oneStageKernel(PeerTable peers, Signal* self, int rank, const Pack* input, Pack* output,
-                   long long packs, const volatile std::uint32_t* abortFlag) {
+__global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs args) {
+  waitForPreviousGrid();
+  allowNextGrid();
+  const PeerTable& peers = args.peers;
+  const Pack* input = static_cast<const Pack*>(args.input);
+  void* output = args.output;
+  const long long packs = args.packs;
   const Pack* sources[kRanks];
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) sources[r] = static_cast<const Pack*>(peers.staging[r]);
@@ -24,21 +30,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
   auto copyBlockSlice = [&](Pack* staging, const Pack* in) {
     for (long long i = first; i < packs; i += stride) staging[i] = in[i];
   };
-  if (enterAllReduce<kRanks>(peers, self, rank, input, abortFlag, copyBlockSlice)) return;
+  if (enterAllReduce<kRanks>(peers, args.selfSignal, args.rank, input, args.abortFlag, copyBlockSlice)) return;
+  const bool outputAligned = aligned16(output);
   for (long long i = first; i < packs; i += stride) {
-    output[i] = reducePacks<T, kRanks>(sources, i);
+    storeMessagePack(output, i, args.bytes, outputAligned, reducePacks<T, kRanks>(sources, i));
   }
   // The next call's staging copy (by the copy engine, or by the next kernel before its
   // first barrier) runs as soon as this kernel exits, while a slow peer may still be
   // reading our staging: leave only once every peer's block is done with it.
-  crossRankBarrier<kRanks, BarrierKind::Exit>(peers, self, rank, abortFlag);
+  crossRankBarrier<kRanks, BarrierKind::Exit>(peers, args.selfSignal, args.rank, args.abortFlag);
 }
 
 template <typename T, int kRanks>
-cudaError_t launchOneStage(const LaunchArgs& args, cudaStream_t stream) {
-  return launchGrid(&oneStageKernel<T, kRanks>, args, stream);
+AllReduceKernel oneStageKernelOf() {
+  return &oneStageKernel<T, kRanks>;
 }
 
-CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchOneStage)
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(oneStageKernelOf)
 
 }  // namespace car

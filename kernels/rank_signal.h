@@ -4,17 +4,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace car {
 
 // Hard limits of the design. kMaxBlocks is not a tuning knob: the barrier has exactly
-// one flag slot per (block, rank), so a grid larger than this would have no slots.
+// one flag slot per (block, rank), so a pull kernel's grid larger than this would have no
+// slots. The push kernels have no barrier; kMaxPushBlocks only sizes PushState::areaOf.
 constexpr int kMaxRanks = 8;
 constexpr int kMaxBlocks = 36;
+constexpr int kMaxPushBlocks = 128;
 constexpr int kThreadsPerBlock = 512;
 constexpr std::size_t kPackBytes = 16;
+// Receive areas of the push kernels, used in rotation: call k writes area k % 3 and clears
+// area (k - 1) % 3 (docs/design.md, "Why three areas").
+constexpr int kPushAreas = 3;
 
-// 32-bit flags: byte-wide flags produced garbage results in the field (see DESIGN.md).
+// 32-bit flags: byte-wide flags produced garbage results in the field (docs/design.md).
 using FlagWord = std::uint32_t;
 
 // One per rank, at the start of its buffer block. Owned as follows:
@@ -27,18 +33,49 @@ struct Signal {
   alignas(128) FlagWord arrived[2][kMaxBlocks][kMaxRanks];
 };
 
+// Where the push kernels of one rank are in their area rotation. Local to the rank: no peer
+// reads or writes it. Every push call reads it first and advances it last.
+//   areaOf[v]        the area the next push call uses; one copy per virtual block v, so that
+//                    block b of a grid of G blocks reads only areaOf[b] and writes only the
+//                    copies v = b, b + G, ... : no two blocks of one kernel touch one word,
+//                    and all copies move together whatever the grid sizes of the calls.
+//   dirty[a]         what the peers wrote into area a during the last call that used it:
+//                    `slots` slots of `slotPacks` packs from the start of the area, slot s
+//                    written by rank s % ranks (this rank's own slots stay untouched). The
+//                    next call puts them back to the sentinel.
+struct DirtySlots {
+  std::uint64_t slotPacks;
+  std::uint32_t slots;
+  std::uint32_t unused;
+};
+
+struct PushState {
+  alignas(128) std::uint32_t areaOf[kMaxPushBlocks];
+  alignas(128) DirtySlots dirty[kPushAreas];
+};
+
+// Both structs start zeroed (area 0 next, nothing to clear) and cross no process boundary
+// by value, but their sizes fix the block layout that every rank computes alike.
+static_assert(std::is_trivially_copyable_v<Signal> && std::is_trivially_copyable_v<PushState>);
+static_assert(kMaxRanks <= 32, "rank masks are 32-bit words");
+
 // Buffer block of one rank, one cudaMalloc, one IPC handle:
 //
-//   +--------+---------------------+---------------------+
-//   | Signal | tmp (maxBytes)      | staging (maxBytes)  |
-//   +--------+---------------------+---------------------+
-//   ^ base   ^ base + tmpOffset    ^ base + stagingOffset
+//   +--------+-----------+-------------+-----------------+--------+--------+--------+
+//   | Signal | PushState | tmp (M)     | staging (M)     | area 0 | area 1 | area 2 |
+//   +--------+-----------+-------------+-----------------+--------+--------+--------+
+//   ^ base   ^ pushState ^ tmpOffset   ^ stagingOffset   ^ areasOffset, each areaBytes
 //
-// tmp holds this rank's reduced shard in the 2stage kernel; staging holds the copy of
-// the caller's input that the peers read. Both regions start 256-byte aligned.
+// tmp holds this rank's reduced shard in the 2stage kernel; staging holds the copy of the
+// caller's input that the peers read (1stage, 2stage). The areas receive the peers' pushes
+// (1shot, 2shot); areaBytes = 0 when the push kernels are switched off. Every region starts
+// 256-byte aligned.
 struct BlockLayout {
+  std::size_t pushStateOffset = 0;
   std::size_t tmpOffset = 0;
   std::size_t stagingOffset = 0;
+  std::size_t areasOffset = 0;
+  std::size_t areaBytes = 0;
   std::size_t totalBytes = 0;
 };
 
@@ -46,11 +83,22 @@ constexpr std::size_t roundUp(std::size_t value, std::size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-constexpr BlockLayout layoutForMaxBytes(std::size_t maxBytes) {
+// One push area holds what the largest push call writes into it: 2shot uses two regions
+// (scatter, gather) of ranks x ceil(packs / ranks) packs each, at most 2 x (message + one pack
+// per rank); 1shot fits whenever ranks x message does (the policy checks).
+constexpr std::size_t pushAreaBytesFor(std::size_t pushMaxBytes) {
+  if (pushMaxBytes == 0) return 0;
+  return roundUp(2 * roundUp(pushMaxBytes, kPackBytes) + 2 * kMaxRanks * kPackBytes, 256);
+}
+
+constexpr BlockLayout layoutFor(std::size_t maxBytes, std::size_t pushMaxBytes) {
   BlockLayout layout;
-  layout.tmpOffset = roundUp(sizeof(Signal), 256);
+  layout.pushStateOffset = roundUp(sizeof(Signal), 256);
+  layout.tmpOffset = layout.pushStateOffset + roundUp(sizeof(PushState), 256);
   layout.stagingOffset = layout.tmpOffset + roundUp(maxBytes, 256);
-  layout.totalBytes = layout.stagingOffset + roundUp(maxBytes, 256);
+  layout.areasOffset = layout.stagingOffset + roundUp(maxBytes, 256);
+  layout.areaBytes = pushAreaBytesFor(pushMaxBytes);
+  layout.totalBytes = layout.areasOffset + kPushAreas * layout.areaBytes;
   return layout;
 }
 

@@ -5,14 +5,25 @@
 #include "dispatch.cuh"
 #include "entry.cuh"
 #include "geometry.h"
+#include "message_packs.cuh"
 #include "packs.cuh"
+#include "pdl.cuh"
 
 namespace car {
 
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1)
-    twoStageKernel(PeerTable peers, Signal* self, int rank, const Pack* input, Pack* output,
-                   long long packs, const volatile std::uint32_t* abortFlag) {
+    twoStageKernel(LaunchArgs args) {
+  waitForPreviousGrid();
+  allowNextGrid();
+  const PeerTable& peers = args.peers;
+  Signal* self = args.selfSignal;
+  const int rank = args.rank;
+  const Pack* input = static_cast<const Pack*>(args.input);
+  void* output = args.output;
+  const bool outputAligned = aligned16(output);
+  const long long packs = args.packs;
+  const volatile std::uint32_t* abortFlag = args.abortFlag;
   // Rotated order: source i is rank (rank + i) % n, so the ranks start their reads on
   // different peers instead of all hitting rank 0 at once. The output stays bitwise
   // identical on every rank because each shard is reduced by one owner only.
@@ -61,19 +72,23 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
 #pragma unroll
     for (int i = 0; i < kRanks; ++i) {
       const int from = (rank + i) % kRanks;
-      if (j < part || from == kRanks - 1) output[from * part + j] = shards[i][j];
+      if (j < part || from == kRanks - 1) {
+        storeMessagePack(output, from * part + j, args.bytes, outputAligned, shards[i][j]);
+      }
     }
   }
-  // No exit barrier. The peers' staging was last read before the middle barrier. tmp is
-  // written again only after the next call's entry barrier, and a peer's block reaches that
-  // only once its whole kernel for this call (every reader of our tmp) has finished.
+  // Leave only once every peer's block b has gathered from our tmp: then the end of our
+  // kernel means that no peer reads our block any more, which is what lets a rank free its
+  // block after its last kernel (docs/design.md, "Release"). The next call's own ordering
+  // would not need it: tmp is written again only after the next entry barrier.
+  crossRankBarrier<kRanks, BarrierKind::Exit>(peers, self, rank, abortFlag);
 }
 
 template <typename T, int kRanks>
-cudaError_t launchTwoStage(const LaunchArgs& args, cudaStream_t stream) {
-  return launchGrid(&twoStageKernel<T, kRanks>, args, stream);
+AllReduceKernel twoStageKernelOf() {
+  return &twoStageKernel<T, kRanks>;
 }
 
-CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(launchTwoStage)
+CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(twoStageKernelOf)
 
 }  // namespace car

@@ -1,5 +1,7 @@
-// The rank's buffer block [Signal | tmp | staging]: one cudaMalloc (not VMM memory, which
-// cudaIpcGetMemHandle rejects), zeroed so every barrier count starts at 0.
+// The rank's buffer block [Signal | PushState | tmp | staging | push areas]: one cudaMalloc
+// (not VMM memory, which cudaIpcGetMemHandle rejects), with the Signal and PushState zeroed
+// and the push areas filled with the sentinel, so every count starts at 0 and no pack has
+// arrived yet.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,13 +18,14 @@ class BufferBlock {
  public:
   // Allocates on `device` (the current device is restored). On failure returns the CUDA
   // error and leaves *out empty.
-  static cudaError_t allocate(int device, std::size_t maxBytes, std::unique_ptr<BufferBlock>* out);
+  static cudaError_t allocate(int device, const BlockLayout& layout, std::unique_ptr<BufferBlock>* out);
   ~BufferBlock();
   BufferBlock(const BufferBlock&) = delete;
   BufferBlock& operator=(const BufferBlock&) = delete;
 
   void* base() const { return base_; }
   const BlockLayout& layout() const { return layout_; }
+  PushState* pushState() const { return reinterpret_cast<PushState*>(static_cast<char*>(base_) + layout_.pushStateOffset); }
   cudaError_t exportHandle(cudaIpcMemHandle_t* handle) const;
 
  private:

@@ -42,13 +42,20 @@ bool parseBool(const char* text, bool* value) {
   return false;
 }
 
-const char* overrideName(AlgorithmOverride algorithm) {
+std::optional<Algorithm> forcedAlgorithm(AlgorithmOverride algorithm) {
   switch (algorithm) {
-    case AlgorithmOverride::Auto: return "auto";
-    case AlgorithmOverride::OneStage: return "1stage";
-    case AlgorithmOverride::TwoStage: return "2stage";
+    case AlgorithmOverride::Auto: return std::nullopt;
+    case AlgorithmOverride::OneStage: return Algorithm::OneStage;
+    case AlgorithmOverride::TwoStage: return Algorithm::TwoStage;
+    case AlgorithmOverride::OneShot: return Algorithm::OneShotPush;
+    case AlgorithmOverride::TwoShot: return Algorithm::TwoShotPush;
   }
-  return "?";
+  return std::nullopt;
+}
+
+const char* overrideName(AlgorithmOverride algorithm) {
+  const std::optional<Algorithm> forced = forcedAlgorithm(algorithm);
+  return forced ? algorithmName(*forced) : "auto";
 }
 
 Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* problems) {
@@ -64,10 +71,15 @@ Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* pr
   }
 
   if (const char* text = lookup("NCCL_CAR_ALGO")) {
-    if (equalsIgnoringCase(text, "auto")) config.algorithm = AlgorithmOverride::Auto;
-    else if (equalsIgnoringCase(text, "1stage")) config.algorithm = AlgorithmOverride::OneStage;
-    else if (equalsIgnoringCase(text, "2stage")) config.algorithm = AlgorithmOverride::TwoStage;
-    else report(invalid("NCCL_CAR_ALGO", text, "expected auto, 1stage or 2stage", "auto"));
+    bool known = false;
+    for (AlgorithmOverride candidate : {AlgorithmOverride::Auto, AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage,
+                                        AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot}) {
+      if (equalsIgnoringCase(text, overrideName(candidate))) {
+        config.algorithm = candidate;
+        known = true;
+      }
+    }
+    if (!known) report(invalid("NCCL_CAR_ALGO", text, "expected auto, 1shot, 2shot, 1stage or 2stage", "auto"));
   }
 
   if (const char* text = lookup("NCCL_CAR_MAX_BYTES")) {
@@ -86,12 +98,27 @@ Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* pr
 
   if (const char* text = lookup("NCCL_CAR_MAX_BLOCKS")) {
     std::uint64_t blocks = 0;
-    if (!parseUnsigned(text, &blocks) || blocks < 1 || blocks > static_cast<std::uint64_t>(kMaxBlocks)) {
-      report(invalid("NCCL_CAR_MAX_BLOCKS", text, fmt::format("expected 1 to {}", kMaxBlocks),
-                     std::to_string(kMaxBlocks)));
+    if (!parseUnsigned(text, &blocks) || blocks < 1 || blocks > static_cast<std::uint64_t>(kMaxPushBlocks)) {
+      report(invalid("NCCL_CAR_MAX_BLOCKS", text, fmt::format("expected 1 to {}", kMaxPushBlocks),
+                     std::to_string(kMaxPushBlocks)));
     } else {
       config.maxBlocks = static_cast<int>(blocks);
     }
+  }
+
+  if (const char* text = lookup("NCCL_CAR_PUSH_MAX_BYTES")) {
+    std::uint64_t bytes = 0;
+    if (!parseUnsigned(text, &bytes) || bytes % kPackBytes != 0 || bytes > kLargestMaxBytes) {
+      report(invalid("NCCL_CAR_PUSH_MAX_BYTES", text,
+                     fmt::format("must be 0 or a multiple of 16 up to {}", kLargestMaxBytes),
+                     std::to_string(kDefaultPushMaxBytes)));
+    } else {
+      config.pushMaxBytes = static_cast<std::size_t>(bytes);
+    }
+  }
+
+  if (const char* text = lookup("NCCL_CAR_PDL")) {
+    if (!parseBool(text, &config.pdl)) report(invalid("NCCL_CAR_PDL", text, "expected 0 or 1", "1"));
   }
 
   if (const char* text = lookup("NCCL_CAR_COPY_IN_KERNEL_BYTES")) {
@@ -122,6 +149,7 @@ Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* pr
 SharedSettings sharedSettingsOf(const Config& config) {
   SharedSettings settings{};
   settings.maxBytes = config.maxBytes;
+  settings.pushMaxBytes = config.pushMaxBytes;
   settings.maxBlocks = config.maxBlocks;
   settings.algorithm = static_cast<std::int32_t>(config.algorithm);
   settings.disable = config.disable ? 1 : 0;
@@ -132,6 +160,7 @@ const char* firstDifferingVariable(const SharedSettings& a, const SharedSettings
   if (a.disable != b.disable) return "NCCL_CAR_DISABLE";
   if (a.algorithm != b.algorithm) return "NCCL_CAR_ALGO";
   if (a.maxBytes != b.maxBytes) return "NCCL_CAR_MAX_BYTES";
+  if (a.pushMaxBytes != b.pushMaxBytes) return "NCCL_CAR_PUSH_MAX_BYTES";
   if (a.maxBlocks != b.maxBlocks) return "NCCL_CAR_MAX_BLOCKS";
   return nullptr;
 }

@@ -4,15 +4,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "../kernels/all_reduce.h"
 #include "log.h"
 
 namespace car {
 
-enum class AlgorithmOverride { Auto, OneStage, TwoStage };
+enum class AlgorithmOverride { Auto, OneStage, TwoStage, OneShot, TwoShot };
+
+// The kernel an override forces, or nullopt for Auto.
+std::optional<Algorithm> forcedAlgorithm(AlgorithmOverride algorithm);
 
 constexpr std::size_t kDefaultMaxBytes = std::size_t{8} << 20;
 // Upper bound for NCCL_CAR_MAX_BYTES: each rank allocates 2x this on its GPU per communicator.
@@ -20,12 +26,20 @@ constexpr std::size_t kLargestMaxBytes = std::size_t{1} << 30;
 // Eager calls up to this size copy their input into staging inside the kernel: one launch
 // instead of two, which is what small eager calls pay for (docs/benchmarks.md).
 constexpr std::size_t kDefaultCopyInKernelBytes = std::size_t{512} << 10;
+// Largest all-reduce the push kernels take; sizes their three receive areas, each about
+// 2x this (docs/design.md, "The buffer block"). 0 switches them off.
+constexpr std::size_t kDefaultPushMaxBytes = std::size_t{8} << 20;
 
 struct Config {
   bool disable = false;                                 // NCCL_CAR_DISABLE
   AlgorithmOverride algorithm = AlgorithmOverride::Auto;  // NCCL_CAR_ALGO
   std::size_t maxBytes = kDefaultMaxBytes;              // NCCL_CAR_MAX_BYTES (inclusive)
-  int maxBlocks = 36;                                   // NCCL_CAR_MAX_BLOCKS, 1..36
+  // NCCL_CAR_MAX_BLOCKS, 1..kMaxPushBlocks; the pull kernels use at most kMaxBlocks of it.
+  int maxBlocks = kMaxPushBlocks;
+  std::size_t pushMaxBytes = kDefaultPushMaxBytes;       // NCCL_CAR_PUSH_MAX_BYTES (inclusive)
+  // NCCL_CAR_PDL: programmatic dependent launch on sm_90 and newer. Per rank: it changes
+  // when a kernel may be scheduled, not what it does.
+  bool pdl = true;
   // NCCL_CAR_COPY_IN_KERNEL_BYTES; 0 = always a separate copy. Per rank: ranks that copy in
   // the kernel and ranks that do not interoperate, so it is not a shared setting.
   std::size_t copyInKernelBytes = kDefaultCopyInKernelBytes;
@@ -44,11 +58,14 @@ Config parseConfig(const EnvironmentLookup& lookup, std::vector<std::string>* pr
 // disagree on which calls are ours and hang. Plain data: it travels in the handshake.
 struct SharedSettings {
   std::uint64_t maxBytes;
+  std::uint64_t pushMaxBytes;
   std::int32_t maxBlocks;
   std::int32_t algorithm;
   std::int32_t disable;
   std::int32_t reserved;
 };
+static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings>,
+              "SharedSettings travels in the handshake record: its size is part of the wire format");
 
 SharedSettings sharedSettingsOf(const Config& config);
 

@@ -1,5 +1,6 @@
 #include "policy.h"
 
+#include "../kernels/geometry.h"
 #include "../kernels/rank_signal.h"
 
 namespace car {
@@ -16,6 +17,28 @@ constexpr std::size_t kOneStageBelowUpTo8Ranks = 256 * 1024;
 constexpr int kHopper = 90;
 constexpr std::size_t kHopperOneStageBelowUpTo4Ranks = 768 * 1024;
 
+// 1shot sends (ranks - 1) x the message from every rank, 2shot about 2 x (ranks - 1) / ranks x
+// but waits twice. Index: world size. 2 ranks: measured on 2 H200s (docs/benchmarks.md, "The
+// choice"): 1shot 5.66 against 2shot 6.93 us at 1 MiB, 9.62 against 9.86 at 2 MiB, 16.37
+// against 16.03 at 4 MiB. 3 to 8 ranks: not measured on NVLink yet; the points where 2shot's
+// fewer bytes over ~450 GB/s per GPU repay its second wait (~1.5 us).
+constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
+    0, 0,
+    2048 * 1024,  // 2 ranks
+    512 * 1024,   // 3
+    256 * 1024,   // 4
+    128 * 1024,   // 5
+    128 * 1024,   // 6
+    128 * 1024,   // 7
+    128 * 1024,   // 8
+};
+
+bool topologyServed(const CommunicatorFacts& comm) {
+  return comm.ranks >= 2 && comm.ranks <= kMaxRanks && (comm.ranks == 2 || comm.fullNvlink);
+}
+
+AlgorithmChoice none(ForwardReason reason) { return AlgorithmChoice{std::nullopt, reason}; }
+
 }  // namespace
 
 const char* forwardReasonName(ForwardReason reason) {
@@ -28,7 +51,6 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::Empty: return "empty";
     case ForwardReason::NotMultipleOf16: return "size-not-16B-multiple";
     case ForwardReason::TooLarge: return "too-large";
-    case ForwardReason::Misaligned: return "misaligned";
     case ForwardReason::Failed: return "failed";
     case ForwardReason::kCount: break;
   }
@@ -44,7 +66,7 @@ std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t b
   return Algorithm::TwoStage;
 }
 
-std::optional<Algorithm> defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes) {
+std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_t bytes) {
   std::optional<Algorithm> seed = seedAlgorithm(comm.ranks, comm.fullNvlink, bytes);
   if (!seed) return seed;
   if (comm.computeCapability == kHopper && comm.ranks > 2 && comm.ranks <= 4) {
@@ -53,13 +75,49 @@ std::optional<Algorithm> defaultAlgorithm(const CommunicatorFacts& comm, std::si
   return seed;
 }
 
-std::optional<Algorithm> chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes,
-                                         const Config& config) {
-  std::optional<Algorithm> chosen = defaultAlgorithm(comm, bytes);
-  if (!chosen) return std::nullopt;  // the override cannot make an unsupported topology ours
-  if (config.algorithm == AlgorithmOverride::OneStage) return Algorithm::OneStage;
-  if (config.algorithm == AlgorithmOverride::TwoStage) return Algorithm::TwoStage;
-  return chosen;
+std::size_t oneShotLimit(const CommunicatorFacts& comm) {
+  return comm.ranks >= 2 && comm.ranks <= kMaxRanks ? kOneShotUpTo[comm.ranks] : 0;
+}
+
+bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
+  if (!topologyServed(comm) || bytes == 0) return false;
+  switch (algorithm) {
+    case Algorithm::OneStage:
+    case Algorithm::TwoStage:
+      return bytes % kPackBytes == 0 && bytes <= pullBufferBytes(config);
+    case Algorithm::OneShotPush:
+      return bytes <= config.pushMaxBytes &&
+             oneShotAreaUse(packsOf(static_cast<long long>(bytes)), comm.ranks) <= pushAreaBytesFor(config.pushMaxBytes);
+    case Algorithm::TwoShotPush:
+      return bytes <= config.pushMaxBytes;
+    case Algorithm::kCount: break;
+  }
+  return false;
+}
+
+bool pullKernelsReachable(const Config& config) {
+  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
+  return (forced && !isPush(*forced)) || config.pushMaxBytes < config.maxBytes;
+}
+
+std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(config) ? config.maxBytes : 0; }
+
+AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
+  if (!topologyServed(comm)) return none(ForwardReason::NotEligible);
+  if (bytes <= oneShotLimit(comm) && canRun(Algorithm::OneShotPush, comm, bytes, config)) {
+    return AlgorithmChoice{Algorithm::OneShotPush, ForwardReason::NotEligible};
+  }
+  if (canRun(Algorithm::TwoShotPush, comm, bytes, config)) {
+    return AlgorithmChoice{Algorithm::TwoShotPush, ForwardReason::NotEligible};
+  }
+  if (bytes % kPackBytes != 0) return none(ForwardReason::NotMultipleOf16);
+  return AlgorithmChoice{pullAlgorithm(comm, bytes), ForwardReason::NotEligible};
+}
+
+AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
+  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
+  if (forced && canRun(*forced, comm, bytes, config)) return AlgorithmChoice{forced, ForwardReason::NotEligible};
+  return defaultAlgorithm(comm, bytes, config);
 }
 
 CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
@@ -76,15 +134,10 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
   decision.bytes = call.count * elementSize;
-  if (decision.bytes % kPackBytes != 0) return forward(ForwardReason::NotMultipleOf16);
-  // Only the output must be 16-byte aligned: the kernel stores whole packs there. Any input
-  // is copied into our aligned staging (by the copy engine when it is not aligned), and every
-  // per-rank fact in this rule is one more way for ranks to disagree.
-  if (call.recvAddress % kPackBytes != 0) return forward(ForwardReason::Misaligned);
-  std::optional<Algorithm> algorithm = chooseAlgorithm(comm, decision.bytes, config);
-  if (!algorithm) return forward(ForwardReason::NotEligible);
+  const AlgorithmChoice choice = chooseAlgorithm(comm, decision.bytes, config);
+  if (!choice.algorithm) return forward(choice.reason);
   decision.ours = true;
-  decision.algorithm = *algorithm;
+  decision.algorithm = *choice.algorithm;
   return decision;
 }
 

@@ -1,5 +1,7 @@
 // "Is this all-reduce ours, and which kernel runs it?" as a pure function of plain facts.
-// No CUDA and no NCCL in here, so the CPU tests can cover every row.
+// No CUDA and no NCCL in here, so the CPU tests can cover every row. No pointer is among the
+// facts: every input is the same on every rank for the same call, so every rank decides
+// the same way (docs/design.md, "Why every rank decides the same way").
 #pragma once
 
 #include <cstddef>
@@ -19,9 +21,8 @@ enum class ForwardReason {
   Op,               // not ncclSum
   Type,             // not fp16, bf16 or fp32
   Empty,            // zero elements
-  NotMultipleOf16,  // bytes not a multiple of 16
+  NotMultipleOf16,  // bytes not a multiple of 16, above what the push kernels take
   TooLarge,         // above NCCL_CAR_MAX_BYTES
-  Misaligned,       // the receive pointer not 16-byte aligned
   Failed,           // our launch failed; the communicator is now disabled
   kCount,
 };
@@ -40,23 +41,51 @@ struct CallFacts {
   std::optional<ElementType> type;  // nullopt: a type we have no kernel for
   bool opIsSum = false;
   std::size_t count = 0;  // elements
-  std::uintptr_t sendAddress = 0;
-  std::uintptr_t recvAddress = 0;
 };
+
+// ---- Pull kernels (1stage, 2stage): the seed's rule and its re-measured points --------
 
 // The seed's rule (tuned on A100-class GPUs): 2 ranks always 1stage; with full NVLink,
 // 1stage below 512 KiB up to 4 ranks and below 256 KiB up to 8; otherwise 2stage. More than
 // 2 ranks without full NVLink has no kernel here: nullopt, the caller forwards.
 std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t bytes);
 
-// The default: seedAlgorithm, except where another switch point was measured to be faster
-// on this GPU architecture (docs/benchmarks.md). On sm_90 (H100/H200), 3 and 4 ranks keep
-// 1stage below 768 KiB instead of 512 KiB.
-std::optional<Algorithm> defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes);
+// seedAlgorithm, except where another switch point was measured to be faster on this GPU
+// architecture (docs/benchmarks.md). On sm_90 (H100/H200), 3 and 4 ranks keep 1stage below
+// 768 KiB instead of 512 KiB.
+std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_t bytes);
 
-// defaultAlgorithm with the NCCL_CAR_ALGO override applied.
-std::optional<Algorithm> chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes,
-                                         const Config& config);
+// ---- Push kernels (1shot, 2shot) --------------------------------------------------------
+
+// Largest message 1shot takes by default with `ranks` ranks (then 2shot up to
+// NCCL_CAR_PUSH_MAX_BYTES): the table of docs/benchmarks.md, "The choice".
+std::size_t oneShotLimit(const CommunicatorFacts& comm);
+
+// Whether `algorithm` can run a message of `bytes` bytes at all on this communicator with
+// these settings (pull kernels: whole packs; push kernels: within NCCL_CAR_PUSH_MAX_BYTES and
+// the area). Says nothing about speed.
+bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
+
+struct AlgorithmChoice {
+  std::optional<Algorithm> algorithm;
+  ForwardReason reason = ForwardReason::NotEligible;  // when no algorithm
+};
+
+// The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot up to oneShotLimit), the pull
+// rule above that. More than 2 ranks without full NVLink, or world sizes outside 2..8: none.
+AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
+
+// defaultAlgorithm, except that NCCL_CAR_ALGO picks its kernel wherever that kernel can run
+// the call (it cannot make an unsupported topology ours).
+AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
+
+// Whether any call can reach a pull kernel with these settings: when NCCL_CAR_ALGO forces one,
+// or when the push kernels stop below NCCL_CAR_MAX_BYTES. Otherwise the pull kernels' staging
+// and tmp buffers (2 x NCCL_CAR_MAX_BYTES per rank) are not allocated at all.
+bool pullKernelsReachable(const Config& config);
+
+// Bytes of the pull kernels' staging (and of tmp) per rank: NCCL_CAR_MAX_BYTES or 0.
+std::size_t pullBufferBytes(const Config& config);
 
 struct CallDecision {
   bool ours = false;
@@ -65,8 +94,7 @@ struct CallDecision {
   std::size_t bytes = 0;
 };
 
-// Checks an all-reduce against the rule in DESIGN.md ("Which all-reduce is ours"). Every
-// input is the same on every rank for the same call, so every rank decides the same way.
+// Checks an all-reduce against the rule in docs/design.md ("The decision rule").
 CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config);
 
 }  // namespace car

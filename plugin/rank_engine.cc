@@ -1,9 +1,11 @@
 #include "rank_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "../kernels/geometry.h"
+#include "cuda_check.h"
 #include "device_guard.h"
 #include "log.h"
 
@@ -14,36 +16,47 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
       options.rank >= options.ranks) {
     return cudaErrorInvalidValue;
   }
+  {
+    DeviceGuard loading(options.device);
+    CAR_CUDA_RETURN_IF_FAILED(options.device, loading.error());
+    CAR_CUDA_RETURN_IF_FAILED(options.device, loadKernels());
+  }
   std::unique_ptr<BufferBlock> block;
-  cudaError_t err = BufferBlock::allocate(options.device, options.config.maxBytes, &block);
+  const BlockLayout layout = layoutFor(pullBufferBytes(options.config), options.config.pushMaxBytes);
+  cudaError_t err = BufferBlock::allocate(options.device, layout, &block);
   if (err != cudaSuccess) return err;
 
   DeviceGuard guard(options.device);
+  int major = 0;
+  CAR_CUDA_RETURN_IF_FAILED(options.device,
+                            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, options.device));
   void* abortWord = nullptr;
-  err = cudaHostAlloc(&abortWord, sizeof(std::uint32_t), cudaHostAllocMapped | cudaHostAllocPortable);
-  if (err != cudaSuccess) return err;
+  CAR_CUDA_RETURN_IF_FAILED(options.device,
+                            cudaHostAlloc(&abortWord, sizeof(std::uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
   *static_cast<volatile std::uint32_t*>(abortWord) = 0;
 
   cudaEvent_t lastLaunch = nullptr;
   err = cudaEventCreateWithFlags(&lastLaunch, cudaEventDisableTiming);
   if (err != cudaSuccess) {
-    cudaFreeHost(abortWord);
+    noteCudaFailure(err, LogLevel::Info, "cudaEventCreateWithFlags", __FILE__, __LINE__, options.device);
+    CAR_CUDA_RELEASE(options.device, cudaFreeHost(abortWord));
     return err;
   }
-  out->reset(new RankEngine(options, std::move(block), static_cast<std::uint32_t*>(abortWord), lastLaunch));
+  const bool pdl = options.config.pdl && major >= 9;
+  out->reset(new RankEngine(options, std::move(block), static_cast<std::uint32_t*>(abortWord), lastLaunch, pdl));
   return cudaSuccess;
 }
 
 RankEngine::RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
-                       std::uint32_t* abortWord, cudaEvent_t lastLaunch)
-    : options_(options), block_(std::move(block)), abortWord_(abortWord), lastLaunch_(lastLaunch) {}
+                       std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl)
+    : options_(options), block_(std::move(block)), abortWord_(abortWord), lastLaunch_(lastLaunch), pdl_(pdl) {}
 
 RankEngine::~RankEngine() {
   // Our kernels may still be running: the memory they use must outlive them.
   waitIdle();
   DeviceGuard guard(options_.device);
-  cudaEventDestroy(lastLaunch_);
-  cudaFreeHost(abortWord_);
+  CAR_CUDA_RELEASE(options_.device, cudaEventDestroy(lastLaunch_));
+  CAR_CUDA_RELEASE(options_.device, cudaFreeHost(abortWord_));
 }
 
 void RankEngine::attachPeers(void* const* bases, bool fullNvlink, int computeCapability) {
@@ -53,8 +66,11 @@ void RankEngine::attachPeers(void* const* bases, bool fullNvlink, int computeCap
   args_ = LaunchArgs{};
   args_.peers = peerTableFromBases(bases, options_.ranks, block_->layout());
   args_.selfSignal = static_cast<Signal*>(block_->base());
+  args_.pushState = block_->pushState();
+  args_.areaBytes = block_->layout().areaBytes;
   args_.rank = options_.rank;
   args_.ranks = options_.ranks;
+  args_.pdl = pdl_;
   args_.abortFlag = abortWord_;
   attached_ = true;
 }
@@ -64,8 +80,6 @@ CallDecision RankEngine::plan(const AllReduceCall& call) const {
   facts.type = call.type;
   facts.opIsSum = call.opIsSum;
   facts.count = call.count;
-  facts.sendAddress = reinterpret_cast<std::uintptr_t>(call.send);
-  facts.recvAddress = reinterpret_cast<std::uintptr_t>(call.recv);
   CallDecision decision = decideCall(CommunicatorFacts{options_.ranks, fullNvlink_, computeCapability_}, facts,
                                      options_.config);
   if (decision.ours && !attached_) {
@@ -97,49 +111,69 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
   return result;
 }
 
-cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched) {
-  *launched = false;
-  DeviceGuard guard(options_.device);
-  if (guard.error() != cudaSuccess) return guard.error();
-
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaError_t err = cudaStreamIsCapturing(call.stream, &capture);
-  if (err != cudaSuccess) return err;
-  const bool capturing = capture != cudaStreamCaptureStatusNone;
-
-  // Calls of one communicator share staging and Signal: a call on another stream must not
-  // start before the previous one ended. Inside capture the graph's own order applies.
-  if (!capturing && haveLastLaunch_ && call.stream != lastStream_) {
-    err = cudaStreamWaitEvent(call.stream, lastLaunch_, 0);
-    if (err != cudaSuccess) return err;
+cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecision& decision, bool capturing,
+                                      LaunchArgs* args) {
+  *args = args_;
+  args->output = call.recv;
+  args->bytes = static_cast<long long>(decision.bytes);
+  args->packs = packsOf(args->bytes);
+  args->type = *call.type;
+  args->algorithm = decision.algorithm;
+  if (isPush(decision.algorithm)) {
+    // The kernel reads the caller's input itself, whatever its alignment: no staging copy.
+    args->input = call.send;
+    const long long work = decision.algorithm == Algorithm::OneShotPush ? args->packs
+                                                                        : twoShotShardPacks(args->packs, options_.ranks);
+    args->blocks = pushGridBlocks(work, options_.config.maxBlocks);
+    args->threads = pushBlockThreads(work, args->blocks);
+    return cudaSuccess;
   }
-
-  LaunchArgs args = args_;
-  args.output = call.recv;
-  args.packs = static_cast<long long>(decision.bytes / kPackBytes);
-  args.blocks = gridBlocks(args.packs, options_.config.maxBlocks);
-  args.type = *call.type;
-  args.algorithm = decision.algorithm;
-
+  args->blocks = gridBlocks(args->packs, std::min(options_.config.maxBlocks, kMaxBlocks));
+  args->threads = kThreadsPerBlock;
   // A small eager call copies its input inside the kernel: one launch instead of two. In a
   // graph the launches cost nothing and the copy engine's copy is the faster one. The
   // kernel loads 16-byte packs, so an input that is not 16-byte aligned takes the copy engine.
   const bool inputAligned = reinterpret_cast<std::uintptr_t>(call.send) % kPackBytes == 0;
   if (!capturing && inputAligned && decision.bytes <= options_.config.copyInKernelBytes) {
-    args.input = call.send;
-  } else {
-    void* staging = const_cast<void*>(args.peers.staging[options_.rank]);
-    err = cudaMemcpyAsync(staging, call.send, decision.bytes, cudaMemcpyDeviceToDevice, call.stream);
-    if (err != cudaSuccess) return err;
+    args->input = call.send;
+    return cudaSuccess;
   }
-  err = launchAllReduceKernel(args, call.stream);
-  if (err != cudaSuccess) return err;
+  args->input = nullptr;
+  // The kernel follows our copy, not another kernel: nothing for PDL to overlap.
+  args->pdl = false;
+  void* staging = const_cast<void*>(args->peers.staging[options_.rank]);
+  CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaMemcpyAsync(staging, call.send, decision.bytes,
+                                                             cudaMemcpyDeviceToDevice, call.stream));
+  return cudaSuccess;
+}
+
+cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched) {
+  *launched = false;
+  DeviceGuard guard(options_.device);
+  if (guard.error() != cudaSuccess) {
+    return noteCudaFailure(guard.error(), LogLevel::Info, "cudaSetDevice", __FILE__, __LINE__, options_.device);
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaStreamIsCapturing(call.stream, &capture));
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+
+  // Calls of one engine share areas, staging and Signal: each starts after the previous one
+  // ended, on whatever stream that was (docs/design.md, "The launch path"). Inside capture the
+  // graph's own order applies, and an event of the eager world cannot be waited on.
+  if (!capturing && haveLastLaunch_) {
+    CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaStreamWaitEvent(call.stream, lastLaunch_, 0));
+  }
+  LaunchArgs args;
+  const cudaError_t prepared = prepareLaunch(call, decision, capturing, &args);
+  if (prepared != cudaSuccess) return prepared;
+  // An error the application left in CUDA's last-error slot is not ours to report, and must
+  // not make our launch look failed (a launched call must never also be forwarded).
+  cudaGetLastError();
+  CAR_CUDA_RETURN_IF_FAILED(options_.device, launchAllReduceKernel(args, call.stream));
   *launched = true;
 
   if (!capturing) {
-    err = cudaEventRecord(lastLaunch_, call.stream);
-    if (err != cudaSuccess) return err;
-    lastStream_ = call.stream;
+    CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventRecord(lastLaunch_, call.stream));
     haveLastLaunch_ = true;
   }
   return cudaSuccess;
@@ -155,7 +189,8 @@ cudaError_t RankEngine::waitIdle() {
   std::lock_guard<std::mutex> lock(launchMutex_);
   if (!haveLastLaunch_) return cudaSuccess;
   DeviceGuard guard(options_.device);
-  return cudaEventSynchronize(lastLaunch_);
+  CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventSynchronize(lastLaunch_));
+  return cudaSuccess;
 }
 
 bool RankEngine::waitIdleWithin(double seconds) {
@@ -164,7 +199,10 @@ bool RankEngine::waitIdleWithin(double seconds) {
   DeviceGuard guard(options_.device);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (cudaEventQuery(lastLaunch_) == cudaErrorNotReady) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      cudaGetLastError();
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   cudaGetLastError();

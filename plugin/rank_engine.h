@@ -1,6 +1,6 @@
 // The host engine of one rank of one communicator: its buffer block, the peers' blocks, the
-// choice of kernel, and the launch path (staging copy + kernel on the caller's stream, or
-// for small eager calls the kernel alone, copying inside).
+// choice of kernel, and the launch path: a push kernel alone on the caller's stream; a pull
+// kernel after a staging copy, or alone for small eager calls (it then copies inside).
 //
 // The launch path allocates nothing, synchronises nothing and talks to no peer, so it is
 // legal inside CUDA graph capture: every address the kernel touches was fixed by
@@ -29,8 +29,8 @@ struct EngineOptions {
 };
 
 struct AllReduceCall {
-  const void* send = nullptr;
-  void* recv = nullptr;
+  const void* send = nullptr;  // any alignment
+  void* recv = nullptr;        // any alignment
   std::size_t count = 0;
   std::optional<ElementType> type;
   bool opIsSum = false;
@@ -43,14 +43,14 @@ struct SubmitResult {
   ForwardReason reason = ForwardReason::NotReady;  // when not launched
   // A CUDA call on our path failed. With launched == false nothing that matters is on the
   // stream (at most the staging copy, which only peers of a later call read); with
-  // launched == true the kernel ran but ordering for later calls could not be recorded.
+  // launched == true the kernel is queued but ordering for later calls could not be recorded.
   cudaError_t error = cudaSuccess;
 };
 
 class RankEngine {
  public:
-  // Allocates the buffer block and the abort word. Fails with the CUDA error, or with
-  // cudaErrorInvalidValue for a rank/ranks outside 2..8.
+  // Allocates the buffer block, the abort word and the ordering event. Fails with the CUDA
+  // error, or with cudaErrorInvalidValue for a rank/ranks outside 2..8.
   static cudaError_t create(const EngineOptions& options, std::unique_ptr<RankEngine>* out);
   ~RankEngine();
   RankEngine(const RankEngine&) = delete;
@@ -72,8 +72,9 @@ class RankEngine {
   // The decision only: no CUDA call. An unattached engine forwards with NotReady.
   CallDecision plan(const AllReduceCall& call) const;
 
-  // Plans, and when the call is ours enqueues the staging copy and the kernel on
-  // call.stream. When !launched the caller must forward the call. Counts the outcome.
+  // Plans, and when the call is ours enqueues it on call.stream (after the previous call of
+  // this engine, whatever stream that was on). When !launched the caller must forward the
+  // call. Counts the outcome.
   SubmitResult submit(const AllReduceCall& call);
 
   // Makes every kernel of this rank stop spinning and return (used by ncclCommAbort);
@@ -92,16 +93,23 @@ class RankEngine {
 
  private:
   RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
-             std::uint32_t* abortWord, cudaEvent_t lastLaunch);
+             std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl);
   // Sets *launched once the kernel is on the stream, whatever fails after that.
   cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched);
+  // The kernel's arguments for this call, and for pull kernels the staging copy if needed.
+  cudaError_t prepareLaunch(const AllReduceCall& call, const CallDecision& decision, bool capturing,
+                            LaunchArgs* args);
 
   EngineOptions options_;
   std::unique_ptr<BufferBlock> block_;
   std::uint32_t* abortWord_;  // pinned, mapped host memory the kernels poll
-  cudaEvent_t lastLaunch_;    // orders our calls when they come on different streams
-  cudaStream_t lastStream_ = nullptr;
+  // Recorded after every eager launch and waited on before the next one: calls of one engine
+  // share areas, staging and Signal, so each must start after the previous one ended, and
+  // stream handles cannot tell streams apart (cudaStreamPerThread of two threads, handles
+  // reused after cudaStreamDestroy).
+  cudaEvent_t lastLaunch_;
   bool haveLastLaunch_ = false;
+  bool pdl_ = false;          // NCCL_CAR_PDL and this GPU is sm_90 or newer
   bool attached_ = false;
   bool fullNvlink_ = false;
   int computeCapability_ = 0;

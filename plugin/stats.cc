@@ -5,7 +5,7 @@
 namespace car {
 
 void CallStats::mergeFrom(const CallStats& other) {
-  for (int a = 0; a < 2; ++a) taken_[a].fetch_add(other.taken_[a].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  for (int a = 0; a < kAlgorithmCount; ++a) taken_[a].fetch_add(other.taken_[a].load(std::memory_order_relaxed), std::memory_order_relaxed);
   for (int i = 0; i < static_cast<int>(ForwardReason::kCount); ++i) {
     forwarded_[i].fetch_add(other.forwarded_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -22,9 +22,12 @@ std::string CallStats::summary() const {
     reasons += fmt::format("{}{}={}", reasons.empty() ? "" : " ",
                            forwardReasonName(static_cast<ForwardReason>(i)), n);
   }
-  return fmt::format("taken 1stage={} 2stage={} ({} bytes) forwarded {}{}",
-                     taken(Algorithm::OneStage), taken(Algorithm::TwoStage), takenBytes(),
-                     forwardedTotal, reasons.empty() ? "" : " (" + reasons + ")");
+  std::string taken;
+  for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
+    taken += fmt::format(" {}={}", algorithmName(algorithm), this->taken(algorithm));
+  }
+  return fmt::format("taken{} ({} bytes) forwarded {}{}", taken, takenBytes(), forwardedTotal,
+                     reasons.empty() ? "" : " (" + reasons + ")");
 }
 
 }  // namespace car

@@ -31,11 +31,11 @@ class CallStats {
   // Adds another counter set's counts to this one (counts taken before an engine existed).
   void mergeFrom(const CallStats& other);
 
-  // "taken 1stage=12 2stage=3 (1572864 bytes) forwarded 4 (op=1 too-large=3)"
+  // "taken 1shot=9 2shot=2 1stage=0 2stage=1 (1572864 bytes) forwarded 4 (op=1 too-large=3)"
   std::string summary() const;
 
  private:
-  std::array<std::atomic<std::uint64_t>, 2> taken_{};
+  std::array<std::atomic<std::uint64_t>, kAlgorithmCount> taken_{};
   std::array<std::atomic<std::uint64_t>, static_cast<int>(ForwardReason::kCount)> forwarded_{};
   std::atomic<std::uint64_t> takenBytes_{0};
 };

@@ -20,7 +20,7 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415233;  // "CAR3": layout version
+constexpr std::uint32_t kHandshakeMagic = 0x43415234;  // "CAR4": layout version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.

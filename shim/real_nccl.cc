@@ -7,6 +7,7 @@
 #include <string>
 
 #include "log.h"
+#include "real_nccl_by_path.h"
 #include "shim_config.h"
 
 namespace car {
@@ -17,12 +18,7 @@ namespace {
 bool fill(void* handle, RealNccl* table, const char* origin) {
   bool complete = true;
   auto load = [&](auto& slot, const char* name, bool required) {
-    void* symbol = dlsym(handle, name);
-    Dl_info info{};
-    if (symbol != nullptr && dladdr(symbol, &info) != 0 &&
-        info.dli_fbase == ownLibraryBase()) {
-      symbol = nullptr;
-    }
+    void* symbol = realSymbol(handle, name);
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
     if (symbol == nullptr && required) complete = false;
   };
@@ -47,6 +43,7 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->commCuDevice, "ncclCommCuDevice", true);
   load(table->getErrorString, "ncclGetErrorString", true);
   table->origin = origin;
+  table->handle = handle;
   return complete;
 }
 
@@ -59,17 +56,38 @@ bool resolve(RealNccl* table, std::string* failure) {
   const std::string& configured = shimConfig().ncclLibrary;
   const char* path = configured.empty() ? "libnccl.so.2" : configured.c_str();
   void* opened = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (opened != nullptr &&
+      fill(opened, table, configured.empty() ? "dlopen(libnccl.so.2)" : "NCCL_CAR_NCCL_LIB")) {
+    return true;
+  }
+  // When we are the libnccl.so.2 the program loaded (LD_AUDIT, a drop-in folder), the
+  // lookups above found only us: the real one must be opened by path.
+  const bool foundUs = opened != nullptr && dlsym(opened, "ncclGetVersion") != nullptr &&
+                       realSymbol(opened, "ncclGetVersion") == nullptr;
   if (opened == nullptr) {
     const char* error = dlerror();
     *failure = error != nullptr ? error : path;
-    return false;
+  } else {
+    *failure = std::string(path) + (foundUs ? " is libnccl-car.so itself" : " lacks NCCL functions");
   }
-  if (fill(opened, table, configured.empty() ? "dlopen(libnccl.so.2)" : "NCCL_CAR_NCCL_LIB")) return true;
-  *failure = std::string(path) + " lacks NCCL functions";
+  if (opened == nullptr || foundUs) {
+    const char* byPathOrigin = nullptr;
+    if (void* real = openRealNcclByPath(!configured.empty(), &byPathOrigin, failure)) {
+      if (fill(real, table, byPathOrigin)) return true;
+      *failure = std::string(byPathOrigin) + " lacks NCCL functions";
+    }
+  }
   return false;
 }
 
 }  // namespace
+
+void* realSymbol(void* handle, const char* name) {
+  void* symbol = dlsym(handle, name);
+  Dl_info info{};
+  if (symbol != nullptr && dladdr(symbol, &info) != 0 && info.dli_fbase == ownLibraryBase()) return nullptr;
+  return symbol;
+}
 
 const RealNccl* realNccl() {
   shimConfig();  // sets the log level first, so what we log below is shown at INFO

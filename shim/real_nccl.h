@@ -30,12 +30,17 @@ struct RealNccl {
   decltype(&::ncclCommCuDevice) commCuDevice;
   decltype(&::ncclGetErrorString) getErrorString;
   const char* origin;  // how it was found, for the log
+  void* handle;        // what it was found in (a dlopen handle or RTLD_NEXT), for forward_target.cc
 };
 
 // The table, or nullptr when no real NCCL can be found (logged once, naming
 // NCCL_CAR_NCCL_LIB). Resolved at the first call, retried until it succeeds: NCCL may be
 // loaded after us.
 const RealNccl* realNccl();
+
+// `name` in `handle`, or nullptr when it is missing or resolves back to our own library (a
+// preload loaded twice, or our library found under the name libnccl.so.2).
+void* realSymbol(void* handle, const char* name);
 
 // What a hook returns when realNccl() is null.
 constexpr ncclResult_t kNoRealNccl = ncclSystemError;

@@ -1,19 +1,22 @@
 // Times the engine with several ranks on one GPU (one process, one stream per rank):
-// median microseconds per all-reduce (each rank's staging copy + kernel), per world size,
-// kernel and size: eager with the input copied by a separate copy, eager with the input
-// copied inside the kernel (NCCL_CAR_COPY_IN_KERNEL_BYTES), and replayed from a CUDA graph.
-// On one GPU this measures our kernels, barriers and launch path, not NVLink.
+// median microseconds per all-reduce, per world size, kernel and size: eager, eager with a
+// pull kernel's input copied inside the kernel (NCCL_CAR_COPY_IN_KERNEL_BYTES; push kernels
+// never copy), and replayed from a CUDA graph. On one GPU this measures our kernels, waits
+// and launch path, not NVLink.
 //
-//   car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--markdown]
+//   car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--kernels 1shot,2shot,1stage,2stage]
+//             [--pdl 0|1] [--max-blocks N] [--markdown]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "policy.h"
 #include "rank_group.h"
 
 using namespace car;
@@ -24,11 +27,15 @@ namespace {
 constexpr int kDevice = 0;
 constexpr int kCallsPerSample = 20;  // as in DESIGN.md's seed measurement
 constexpr int kSamples = 15;
-const std::size_t kSizes[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20};
+const std::size_t kSizes[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20};
 
 struct Options {
   std::vector<int> ranks = {2, 3, 4, 5, 6, 7, 8};
+  std::vector<AlgorithmOverride> kernels = {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
+                                            AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage};
   ElementType type = ElementType::BFloat16;
+  bool pdl = true;
+  int maxBlocks = 0;  // 0: as many as fit on the GPU for the world size
   bool markdown = false;
 };
 
@@ -164,10 +171,32 @@ Options parseOptions(int argc, char** argv) {
         std::fprintf(stderr, "--type: expected bf16, fp16 or fp32\n");
         std::exit(2);
       }
+    } else if (arg == "--kernels" && i + 1 < argc) {
+      options.kernels.clear();
+      for (char* token = std::strtok(argv[++i], ","); token; token = std::strtok(nullptr, ",")) {
+        bool known = false;
+        for (AlgorithmOverride kernel : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
+                                         AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+          if (std::strcmp(token, overrideName(kernel)) == 0) {
+            options.kernels.push_back(kernel);
+            known = true;
+          }
+        }
+        if (!known) {
+          std::fprintf(stderr, "--kernels: %s is not 1shot, 2shot, 1stage or 2stage\n", token);
+          std::exit(2);
+        }
+      }
+    } else if (arg == "--pdl" && i + 1 < argc) {
+      options.pdl = std::strcmp(argv[++i], "0") != 0;
+    } else if (arg == "--max-blocks" && i + 1 < argc) {
+      options.maxBlocks = std::atoi(argv[++i]);
     } else if (arg == "--markdown") {
       options.markdown = true;
     } else {
-      std::fprintf(stderr, "usage: car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--markdown]\n");
+      std::fprintf(stderr,
+                   "usage: car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--kernels 1shot,2shot,1stage,2stage] "
+                   "[--pdl 0|1] [--max-blocks N] [--markdown]\n");
       std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
     }
   }
@@ -191,8 +220,9 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, kDevice));
-  std::printf("# car_bench on %s (%d SMs), %s, %d calls per sample, median of %d samples\n", prop.name,
-              prop.multiProcessorCount, elementTypeName(options.type), kCallsPerSample, kSamples);
+  std::printf("# car_bench on %s (%d SMs), %s, %d calls per sample, median of %d samples, PDL %s\n", prop.name,
+              prop.multiProcessorCount, elementTypeName(options.type), kCallsPerSample, kSamples,
+              options.pdl ? "on" : "off");
   std::printf("# several ranks on ONE GPU: this measures our kernels and barriers, not NVLink\n");
   if (options.markdown) {
     std::printf("| ranks | blocks | kernel | size | eager us | eager, copy in kernel us | graph us |\n"
@@ -202,24 +232,30 @@ int main(int argc, char** argv) {
                 "eager_ik_us", "graph_us");
   }
   for (int ranks : options.ranks) {
-    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+    for (AlgorithmOverride algorithm : options.kernels) {
+      const bool push = isPush(*forcedAlgorithm(algorithm));
       Config config;
       config.algorithm = algorithm;
-      config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
+      config.pdl = options.pdl;
+      config.maxBlocks = coResidentBlockLimit(kDevice, ranks, options.pdl);
+      if (options.maxBlocks > 0) config.maxBlocks = std::min(config.maxBlocks, options.maxBlocks);
       config.copyInKernelBytes = 0;
       RankGroup copyEngine(kDevice, ranks, config);
       config.copyInKernelBytes = kLargestMaxBytes;
-      RankGroup copyInKernel(kDevice, ranks, config);
+      std::unique_ptr<RankGroup> copyInKernel = push ? nullptr : std::make_unique<RankGroup>(kDevice, ranks, config);
+      const int blocks = push ? config.maxBlocks : std::min(config.maxBlocks, kMaxBlocks);
       for (std::size_t bytes : kSizes) {
+        // A forced kernel that cannot run this size would time the default one instead.
+        if (!canRun(*forcedAlgorithm(algorithm), CommunicatorFacts{ranks, true, 0}, bytes, config)) continue;
         Bench bench(copyEngine, bytes, options.type);
         const double eager = bench.eagerMicros();
         const double graph = bench.graphMicros();  // a graph always uses the separate copy
-        const double eagerInKernel = Bench(copyInKernel, bytes, options.type).eagerMicros();
+        const double eagerInKernel = push ? eager : Bench(*copyInKernel, bytes, options.type).eagerMicros();
         if (options.markdown) {
-          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.1f |\n", ranks, config.maxBlocks,
-                      overrideName(algorithm), sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
+          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.1f |\n", ranks, blocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
         } else {
-          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.1f\n", ranks, config.maxBlocks, overrideName(algorithm),
+          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.1f\n", ranks, blocks, overrideName(algorithm),
                       sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
         }
         std::fflush(stdout);

@@ -49,7 +49,7 @@ print("# Avg bus bandwidth    : 0.2")
 if with_car:
     sys.stderr.write("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: eligible (same-process peers, full nvlink, "
                      "up to 8388608 bytes)\\n"
-                     "node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1stage=5 2stage=1 (4096 bytes) "
+                     "node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=0 2shot=0 1stage=5 2stage=1 (4096 bytes) "
                      "forwarded 2 (too-large=2)\\n")
 """
 
@@ -122,7 +122,7 @@ class BenchTest(unittest.TestCase):
         self.assertRegex(result.stdout, r"float\s+graph\s+2K\s+40\.00\s+12\.00\s+3\.33x\s+0\s+0")
         self.assertIn("[1/24] half eager NCCL only, repeat 1/3 ...", result.stderr)
         self.assertIn("[24/24] float graph with nccl-car, repeat 3/3 ...", result.stderr)
-        self.assertIn("taken: 72 call(s) (1stage 60, 2stage 12)", result.stdout)
+        self.assertIn("taken: 72 call(s) (1shot 0, 2shot 0, 1stage 60, 2stage 12)", result.stdout)
         self.assertIn("forwarded to NCCL: 24 call(s) (too-large 24)", result.stdout)
         root = ElementTree.parse(self.svg).getroot()
         self.assertEqual(len(root.findall(".//{http://www.w3.org/2000/svg}polyline")), 4 * 3)

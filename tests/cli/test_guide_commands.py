@@ -4,6 +4,8 @@ drift apart. The library-loading check runs the real libnccl-car.so over the sta
 NCCL that the shim tests build (CAR_BUILD_DIR, set by ctest)."""
 
 import os
+import subprocess
+import sys
 import unittest
 
 from cli_support import REPO_ROOT, clean_env, run_tool
@@ -12,6 +14,8 @@ GUIDE = os.path.join(REPO_ROOT, "docs", "user-guide.md")
 BUILD_DIR = os.environ.get("CAR_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
 LIBRARY = os.path.join(BUILD_DIR, "shim", "libnccl-car.so")
 DRIVER = os.path.join(BUILD_DIR, "tests", "shim_driver")
+STANDIN_FOLDER = os.path.join(BUILD_DIR, "tests", "standin")
+CTYPES_CLIENT = os.path.join(REPO_ROOT, "tests", "shim", "ctypes_client.py")
 
 
 def guide_text():
@@ -56,6 +60,32 @@ class GuideCommands(unittest.TestCase):
         self.assertIn("setup: not eligible:", result.stderr)  # no GPU on this machine
         self.assertIn("released:", result.stderr)
         self.assertRegex(result.stderr, r"forwarded to NCCL: [1-9][0-9]* call")
+
+    @unittest.skipUnless(os.path.exists(LIBRARY) and os.path.isdir(STANDIN_FOLDER), "the build has no stand-in")
+    def test_programs_that_load_nccl_themselves(self):
+        """'Which command for which program': the LD_AUDIT and drop-in commands, and the
+        tool's auto mode, reach a ctypes client (PyNccl's way) over the stand-in NCCL."""
+        car = os.path.dirname(LIBRARY)
+        commands = {
+            "LD_AUDIT=$CAR/libnccl-car-audit.so python3 ": {"LD_AUDIT": os.path.join(car, "libnccl-car-audit.so"),
+                                                            "LD_LIBRARY_PATH": STANDIN_FOLDER},
+            "LD_LIBRARY_PATH=$CAR/dropin:$LD_LIBRARY_PATH python3 ": {
+                "LD_LIBRARY_PATH": os.path.join(car, "dropin") + ":" + STANDIN_FOLDER},
+        }
+        for command, variables in commands.items():
+            with self.subTest(command=command):
+                self.assert_in_guide(command)
+                env = clean_env(NCCL_CAR_DEBUG="INFO", **variables)
+                result = subprocess.run([sys.executable, CTYPES_CLIENT, "libnccl.so.2"], env=env,
+                                        capture_output=True, text=True, timeout=120)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("released: taken 1stage=0 2stage=0 (0 bytes) forwarded 1", result.stderr)
+        self.assert_in_guide("tools/nccl-car run -- python3 jax_program.py")
+        result = run_tool("run", "--lib", LIBRARY, "--", sys.executable, CTYPES_CLIENT, "libnccl.so.2",
+                          env=clean_env(LD_LIBRARY_PATH=STANDIN_FOLDER))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("nccl-car run: mode audit: ctypes_client.py uses ctypes", result.stderr)
+        self.assertIn("1 communicator(s), 1 communicator rank(s) set up", result.stderr)
 
 
 if __name__ == "__main__":

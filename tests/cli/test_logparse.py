@@ -17,9 +17,9 @@ node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 setup: not eligible: ranks
 node-b:300:301 [0] shim.cc:123 NCCL-CAR WARN NCCL_CAR_ALGO differs between rank 0 and rank 1
 node-a:100:101 [0] NCCL-CAR TRACE comm 0x55d0c0a0 call 1: 1stage 4096 bytes
 step 10 loss 2.31
-node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 released: taken 1stage=12 2stage=3 (1052688 bytes) forwarded 4 (op=1 too-large=3)
-[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 released: taken 1stage=12 2stage=3 (1052688 bytes) forwarded 5 (op=1 size-not-16B-multiple=1 too-large=3)
-node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 released: taken 1stage=0 2stage=0 (0 bytes) forwarded 20 (ineligible-comm=20)
+node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 4 (op=1 too-large=3)
+[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 5 (op=1 size-not-16B-multiple=1 too-large=3)
+node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 released: taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 20 (ineligible-comm=20)
 """
 
 
@@ -54,14 +54,14 @@ class LogTallyTest(unittest.TestCase):
         self.assertIn("3 process(es); 1 communicator(s), 3 communicator rank(s) set up: "
                       "2 eligible, 1 not eligible", summary)
         self.assertIn("not eligible (1 rank(s)): ranks span 2 hosts", summary)
-        self.assertIn("taken: 30 call(s) (1stage 24, 2stage 6)", summary)
+        self.assertIn("taken: 30 call(s) (1shot 0, 2shot 0, 1stage 24, 2stage 6)", summary)
         self.assertIn("(2105376 bytes)", summary)
         self.assertIn("forwarded to NCCL: 29 call(s) (ineligible-comm 20, too-large 6, op 2, "
                       "size-not-16B-multiple 1)", summary)
         self.assertIn("WARN lines: 1", summary)
 
     def test_forwarded_zero_has_no_reasons(self):
-        tally = tally_of("h:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1stage=5 "
+        tally = tally_of("h:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=0 2shot=0 1stage=5 "
                          "2stage=0 (80 bytes) forwarded 0\n")
         self.assertEqual((tally.releases, tally.taken_calls, tally.forwarded), (1, 5, 0))
         self.assertIn("forwarded to NCCL: 0 call(s)\n", "\n".join(tally.summary_lines()) + "\n")
@@ -78,7 +78,7 @@ class LogTallyTest(unittest.TestCase):
         line = "h:{pid}:1 [0] NCCL-CAR INFO comm 0xabc rank 0/2 {event}\n"
         tally = tally_of(line.format(pid=1, event="setup: eligible (x)") +
                          line.format(pid=2, event="setup: eligible (x)") +
-                         line.format(pid=1, event="released: taken 1stage=1 2stage=0 (16 bytes) forwarded 0"))
+                         line.format(pid=1, event="released: taken 1shot=0 2shot=0 1stage=1 2stage=0 (16 bytes) forwarded 0"))
         self.assertEqual(tally.never_released, 1)
 
     def test_no_library_line(self):

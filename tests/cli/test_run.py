@@ -24,9 +24,9 @@ node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 setup: eligible (ipc peers, ful
 node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 setup: not eligible: ranks span 2 hosts
 progress 50%\\rprogress 100%
 node:200:201 [1] shim.cc:88 NCCL-CAR WARN cannot allocate or export our buffers
-node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 released: taken 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
-node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 released: taken 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
-node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 released: taken 1stage=0 2stage=0 (0 bytes) forwarded 7 (ineligible-comm=7)
+node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 released: taken 1shot=0 2shot=0 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
+node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 released: taken 1shot=0 2shot=0 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
+node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 released: taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 7 (ineligible-comm=7)
 \"\"\")
 sys.stderr.flush()
 code = int(sys.argv[1])
@@ -62,7 +62,7 @@ class RunTest(unittest.TestCase):
         self.assertIn(f"nccl-car run: {self.program} exited with 7", result.stderr)
         self.assertIn("3 process(es); 2 communicator(s), 3 communicator rank(s) set up: 2 eligible, "
                       "1 not eligible", result.stderr)
-        self.assertIn("taken: 24 call(s) (1stage 20, 2stage 4)", result.stderr)
+        self.assertIn("taken: 24 call(s) (1shot 0, 2shot 0, 1stage 20, 2stage 4)", result.stderr)
         self.assertIn("forwarded to NCCL: 13 call(s) (ineligible-comm 7, too-large 4, op 2)", result.stderr)
         self.assertIn("WARN lines: 1\n    shim.cc:88: cannot allocate", result.stderr)
         # The summary comes after everything the program wrote.
@@ -106,8 +106,8 @@ class RunTest(unittest.TestCase):
         result = run_tool("run", "--lib", self.library, "--", sys.executable, "-c", "print('hi')")
         self.assertEqual(result.returncode, 0)
         self.assertEqual(result.stdout, "hi\n")
-        self.assertIn("no NCCL-CAR line was seen: the library was not loaded, or the program made "
-                      "no NCCL calls", result.stderr)
+        self.assertIn("no communicator reached the library: it was preloaded, but no NCCL call reached it",
+                      result.stderr)
 
     def test_command_not_found_or_not_executable(self):
         result = run_tool("run", "--lib", self.library, "--", "/nonexistent/program")
@@ -119,7 +119,7 @@ class RunTest(unittest.TestCase):
 
     def test_usage_errors(self):
         for options in (["--"], [], ["--algo", "fast", "--", "true"], ["--max-bytes", "17", "--", "true"],
-                        ["--max-bytes", "2G", "--", "true"], ["--max-blocks", "37", "--", "true"],
+                        ["--max-bytes", "2G", "--", "true"], ["--max-blocks", "129", "--", "true"],
                         ["--max-blocks", "x", "--", "true"], ["--debug", "LOUD", "--", "true"],
                         ["--bogus", "--", "true"]):
             with self.subTest(options=options):

@@ -61,7 +61,7 @@ class EffectiveSettingsTest(unittest.TestCase):
     def test_defaults(self):
         effective = settings.effective_settings({})
         self.assertEqual((effective["max_bytes"], effective["max_blocks"], effective["algo"],
-                          effective["copy_in_kernel_bytes"]), (8 << 20, 36, "auto", 512 << 10))
+                          effective["copy_in_kernel_bytes"]), (8 << 20, 128, "auto", 512 << 10))
         self.assertFalse(effective["disable"])
         self.assertEqual(effective["problems"], [])
 
@@ -80,12 +80,12 @@ class EffectiveSettingsTest(unittest.TestCase):
     def test_bad_values_keep_defaults_and_are_named(self):
         # As plugin/config.cc: suffixes, signs and out-of-range values are ignored.
         effective = settings.effective_settings({
-            "NCCL_CAR_MAX_BYTES": "8M", "NCCL_CAR_MAX_BLOCKS": "40", "NCCL_CAR_ALGO": "fast",
+            "NCCL_CAR_MAX_BYTES": "8M", "NCCL_CAR_MAX_BLOCKS": "400", "NCCL_CAR_ALGO": "fast",
             "NCCL_CAR_DISABLE": "maybe", "NCCL_CAR_MAXBYTES": "1",
             "NCCL_CAR_COPY_IN_KERNEL_BYTES": "1M"})
         self.assertEqual(effective["max_bytes"], 8 << 20)
         self.assertEqual(effective["copy_in_kernel_bytes"], 512 << 10)
-        self.assertEqual(effective["max_blocks"], 36)
+        self.assertEqual(effective["max_blocks"], 128)
         self.assertEqual(effective["algo"], "auto")
         problems = "\n".join(effective["problems"])
         for name in ("NCCL_CAR_MAX_BYTES", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_ALGO",

@@ -91,7 +91,11 @@ std::size_t countMismatches(const std::vector<HostBuffer>& inputs, const HostBuf
     // One rounding to the element type, plus fp32 accumulation over `ranks` terms.
     const double tolerance = u * std::fabs(reference) + ranks * std::ldexp(1.0, -23) * magnitude + 1e-7;
     const double got = out.at(i);
-    if (!(std::fabs(got - reference) <= tolerance)) {  // NaN (poison) fails too
+    // IEEE: a NaN input or inf + -inf gives NaN, an inf gives that inf; -0.0 equals +0.0.
+    const bool right = std::isnan(reference)   ? std::isnan(got)
+                       : std::isinf(reference) ? got == reference
+                                               : std::fabs(got - reference) <= tolerance;  // NaN (poison) fails
+    if (!right) {
       if (bad++ == 0 && first != nullptr) {
         std::ostringstream text;
         text << "element " << i << ": got " << got << ", expected " << reference << " +- " << tolerance;

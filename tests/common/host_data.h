@@ -33,8 +33,9 @@ struct HostBuffer {
 
 HostBuffer randomBuffer(ElementType type, std::size_t count, Random& random);
 
-// Compares `out` with the fp64 sum of `inputs` element by element; returns the number of
-// mismatches and describes the first one in *first.
+// Compares `out` with the fp64 sum of `inputs` element by element (NaN where the sum is NaN,
+// the same infinity where it is infinite); returns the number of mismatches and describes
+// the first one in *first.
 std::size_t countMismatches(const std::vector<HostBuffer>& inputs, const HostBuffer& out,
                             std::string* first);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 namespace car::testing {
 
@@ -12,11 +13,11 @@ void checkCuda(cudaError_t err, const char* what, const char* file, int line) {
   std::abort();
 }
 
-int coResidentBlockLimit(int device, int ranks) {
+int coResidentBlockLimit(int device, int ranks, bool pdl) {
   int multiprocessors = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
   // __launch_bounds__(512, 1) guarantees one block per multiprocessor; count only that.
-  return std::max(1, std::min(kMaxBlocks, multiprocessors / ranks));
+  return std::max(1, std::min(kMaxPushBlocks, multiprocessors / (ranks * (pdl ? 2 : 1))));
 }
 
 RankGroup::RankGroup(int device, int ranks, const Config& config)
@@ -53,8 +54,9 @@ RankGroup::~RankGroup() {
 }
 
 bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
-                          std::size_t count, ElementType type, std::string* why) {
+                          std::size_t count, ElementType type, std::string* why, Algorithm* ran) {
   bool allLaunched = true;
+  std::optional<Algorithm> first;
   for (int r = 0; r < ranks(); ++r) {
     AllReduceCall call;
     call.send = send[r];
@@ -64,6 +66,11 @@ bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vecto
     call.opIsSum = true;
     call.stream = streams_[r];
     SubmitResult result = engines_[r]->submit(call);
+    if (result.launched && !first) first = result.algorithm;
+    if (result.launched && result.algorithm != *first) {
+      allLaunched = false;
+      if (why != nullptr) *why = "ranks chose different kernels";
+    }
     if (!result.launched) {
       allLaunched = false;
       if (why != nullptr) {
@@ -72,6 +79,7 @@ bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vecto
       }
     }
   }
+  if (ran != nullptr && first) *ran = *first;
   return allLaunched;
 }
 

@@ -19,8 +19,10 @@ void checkCuda(cudaError_t err, const char* what, const char* file, int line);
 #define CHECK_CUDA(call) ::car::testing::checkCuda((call), #call, __FILE__, __LINE__)
 
 // Blocks per rank so that every rank's blocks are resident at once on one GPU: spinning
-// blocks that wait for a block that cannot be scheduled would wait forever.
-int coResidentBlockLimit(int device, int ranks);
+// blocks that wait for a block that cannot be scheduled would wait forever. With
+// programmatic dependent launch a rank's next kernel may already hold its multiprocessors
+// while it waits for the current one, so each rank gets room for two grids then.
+int coResidentBlockLimit(int device, int ranks, bool pdl = true);
 
 class RankGroup {
  public:
@@ -34,9 +36,10 @@ class RankGroup {
   cudaStream_t stream(int rank) const { return streams_[rank]; }
 
   // Submits one all-reduce per rank (send[r] -> recv[r]) on each rank's stream; returns
-  // false (with the reason in *why) if any rank did not launch.
+  // false (with the reason in *why) if any rank did not launch, or if the ranks chose
+  // different kernels. *ran, when given, receives the kernel that ran.
   bool allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
-                 std::size_t count, ElementType type, std::string* why = nullptr);
+                 std::size_t count, ElementType type, std::string* why = nullptr, Algorithm* ran = nullptr);
   void synchronize();
 
  private:

@@ -35,7 +35,9 @@ TEST_CASE("defaults with nothing set", "[config]") {
   CHECK_FALSE(config.disable);
   CHECK(config.algorithm == AlgorithmOverride::Auto);
   CHECK(config.maxBytes == 8u * 1024 * 1024);
-  CHECK(config.maxBlocks == 36);
+  CHECK(config.maxBlocks == kMaxPushBlocks);
+  CHECK(config.pushMaxBytes == 8u * 1024 * 1024);
+  CHECK(config.pdl);
   CHECK(config.copyInKernelBytes == 512u * 1024);
   CHECK(config.logLevel == LogLevel::Warn);
   CHECK(config.ncclLibrary.empty());
@@ -47,6 +49,8 @@ TEST_CASE("good values are taken", "[config]") {
                                {"NCCL_CAR_ALGO", "2stage"},
                                {"NCCL_CAR_MAX_BYTES", "1048576"},
                                {"NCCL_CAR_MAX_BLOCKS", "16"},
+                               {"NCCL_CAR_PUSH_MAX_BYTES", "0"},
+                               {"NCCL_CAR_PDL", "off"},
                                {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "0"},
                                {"NCCL_CAR_DEBUG", "info"},
                                {"NCCL_CAR_NCCL_LIB", "/opt/nccl/lib/libnccl.so.2"}},
@@ -56,6 +60,8 @@ TEST_CASE("good values are taken", "[config]") {
   CHECK(config.algorithm == AlgorithmOverride::TwoStage);
   CHECK(config.maxBytes == 1048576);
   CHECK(config.maxBlocks == 16);
+  CHECK(config.pushMaxBytes == 0);
+  CHECK_FALSE(config.pdl);
   CHECK(config.copyInKernelBytes == 0);
   CHECK(config.logLevel == LogLevel::Info);
   CHECK(config.ncclLibrary == "/opt/nccl/lib/libnccl.so.2");
@@ -74,7 +80,10 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
       {"NCCL_CAR_MAX_BYTES", " 16"},      {"NCCL_CAR_MAX_BYTES", "17"},
       {"NCCL_CAR_MAX_BYTES", "0"},        {"NCCL_CAR_MAX_BYTES", "99999999999999999999999"},
       {"NCCL_CAR_MAX_BYTES", "2147483648"},
-      {"NCCL_CAR_MAX_BLOCKS", "0"},       {"NCCL_CAR_MAX_BLOCKS", "37"},
+      {"NCCL_CAR_MAX_BLOCKS", "0"},       {"NCCL_CAR_MAX_BLOCKS", "129"},
+      {"NCCL_CAR_PUSH_MAX_BYTES", "17"},  {"NCCL_CAR_PUSH_MAX_BYTES", "2147483648"},
+      {"NCCL_CAR_PUSH_MAX_BYTES", "8M"},  {"NCCL_CAR_PDL", "2"},
+      {"NCCL_CAR_ALGO", "push"},
       {"NCCL_CAR_MAX_BLOCKS", "4.5"},     {"NCCL_CAR_MAX_BLOCKS", "18446744073709551617"},
       {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "-1"},
       {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "1M"},
@@ -93,6 +102,8 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
     CHECK(config.algorithm == defaults.algorithm);
     CHECK(config.maxBytes == defaults.maxBytes);
     CHECK(config.maxBlocks == defaults.maxBlocks);
+    CHECK(config.pushMaxBytes == defaults.pushMaxBytes);
+    CHECK(config.pdl == defaults.pdl);
     CHECK(config.copyInKernelBytes == defaults.copyInKernelBytes);
     CHECK(config.logLevel == defaults.logLevel);
   }
@@ -120,6 +131,9 @@ TEST_CASE("settings that must agree across ranks name the variable that differs"
   b = a;
   b.algorithm = AlgorithmOverride::OneStage;
   CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_ALGO");
+  b = a;
+  b.pushMaxBytes = 0;
+  CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_PUSH_MAX_BYTES");
   b = a;
   b.maxBlocks = 8;
   CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_MAX_BLOCKS");

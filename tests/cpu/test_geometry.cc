@@ -87,11 +87,129 @@ TEST_CASE("2stage shards: the last rank takes the remainder", "[geometry]") {
   CHECK(shardOf(3, 8, 0).end == 0);
 }
 
-TEST_CASE("buffer block layout: Signal, then tmp and staging of maxBytes each, aligned", "[geometry]") {
-  const BlockLayout layout = layoutForMaxBytes(8 << 20);
-  CHECK(layout.tmpOffset >= sizeof(Signal));
-  CHECK(layout.tmpOffset % 256 == 0);
+TEST_CASE("buffer block layout: Signal, PushState, tmp and staging, then three push areas", "[geometry]") {
+  const BlockLayout layout = layoutFor(8 << 20, 8 << 20);
+  CHECK(layout.pushStateOffset >= sizeof(Signal));
+  CHECK(layout.tmpOffset >= layout.pushStateOffset + sizeof(PushState));
+  for (std::size_t offset : {layout.pushStateOffset, layout.tmpOffset, layout.stagingOffset, layout.areasOffset,
+                             layout.areaBytes}) {
+    CHECK(offset % 256 == 0);
+  }
   CHECK(layout.stagingOffset == layout.tmpOffset + (8 << 20));
-  CHECK(layout.totalBytes == layout.stagingOffset + (8 << 20));
+  CHECK(layout.areasOffset == layout.stagingOffset + (8 << 20));
+  CHECK(layout.areaBytes == pushAreaBytesFor(8 << 20));
+  CHECK(layout.totalBytes == layout.areasOffset + 3 * layout.areaBytes);
   CHECK(sizeof(Signal) == 128 * ((kMaxBlocks * kMaxRanks * 4 + 127) / 128) + 2 * kMaxBlocks * kMaxRanks * 4);
+  // The push kernels off: no areas at all.
+  const BlockLayout pullOnly = layoutFor(8 << 20, 0);
+  CHECK(pullOnly.areaBytes == 0);
+  CHECK(pullOnly.totalBytes == pullOnly.areasOffset);
+}
+
+TEST_CASE("push grid: one pack per thread, a lone block only as wide as its packs", "[geometry]") {
+  CHECK(pushGridBlocks(1, kMaxPushBlocks) == 1);
+  CHECK(pushGridBlocks(512, kMaxPushBlocks) == 1);
+  CHECK(pushGridBlocks(513, kMaxPushBlocks) == 2);
+  CHECK(pushGridBlocks(4096, kMaxPushBlocks) == 8);        // 64 KiB, 1shot
+  CHECK(pushGridBlocks(65536, kMaxPushBlocks) == 128);     // 1 MiB, 1shot
+  CHECK(pushGridBlocks(65536, 16) == 16);
+  CHECK(pushGridBlocks(65536, 1000) == kMaxPushBlocks);
+  CHECK(pushBlockThreads(1, 1) == 32);
+  CHECK(pushBlockThreads(64, 1) == 64);                    // 1 KiB
+  CHECK(pushBlockThreads(65, 1) == 96);
+  CHECK(pushBlockThreads(512, 1) == 512);
+  CHECK(pushBlockThreads(4096, 8) == kThreadsPerBlock);
+  CHECK(pushBlockThreads(65536, 1) == kThreadsPerBlock);   // one block, grid-stride loop
+}
+
+TEST_CASE("push rotation: every copy of the area index is advanced by exactly one block of any grid",
+          "[geometry]") {
+  for (int blocks = 1; blocks <= kMaxPushBlocks; ++blocks) {
+    std::vector<int> writers(kMaxPushBlocks, 0);
+    // The loop of beginPushRound (kernels/push_rotation.cuh).
+    for (int block = 0; block < blocks; ++block) {
+      for (int v = block; v < kMaxPushBlocks; v += blocks) writers[v]++;
+    }
+    CAPTURE(blocks);
+    for (int v = 0; v < kMaxPushBlocks; ++v) REQUIRE(writers[v] == 1);
+  }
+}
+
+namespace {
+
+// Replays where 2shot's pushes land: for every rank, offset o of every shard j. Counts
+// writes per (target rank, area pack) and checks that they stay inside the area's use.
+struct TwoShotTrace {
+  bool inside = true;
+  bool eachSlotPackOnce = true;
+  std::vector<int> reducedBy;   // per message pack: how many owners reduce it
+  std::vector<int> outputWrites;  // per (rank, pack): flattened
+};
+
+TwoShotTrace traceTwoShot(long long packs, int ranks) {
+  TwoShotTrace t;
+  const long long shard = twoShotShardPacks(packs, ranks);
+  const std::size_t usePacks = twoShotAreaUse(packs, ranks) / kPackBytes;
+  std::vector<std::vector<int>> writes(ranks, std::vector<int>(usePacks, 0));
+  t.reducedBy.assign(packs, 0);
+  t.outputWrites.assign(static_cast<std::size_t>(ranks) * packs, 0);
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (long long o = 0; o < shard; ++o) {
+      for (int j = 0; j < ranks; ++j) {  // scatter: shard j to its owner, slot `rank`
+        const long long g = j * shard + o;
+        if (j == rank || g >= packs) continue;
+        const long long at = rank * shard + o;
+        if (at >= static_cast<long long>(usePacks)) t.inside = false; else writes[j][at]++;
+      }
+      const long long mine = rank * shard + o;  // reduce + broadcast our shard
+      if (mine < packs) {
+        t.reducedBy[mine]++;
+        t.outputWrites[rank * packs + mine]++;
+        for (int q = 0; q < ranks; ++q) {
+          if (q == rank) continue;
+          const long long at = (ranks + rank) * shard + o;
+          if (at >= static_cast<long long>(usePacks)) t.inside = false; else writes[q][at]++;
+        }
+      }
+      for (int j = 0; j < ranks; ++j) {  // gather the others' shards
+        const long long g = j * shard + o;
+        if (j != rank && g < packs) t.outputWrites[rank * packs + g]++;
+      }
+    }
+  }
+  for (const auto& perRank : writes) {
+    for (int n : perRank) t.eachSlotPackOnce = t.eachSlotPackOnce && n <= 1;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("2shot: every pack reduced by one owner, written once into every output, all inside the area",
+          "[geometry]") {
+  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+    for (long long packs : {1LL, 2LL, 7LL, 8LL, 9LL, 15LL, 513LL, 1023LL, 4097LL}) {
+      CAPTURE(ranks, packs);
+      const TwoShotTrace t = traceTwoShot(packs, ranks);
+      CHECK(t.inside);
+      CHECK(t.eachSlotPackOnce);
+      for (long long p = 0; p < packs; ++p) REQUIRE(t.reducedBy[p] == 1);
+      for (int n : t.outputWrites) REQUIRE(n == 1);
+    }
+  }
+}
+
+TEST_CASE("push areas hold the largest push call of any world size", "[geometry]") {
+  for (std::size_t pushMax : {std::size_t{16}, std::size_t{4096}, std::size_t{1} << 20, std::size_t{8} << 20}) {
+    for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+      for (std::size_t bytes : {std::size_t{1}, pushMax - 1, pushMax}) {
+        CAPTURE(pushMax, ranks, bytes);
+        CHECK(twoShotAreaUse(packsOf(static_cast<long long>(bytes)), ranks) <= pushAreaBytesFor(pushMax));
+      }
+    }
+  }
+  CHECK(oneShotAreaUse(packsOf(1 << 20), 2) == (2u << 20));
+  CHECK(packsOf(1) == 1);
+  CHECK(packsOf(16) == 1);
+  CHECK(packsOf(17) == 2);
 }

@@ -1,5 +1,5 @@
-// The decision rule of DESIGN.md ("Which all-reduce is ours") and the seed's algorithm
-// thresholds, row by row, for every world size and on both sides of every boundary.
+// The decision rule of docs/design.md ("The decision rule"), the push kernels' table and the
+// seed's pull thresholds, row by row, for every world size and on both sides of every boundary.
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -13,14 +13,19 @@ namespace {
 
 constexpr std::size_t KiB = 1024;
 
-CallFacts sumOf(ElementType type, std::size_t count, std::uintptr_t send = 0x1000, std::uintptr_t recv = 0x2000) {
+CallFacts sumOf(ElementType type, std::size_t count) {
   CallFacts call;
   call.type = type;
   call.opIsSum = true;
   call.count = count;
-  call.sendAddress = send;
-  call.recvAddress = recv;
   return call;
+}
+
+// The pull kernels alone, as before the push kernels existed.
+Config pullOnly() {
+  Config config;
+  config.pushMaxBytes = 0;
+  return config;
 }
 
 }  // namespace
@@ -45,25 +50,25 @@ TEST_CASE("seed algorithm: thresholds for 3 to 8 ranks", "[policy]") {
   }
 }
 
-TEST_CASE("default algorithm: on sm_90, 3 and 4 ranks keep 1stage up to 768 KiB", "[policy]") {
+TEST_CASE("pull algorithm: on sm_90, 3 and 4 ranks keep 1stage up to 768 KiB", "[policy]") {
   for (int ranks = 3; ranks <= 4; ++ranks) {
     CAPTURE(ranks);
     const CommunicatorFacts hopper{ranks, true, 90};
-    CHECK(defaultAlgorithm(hopper, 512 * KiB) == Algorithm::OneStage);
-    CHECK(defaultAlgorithm(hopper, 768 * KiB - 16) == Algorithm::OneStage);
-    CHECK(defaultAlgorithm(hopper, 768 * KiB) == Algorithm::TwoStage);
-    CHECK(defaultAlgorithm(hopper, 8192 * KiB) == Algorithm::TwoStage);
-    CHECK_FALSE(defaultAlgorithm({ranks, false, 90}, 16).has_value());
+    CHECK(pullAlgorithm(hopper, 512 * KiB) == Algorithm::OneStage);
+    CHECK(pullAlgorithm(hopper, 768 * KiB - 16) == Algorithm::OneStage);
+    CHECK(pullAlgorithm(hopper, 768 * KiB) == Algorithm::TwoStage);
+    CHECK(pullAlgorithm(hopper, 8192 * KiB) == Algorithm::TwoStage);
+    CHECK_FALSE(pullAlgorithm({ranks, false, 90}, 16).has_value());
   }
 }
 
-TEST_CASE("default algorithm: the seed's rule everywhere it was not re-measured", "[policy]") {
+TEST_CASE("pull algorithm: the seed's rule everywhere it was not re-measured", "[policy]") {
   for (int capability : {0, 80, 89, 100}) {
     for (int ranks = 2; ranks <= 8; ++ranks) {
       for (std::size_t bytes : {std::size_t{16}, 256 * KiB - 16, 256 * KiB, 512 * KiB - 16, 512 * KiB,
                                 768 * KiB, 8192 * KiB}) {
         CAPTURE(capability, ranks, bytes);
-        CHECK(defaultAlgorithm({ranks, true, capability}, bytes) == seedAlgorithm(ranks, true, bytes));
+        CHECK(pullAlgorithm({ranks, true, capability}, bytes) == seedAlgorithm(ranks, true, bytes));
       }
     }
   }
@@ -71,7 +76,7 @@ TEST_CASE("default algorithm: the seed's rule everywhere it was not re-measured"
   for (int ranks : {2, 5, 6, 7, 8}) {
     for (std::size_t bytes : {std::size_t{16}, 256 * KiB - 16, 256 * KiB, 512 * KiB, 8192 * KiB}) {
       CAPTURE(ranks, bytes);
-      CHECK(defaultAlgorithm({ranks, true, 90}, bytes) == seedAlgorithm(ranks, true, bytes));
+      CHECK(pullAlgorithm({ranks, true, 90}, bytes) == seedAlgorithm(ranks, true, bytes));
     }
   }
 }
@@ -82,27 +87,88 @@ TEST_CASE("seed algorithm: world sizes outside 2..8 are not ours", "[policy]") {
   CHECK_FALSE(seedAlgorithm(0, true, 16).has_value());
 }
 
-TEST_CASE("NCCL_CAR_ALGO forces a kernel but cannot make an unsupported topology ours", "[policy]") {
+TEST_CASE("default: 1shot up to the table's limit, then 2shot up to NCCL_CAR_PUSH_MAX_BYTES, then pull",
+          "[policy]") {
   Config config;
-  config.algorithm = AlgorithmOverride::TwoStage;
-  CHECK(chooseAlgorithm({2, true}, 16, config) == Algorithm::TwoStage);
-  CHECK(chooseAlgorithm({8, true}, 16, config) == Algorithm::TwoStage);
-  config.algorithm = AlgorithmOverride::OneStage;
-  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config) == Algorithm::OneStage);
-  CHECK_FALSE(chooseAlgorithm({4, false}, 16, config).has_value());
-  config.algorithm = AlgorithmOverride::Auto;
-  CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, config) == Algorithm::OneStage);
-  CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, config) == Algorithm::TwoStage);
+  config.maxBytes = 64 << 20;  // room above the push limit
+  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+    for (int capability : {0, 80, 90}) {
+      const CommunicatorFacts comm{ranks, true, capability};
+      const std::size_t limit = oneShotLimit(comm);
+      CAPTURE(ranks, capability, limit);
+      REQUIRE(limit >= 64 * KiB);
+      CHECK(defaultAlgorithm(comm, 1, config).algorithm == Algorithm::OneShotPush);
+      CHECK(defaultAlgorithm(comm, 16, config).algorithm == Algorithm::OneShotPush);
+      CHECK(defaultAlgorithm(comm, limit, config).algorithm == Algorithm::OneShotPush);
+      CHECK(defaultAlgorithm(comm, limit + 2, config).algorithm == Algorithm::TwoShotPush);
+      CHECK(defaultAlgorithm(comm, config.pushMaxBytes, config).algorithm == Algorithm::TwoShotPush);
+      CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 16, config).algorithm ==
+            pullAlgorithm(comm, config.pushMaxBytes + 16));
+      // Above the push limit only whole packs can go to a pull kernel.
+      const AlgorithmChoice odd = defaultAlgorithm(comm, config.pushMaxBytes + 18, config);
+      CHECK_FALSE(odd.algorithm.has_value());
+      CHECK(odd.reason == ForwardReason::NotMultipleOf16);
+    }
+  }
 }
 
-TEST_CASE("decideCall takes an eligible sum of a supported type", "[policy]") {
+TEST_CASE("1shot only where every rank's copy fits one receive area", "[policy]") {
+  Config config;
+  config.pushMaxBytes = 64 * KiB;  // areas of about 128 KiB
+  const CommunicatorFacts eight{8, true, 90};
+  REQUIRE(oneShotLimit(eight) >= 16 * KiB);
+  CHECK(canRun(Algorithm::OneShotPush, eight, 16 * KiB, config));        // 8 x 16 KiB fits
+  CHECK_FALSE(canRun(Algorithm::OneShotPush, eight, 32 * KiB, config));  // 8 x 32 KiB does not
+  CHECK(defaultAlgorithm(eight, 32 * KiB, config).algorithm == Algorithm::TwoShotPush);
+  CHECK(canRun(Algorithm::TwoShotPush, eight, 64 * KiB, config));
+  CHECK_FALSE(canRun(Algorithm::TwoShotPush, eight, 64 * KiB + 2, config));
+}
+
+TEST_CASE("NCCL_CAR_PUSH_MAX_BYTES=0 leaves the pull rule alone", "[policy]") {
+  const Config config = pullOnly();
+  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+    for (std::size_t bytes : {std::size_t{16}, 256 * KiB, 768 * KiB, 8192 * KiB}) {
+      const CommunicatorFacts comm{ranks, true, 90};
+      CAPTURE(ranks, bytes);
+      CHECK(defaultAlgorithm(comm, bytes, config).algorithm == pullAlgorithm(comm, bytes));
+      CHECK_FALSE(canRun(Algorithm::OneShotPush, comm, bytes, config));
+      CHECK_FALSE(canRun(Algorithm::TwoShotPush, comm, bytes, config));
+    }
+  }
+}
+
+TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy]") {
+  Config config;
+  config.algorithm = AlgorithmOverride::TwoStage;
+  CHECK(chooseAlgorithm({2, true}, 16, config).algorithm == Algorithm::TwoStage);
+  CHECK(chooseAlgorithm({8, true}, 16, config).algorithm == Algorithm::TwoStage);
+  // A pull kernel moves whole packs: an odd size runs on the default (push) kernel.
+  CHECK(chooseAlgorithm({8, true}, 18, config).algorithm == Algorithm::OneShotPush);
+  config.algorithm = AlgorithmOverride::OneStage;
+  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config).algorithm == Algorithm::OneStage);
+  CHECK_FALSE(chooseAlgorithm({4, false}, 16, config).algorithm.has_value());
+  config.algorithm = AlgorithmOverride::TwoShot;
+  CHECK(chooseAlgorithm({8, true}, 16, config).algorithm == Algorithm::TwoShotPush);
+  config.algorithm = AlgorithmOverride::OneShot;
+  CHECK(chooseAlgorithm({2, true}, 8192 * KiB, config).algorithm == Algorithm::OneShotPush);
+  // 8 copies of 8 MiB do not fit an area: the default runs it.
+  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config).algorithm == Algorithm::TwoShotPush);
+  config.algorithm = AlgorithmOverride::Auto;
+  const Config pull = pullOnly();
+  CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, pull).algorithm == Algorithm::OneStage);
+  CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, pull).algorithm == Algorithm::TwoStage);
+}
+
+TEST_CASE("decideCall takes an eligible sum of a supported type, of any element count", "[policy]") {
   const Config config;
   for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
-    const std::size_t count = 4096 / elementBytes(type);
-    const CallDecision decision = decideCall({4, true}, sumOf(type, count), config);
-    CHECK(decision.ours);
-    CHECK(decision.bytes == 4096);
-    CHECK(decision.algorithm == Algorithm::OneStage);
+    for (std::size_t count : {std::size_t{1}, std::size_t{3}, 4096 / static_cast<std::size_t>(elementBytes(type)), std::size_t{1001}}) {
+      CAPTURE(elementTypeName(type), count);
+      const CallDecision decision = decideCall({4, true}, sumOf(type, count), config);
+      CHECK(decision.ours);
+      CHECK(decision.bytes == count * elementBytes(type));
+      CHECK(decision.algorithm == Algorithm::OneShotPush);
+    }
   }
 }
 
@@ -128,9 +194,11 @@ TEST_CASE("decideCall forwards with the reason", "[policy]") {
   SECTION("zero elements") {
     CHECK(decideCall(comm, sumOf(ElementType::Float32, 0), config).reason == ForwardReason::Empty);
   }
-  SECTION("bytes not a multiple of 16") {
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 3), config).reason == ForwardReason::NotMultipleOf16);
-    CHECK(decideCall(comm, sumOf(ElementType::BFloat16, 12), config).reason == ForwardReason::NotMultipleOf16);
+  SECTION("bytes not a multiple of 16, where only a pull kernel could take them") {
+    const Config pull = pullOnly();
+    CHECK(decideCall(comm, sumOf(ElementType::Float32, 3), pull).reason == ForwardReason::NotMultipleOf16);
+    CHECK(decideCall(comm, sumOf(ElementType::BFloat16, 12), pull).reason == ForwardReason::NotMultipleOf16);
+    CHECK(decideCall(comm, sumOf(ElementType::BFloat16, 16), pull).ours);
   }
   SECTION("the size limit is inclusive") {
     const std::size_t atLimit = config.maxBytes / 2;
@@ -142,12 +210,6 @@ TEST_CASE("decideCall forwards with the reason", "[policy]") {
   SECTION("a huge count does not overflow into a small size") {
     const std::size_t huge = (~std::size_t{0}) / 2 + 8;  // huge * 2 wraps around
     CHECK(decideCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
-  }
-  SECTION("misaligned receive pointer; a misaligned send pointer is fine (copied into staging)") {
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1000, 0x2004), config).reason == ForwardReason::Misaligned);
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1000, 0x2008), config).reason == ForwardReason::Misaligned);
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4, 0x1008, 0x2000), config).ours);
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, 8, 0x1002, 0x2000), config).ours);
   }
   SECTION("more than two ranks without full NVLink") {
     CHECK(decideCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);
@@ -169,4 +231,34 @@ TEST_CASE("every forward reason has a distinct name", "[policy]") {
   }
   CHECK(names.size() == static_cast<std::size_t>(ForwardReason::kCount));
   CHECK(names.count("?") == 0);
+}
+
+TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull kernel", "[policy]") {
+  Config config;  // push kernels up to NCCL_CAR_MAX_BYTES: no pull kernel is ever chosen
+  CHECK_FALSE(pullKernelsReachable(config));
+  CHECK(pullBufferBytes(config) == 0);
+  CHECK_FALSE(canRun(Algorithm::OneStage, {2, true}, 16, config));
+  config.algorithm = AlgorithmOverride::TwoStage;
+  CHECK(pullBufferBytes(config) == config.maxBytes);
+  CHECK(canRun(Algorithm::TwoStage, {2, true}, 16, config));
+  config.algorithm = AlgorithmOverride::OneShot;  // forcing a push kernel changes nothing
+  CHECK(pullBufferBytes(config) == 0);
+  config.algorithm = AlgorithmOverride::Auto;
+  config.pushMaxBytes = config.maxBytes / 2;  // the largest calls go to a pull kernel
+  CHECK(pullBufferBytes(config) == config.maxBytes);
+  CHECK(defaultAlgorithm({2, true}, config.maxBytes, config).algorithm == Algorithm::OneStage);
+  // Whatever the settings, a call the policy takes fits the buffers it goes through.
+  for (AlgorithmOverride algorithm : {AlgorithmOverride::Auto, AlgorithmOverride::OneStage, AlgorithmOverride::TwoShot}) {
+    for (std::size_t pushMax : {std::size_t{0}, std::size_t{64} << 10, config.maxBytes}) {
+      Config c;
+      c.algorithm = algorithm;
+      c.pushMaxBytes = pushMax;
+      for (std::size_t bytes : {std::size_t{16}, std::size_t{100}, std::size_t{1} << 20, c.maxBytes}) {
+        const AlgorithmChoice choice = chooseAlgorithm({4, true, 90}, bytes, c);
+        if (!choice.algorithm) continue;
+        CAPTURE(overrideName(algorithm), pushMax, bytes);
+        CHECK((isPush(*choice.algorithm) ? bytes <= c.pushMaxBytes : bytes <= pullBufferBytes(c)));
+      }
+    }
+  }
 }

@@ -6,15 +6,19 @@ using namespace car;
 
 TEST_CASE("stats summary counts taken calls by kernel and forwarded ones by reason", "[stats]") {
   CallStats stats;
-  CHECK(stats.summary() == "taken 1stage=0 2stage=0 (0 bytes) forwarded 0");
+  CHECK(stats.summary() == "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 0");
   stats.countTaken(Algorithm::OneStage, 4096);
   stats.countTaken(Algorithm::OneStage, 16);
   stats.countTaken(Algorithm::TwoStage, 1 << 20);
+  stats.countTaken(Algorithm::OneShotPush, 2);
   stats.countForwarded(ForwardReason::TooLarge);
   stats.countForwarded(ForwardReason::TooLarge);
   stats.countForwarded(ForwardReason::Op);
   CHECK(stats.taken(Algorithm::OneStage) == 2);
   CHECK(stats.taken(Algorithm::TwoStage) == 1);
-  CHECK(stats.takenBytes() == 4096 + 16 + (1 << 20));
-  CHECK(stats.summary() == "taken 1stage=2 2stage=1 (1052688 bytes) forwarded 3 (op=1 too-large=2)");
+  CHECK(stats.taken(Algorithm::OneShotPush) == 1);
+  CHECK(stats.taken(Algorithm::TwoShotPush) == 0);
+  CHECK(stats.takenBytes() == 4096 + 16 + (1 << 20) + 2);
+  CHECK(stats.summary() ==
+        "taken 1shot=1 2shot=0 1stage=2 2stage=1 (1052690 bytes) forwarded 3 (op=1 too-large=2)");
 }

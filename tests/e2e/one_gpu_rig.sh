@@ -54,6 +54,12 @@ gpu_machine_begin() {
   gpus=$(rig_visible_gpus)
 }
 
+# rig_taken_calls LOG...: all-reduces our kernels took, summed over the logs' "released:"
+# lines ("taken 1shot=A 2shot=B 1stage=C 2stage=D (...)"), every rank counted.
+rig_taken_calls() {
+  cat "$@" | grep -o "released: taken [^(]*" | grep -o "=[0-9]*" | tr -d = | awk '{s += $1} END {print s + 0}'
+}
+
 # Environment every rank of the rig gets (rank-specific parts are added per process).
 rig_export_common() {
   export NCCL_SOCKET_IFNAME=lo

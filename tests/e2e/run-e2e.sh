@@ -99,10 +99,10 @@ WRAP
         rc=$?
         wrong=$(awk '/^ +[0-9]+ +[0-9]+ /{w += $9 + $13} END {print w + 0}' "$log")
         eligible=$(grep -c "setup: eligible" "$log")
-        taken=$(grep -o "taken 1stage=[0-9]* 2stage=[0-9]*" "$log" | head -1)
+        taken=$(rig_taken_calls "$log")
         status=PASS
         [ $rc -eq 0 ] && [ "$wrong" = 0 ] && [ "$eligible" -ge "$n" ] || { status=FAIL; failures=$((failures + 1)); }
-        echo "nccl-tests $n ranks $dtype -G $graph: $status (rc $rc, #wrong $wrong, $eligible eligible, rank0 $taken)"
+        echo "nccl-tests $n ranks $dtype -G $graph: $status (rc $rc, #wrong $wrong, $eligible eligible, $taken calls taken)"
       done
     done
   done

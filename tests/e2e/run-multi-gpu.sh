@@ -33,7 +33,7 @@ check() {
   local wrong eligible taken
   wrong=$(awk '/^ +[0-9]+ +[0-9]+ /{w += $9 + $13} END {print w + 0}' "$log")
   eligible=$(grep -c "setup: eligible" "$log")
-  taken=$(grep -o "taken 1stage=[0-9]* 2stage=[0-9]*" "$log" | awk -F'[= ]' '{s += $3 + $5} END {print s + 0}')
+  taken=$(rig_taken_calls "$log")
   local status=PASS
   [ $rc -eq 0 ] && [ "$wrong" = 0 ] && grep -q "Out of bounds values : 0 OK" "$log" || { status=FAIL; failures=$((failures + 1)); }
   echo "$name: $status (rc $rc, #wrong $wrong, $eligible communicators eligible, $taken calls taken)"

@@ -42,7 +42,7 @@ two_ranks() {
 evidence() {
   case $1 in
     shrink-abort) echo "ncclCommShrink(NCCL_SHRINK_ABORT): our kernels told to stop" ;;
-    revoke) echo "released: taken 1stage=1 2stage=0 (262144 bytes) forwarded 1 (ineligible-comm=1)" ;;
+    revoke) echo "(262144 bytes) forwarded 1 (ineligible-comm=1)" ;;
     finalize-abort|destroy-abort) echo "our kernels told to stop (an abort came while we waited)" ;;
     destroy-alone) echo "did not finish within 30 s of ncclCommDestroy" ;;
     setup-abort) echo "ncclAllReduce while another thread" ;;

@@ -19,7 +19,7 @@ for n in ${E2E_RANKS:-2 4 8}; do
   rc=$?
   passed=$(grep -c "^rank [0-9]*/$n: PASS" "$log")
   eligible=$(grep -c "setup: eligible" "$log")
-  taken=$(grep -o "taken 1stage=[0-9]* 2stage=[0-9]*" "$log" | awk -F'[= ]' '{s += $3 + $5} END {print s + 0}')
+  taken=$(rig_taken_calls "$log")
   status=PASS
   [ $rc -eq 0 ] && [ "$passed" = "$n" ] && [ "$taken" -gt 0 ] || { status=FAIL; failures=$((failures + 1)); }
   echo "torch $n ranks: $status (rc $rc, $passed/$n ranks passed, $eligible communicators eligible, $taken calls taken)"

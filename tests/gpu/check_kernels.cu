@@ -16,7 +16,22 @@ __global__ void compareAndPoisonKernel(std::uint32_t* output, const std::uint32_
   if (bad != 0) atomicAdd(errors, bad);
 }
 
+__global__ void gateKernel(const volatile int* gate) {
+  while (*gate == 0) {
+  }
+}
+
 }  // namespace
+
+cudaError_t launchGate(const volatile int* gate, cudaStream_t stream) {
+  gateKernel<<<1, 1, 0, stream>>>(gate);
+  return cudaGetLastError();
+}
+
+cudaError_t leaveStaleLaunchError() {
+  gateKernel<<<1, 4096>>>(nullptr);  // more threads than a block may have: never runs
+  return cudaPeekAtLastError();
+}
 
 cudaError_t compareAndPoison(void* output, const void* expected, std::size_t bytes,
                              unsigned long long* errors, cudaStream_t stream) {

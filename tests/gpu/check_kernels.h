@@ -12,4 +12,13 @@ namespace car::testing {
 cudaError_t compareAndPoison(void* output, const void* expected, std::size_t bytes,
                              unsigned long long* errors, cudaStream_t stream);
 
+// Enqueues a one-thread kernel that spins until *gate (host-mapped memory) is non-zero:
+// holds back everything behind it on `stream` until the host opens the gate.
+cudaError_t launchGate(const volatile int* gate, cudaStream_t stream);
+
+// Tries a launch with an impossible block size and leaves its error (not sticky: CUDA 13
+// says cudaErrorInvalidValue) unread in CUDA's last-error slot, as a careless application
+// would. Returns that error.
+cudaError_t leaveStaleLaunchError();
+
 }  // namespace car::testing

@@ -1,29 +1,55 @@
 #!/usr/bin/env bash
-# Runs the engine's GPU tests, the compute-sanitizer checks and the benchmark on a machine
-# with an NVIDIA GPU. Usage: tests/gpu/run-gpu-tests.sh [BUILD_DIR]   (logs go to $OUT or ./gpu-logs)
+# Runs the engine's GPU tests and the compute-sanitizer checks on a machine with an NVIDIA
+# GPU; with two or more GPUs the long sweeps run side by side on GPUs 0 and 1.
+# Usage: tests/gpu/run-gpu-tests.sh [BUILD_DIR]   (logs go to $OUT or ./gpu-logs)
+#   GPU_TESTS_SKIP="sanitizer pull-sweeps" skips steps by name.
 set -uo pipefail
 build=${1:-build}
 logs=${OUT:-gpu-logs}
 mkdir -p "$logs"
 export CUDA_DEVICE_MAX_CONNECTIONS=32
 tests="$build/tests/car_gpu_tests"
+[ -x "$tests" ] || tests="$build/car_gpu_tests"
 status=0
+gpus=$(nvidia-smi -L | grep -c "^GPU")
+second=$(( gpus > 1 ? 1 : 0 ))
 
-step() {  # step NAME TIMEOUT COMMAND...
-  local name=$1 limit=$2
-  shift 2
-  echo "== $name"
-  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+step() {  # step NAME GPU TIMEOUT COMMAND...
+  local name=$1 gpu=$2 limit=$3
+  shift 3
+  case " ${GPU_TESTS_SKIP:-} " in *" $name "*) echo "== $name: skipped"; return ;; esac
+  echo "== $name (GPU $gpu)"
+  CUDA_VISIBLE_DEVICES=$gpu timeout "$limit" "$@" >"$logs/$name.log" 2>&1
   local rc=$?
-  tail -n 4 "$logs/$name.log"
+  tail -n 3 "$logs/$name.log"
   echo "== $name: exit $rc"
   [ $rc -eq 0 ] || status=1
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-step long-runs 240 "$tests" "[long],[graph],[wrap]" --durations yes
-for tool in memcheck racecheck synccheck; do
-  step "sanitizer-$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" "[sanitizer]"
-done
-step correctness 400 "$tests" "[correctness]" --durations yes
+step launch-path 0 60 "$tests" "[launch-path]"
+# Two lanes: each runs its steps in order; the lanes run at once when there are two GPUs.
+lane0() {
+  step special-unaligned-36 0 150 "$tests" "[correctness]~[push]~[pull]" --durations yes
+  step push-sweep 0 420 "$tests" "[push]" --durations yes
+  step long-runs 0 300 "$tests" "[long],[graph],[wrap]" --durations yes
+}
+lane1() {
+  for tool in memcheck racecheck synccheck; do
+    step "sanitizer-$tool" "$second" 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" "[sanitizer]"
+  done
+  step pull-sweep-copy-engine "$second" 300 "$tests" "[pull][copy-engine]" --durations yes
+  step pull-sweep-alternating "$second" 300 "$tests" "[pull][alternating]" --durations yes
+}
+if [ "$second" = 1 ]; then
+  lane1 >"$logs/lane1.out" 2>&1 &
+  lane1_pid=$!
+  lane0
+  wait $lane1_pid || status=1
+  cat "$logs/lane1.out"
+  grep -q ": exit [1-9]" "$logs/lane1.out" && status=1
+else
+  lane0
+  lane1
+fi
 exit $status

@@ -13,9 +13,16 @@ inline const char* shimLibrary() { return CAR_SHIM_LIBRARY; }
 inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
 inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
 inline const char* standinLibrary() { return CAR_STANDIN_LIBRARY; }
-// The stand-in built as an NCCL from before 2.28 (no ncclCommRevoke, no ncclGroupSimulateEnd).
-inline const char* oldStandinLibrary() { return CAR_STANDIN_OLD_LIBRARY; }
 inline const char* exportsMap() { return CAR_SHIM_EXPORTS_MAP; }
+inline const char* handleDriverProgram() { return CAR_SHIM_HANDLE_DRIVER; }
+inline const char* auditLibrary() { return CAR_AUDIT_LIBRARY; }
+inline const char* dropinFolder() { return CAR_DROPIN_FOLDER; }
+inline const char* partialStandinLibrary() { return CAR_PARTIAL_STANDIN_LIBRARY; }
+inline const char* ncclHeader() { return CAR_NCCL_HEADER; }
+inline const char* pythonProgram() { return CAR_PYTHON; }
+inline const char* ctypesClient() { return CAR_CTYPES_CLIENT; }
+// The real libnccl.so.2 CMake found (for the end-to-end programs), "" when there is none.
+inline const char* realNcclLibrary() { return CAR_REAL_NCCL_LIBRARY; }
 
 struct ChildRun {
   std::string program = driverProgram();

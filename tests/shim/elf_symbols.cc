@@ -55,7 +55,9 @@ DynamicInfo readDynamicInfo(const std::string& path) {
         const int binding = ELF64_ST_BIND(symbol.st_info);
         if (binding != STB_GLOBAL && binding != STB_WEAK) continue;
         const std::string name = stringAt(file, strings, symbol.st_name);
-        if (!name.empty()) (symbol.st_shndx == SHN_UNDEF ? info.imported : info.exported).insert(name);
+        if (name.empty()) continue;
+        (symbol.st_shndx == SHN_UNDEF ? info.imported : info.exported).insert(name);
+        if (symbol.st_shndx != SHN_UNDEF && binding == STB_WEAK) info.weak.insert(name);
       }
     }
     if (section.sh_type == SHT_DYNAMIC) {

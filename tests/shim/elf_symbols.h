@@ -10,6 +10,7 @@ namespace shimtest {
 
 struct DynamicInfo {
   std::set<std::string> exported;   // defined global or weak .dynsym symbols
+  std::set<std::string> weak;       // the exported ones that are weak
   std::set<std::string> imported;   // undefined ones: what it calls in other libraries
   std::vector<std::string> needed;  // DT_NEEDED
   std::string soname;               // DT_SONAME, "" if none

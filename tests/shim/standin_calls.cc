@@ -131,7 +131,7 @@ ncclResult_t ncclGroupEnd() {
   return standin::finish(line, "ncclGroupEnd", normal);
 }
 
-#ifndef STANDIN_OLD_NCCL  // the "old NCCL" build of the stand-in lacks it
+#ifndef STANDIN_OLD_NCCL  // the partial stand-in, an older NCCL, lacks it (NCCL 2.22)
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   CallLine line = calls::groupSimulateEnd(simInfo);
   ncclResult_t normal = ncclInvalidUsage;  // as NCCL: an end without a start

@@ -191,7 +191,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) { return release("ncclCommFinaliz
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release("ncclCommDestroy", comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return release("ncclCommAbort", comm); }
 
-#ifndef STANDIN_OLD_NCCL  // the "old NCCL" build of the stand-in lacks the 2.28 revoke
+#ifndef STANDIN_OLD_NCCL  // the partial stand-in, an older NCCL, lacks it (NCCL 2.28)
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   CallLine line = standin::calls::revoke(comm, revokeFlags);
   ncclResult_t normal = standin::checkComm(comm, line);

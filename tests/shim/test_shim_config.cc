@@ -21,7 +21,7 @@ TEST_CASE("config: each bad value warns once, names the variable, and keeps the 
   const Bad bad = GENERATE(values<Bad>({{"NCCL_CAR_MAX_BYTES", "12k"}, {"NCCL_CAR_MAX_BYTES", "100"},
                                         {"NCCL_CAR_MAX_BYTES", "-16"}, {"NCCL_CAR_MAX_BYTES", "0"},
                                         {"NCCL_CAR_ALGO", "3stage"}, {"NCCL_CAR_DEBUG", "LOUD"},
-                                        {"NCCL_CAR_MAX_BLOCKS", "99"}, {"NCCL_CAR_MAX_BLOCKS", "0"},
+                                        {"NCCL_CAR_MAX_BLOCKS", "999"}, {"NCCL_CAR_MAX_BLOCKS", "0"},
                                         {"NCCL_CAR_DISABLE", "maybe"}, {"NCCL_CAR_NCCL_LIB", ""}}));
   INFO(setting(bad));
   const ChildResult run = runDriver({"allreduce-matrix", "rank1"}, {setting(bad)});
@@ -40,7 +40,7 @@ TEST_CASE("config: each bad value warns once, names the variable, and keeps the 
 TEST_CASE("config: several bad values warn once each, and good ones still apply", "[shim][config]") {
   const ChildResult run = runDriver({"allreduce-matrix", "rank1"},
                                     {"NCCL_CAR_MAX_BYTES=12k", "NCCL_CAR_ALGO=3stage", "NCCL_CAR_DEBUG=LOUD",
-                                     "NCCL_CAR_MAX_BLOCKS=99"});
+                                     "NCCL_CAR_MAX_BLOCKS=999"});
   checkSetupPlacement(checkSteps(run), {"init"});
   INFO(run.err);
   CHECK(carLines(run.err, "WARN").size() == 4);
@@ -49,7 +49,7 @@ TEST_CASE("config: several bad values warn once each, and good ones still apply"
     CHECK(linesWith(run.err, {"NCCL-CAR WARN", variable, "using default"}).size() == 1);
   }
 
-  const ChildResult mixed = runDriver({"allreduce-matrix", "rank1"}, {"NCCL_CAR_MAX_BLOCKS=99", "NCCL_CAR_DEBUG=info"});
+  const ChildResult mixed = runDriver({"allreduce-matrix", "rank1"}, {"NCCL_CAR_MAX_BLOCKS=999", "NCCL_CAR_DEBUG=info"});
   checkSetupPlacement(checkSteps(mixed), {"init"});
   INFO(mixed.err);
   CHECK(carLines(mixed.err, "WARN").size() == 1);

@@ -235,7 +235,7 @@ void checkFuzzRun(const FuzzRun& fuzz) {
   // each for its ineligibility (or, for a nonblocking one first used inside a group, not
   // ready yet); stale uses counted nowhere. A nonblocking communicator destroyed before
   // its first all-reduce was never set up: it says nothing.
-  const std::string taken = "taken 1stage=0 2stage=0 (0 bytes) forwarded ";
+  const std::string taken = "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded ";
   for (const auto& [handle, life] : comms) {
     const std::vector<std::string> released = infoAbout(run.err, handle, "released:");
     const std::string count = std::to_string(life.allReduces);

@@ -1,20 +1,25 @@
 """nccl-car doctor: what this machine offers, and what the library would do here."""
 
 import argparse
+import importlib.metadata
+import importlib.util
 import itertools
 import json
 import os
 import sys
 
-from . import gpu_probe, host_probe, nccl_probe, paths, settings
+from . import gpu_probe, host_probe, nccl_probe, paths, routes, settings
 from .errors import EXIT_OK
 from .units import format_size
 
 DESCRIPTION = """\
 Reports the GPUs (name, PCI bus id), P2P access and NVLink between each pair, the
 libnccl.so.2 the library would forward to and its version, whether MPS runs, IPC facts,
-where libnccl-car.so is, the NCCL_CAR_* variables set, and a verdict: which all-reduces
-the library would run on its own kernels here. Works without a GPU or driver.
+where libnccl-car.so and its audit module are, the Python packages here that load NCCL
+themselves or link it (and so which --mode of `nccl-car run` they need), the NCCL_CAR_*
+variables set, and a verdict: which all-reduces the library would run on its own kernels
+here. With `-- COMMAND ...` it also says which mode that command needs. Works without a
+GPU or driver.
 
 exit codes: 0 the report was printed (whatever it says: read the verdict or --json),
 2 usage error."""
@@ -30,6 +35,8 @@ def add_arguments(parser):
                         help="libnccl-car.so to look for (default: $NCCL_CAR_LIB, else "
                              "build/shim/libnccl-car.so in this repository)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                        help="a program to say the mode for, after --")
 
 
 def _largest_nvlink_group(usable, n):
@@ -87,15 +94,30 @@ def verdict(gpus, effective):
             "forwarded"), True
 
 
+def routes_report(library, command):
+    """What decides the mode of `nccl-car run`: the audit module and drop-in folder beside
+    the library, the known packages this Python has, and the mode for `command` if given."""
+    audit = paths.audit_module_for(library)
+    packages = routes.installed_packages(importlib.util.find_spec, importlib.metadata.version)
+    chosen = routes.choose(command) if command else None
+    return {"audit_module": {"path": audit, "exists": os.path.isfile(audit)},
+            "dropin_folder": paths.dropin_folder_for(library),
+            "packages": [{"name": name, "version": version, "nccl": kind} for name, version, kind in packages],
+            "command": {"words": command, "mode": chosen[0], "why": chosen[1]} if chosen else None}
+
+
 def collect(args, env):
     library, source = paths.library_location(args.lib, env)
+    command = getattr(args, "command", None) or []
+    command = command[1:] if command[:1] == ["--"] else command
     effective = settings.effective_settings(env)
     gpus = gpu_probe.probe_gpus()
     line, accelerates = verdict(gpus, effective)
     return {
         "library": {"path": library, "source": source, "exists": os.path.isfile(library)},
         "cuda": gpus,
-        "nccl": nccl_probe.locate(env, sys.path),
+        "nccl": nccl_probe.locate(env, sys.path, exclude=library),
+        "routes": routes_report(library, command),
         "mps": host_probe.mps_status(env),
         "ipc": host_probe.ipc_facts(env),
         "settings": {"variables": {name: env[name] for name in sorted(env)
@@ -122,6 +144,27 @@ def _matrix_lines(gpus):
             mark = ("P" if gpus["p2p"][i][j] else "") + ("N" if nvlink and nvlink[i][j] else "")
             cells.append(f"{mark or '-':>4}")
         lines.append(f"    {i:>2}" + "".join(cells))
+    return lines
+
+
+def _routes_lines(found):
+    audit = found["audit_module"]
+    dropin = found["dropin_folder"] or "none (nccl-car run --mode dropin makes a temporary one)"
+    lines = [f"modes:     preload (LD_PRELOAD) for programs linked against libnccl.so.2; for programs that "
+             f"load NCCL themselves, audit (LD_AUDIT={audit['path']}: "
+             f"{'found' if audit['exists'] else 'NOT FOUND, build it with scripts/build.sh'}) or dropin "
+             f"(folder {dropin})"]
+    for package in found["packages"]:
+        version = f" {package['version']}" if package["version"] else ""
+        if package["nccl"] == "loads":
+            lines.append(f"    {package['name']}{version} is installed: it loads NCCL itself, so its programs need "
+                         "--mode audit (auto picks it for scripts that import it)")
+        else:
+            lines.append(f"    {package['name']}{version} is installed: it links NCCL; LD_PRELOAD reaches it "
+                         "(--mode preload)")
+    command = found["command"]
+    if command:
+        lines.append(f"command:   nccl-car run would use --mode {command['mode']}: {command['why']}")
     return lines
 
 
@@ -152,6 +195,8 @@ def render_text(report):
     for attempt in nccl["tried"]:
         if attempt["error"]:
             lines.append(f"    tried {attempt['target']} ({attempt['source']}): {attempt['error']}")
+
+    lines.extend(_routes_lines(report["routes"]))
 
     mps = report["mps"]
     lines.append(f"MPS:       {'running' if mps['running'] else 'not running'} ({mps['evidence']})")

@@ -2,9 +2,11 @@
 
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: eligible (...)
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: not eligible: <why>
-    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 released: taken 1stage=12
-        2stage=3 (1052688 bytes) forwarded 4 (op=1 too-large=3)
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 released: taken 1shot=9
+        2shot=2 1stage=0 2stage=1 (1052688 bytes) forwarded 4 (op=1 too-large=3)
     host:pid:tid [dev] file.cc:123 NCCL-CAR WARN <text>
+    host:pid:tid [-1] NCCL-CAR INFO real NCCL found as <where>   (first NCCL call of a process)
+    host:pid:tid [-1] NCCL-CAR INFO audit: <file> is served by <libnccl-car.so>; ...
 
 Every rank logs its own lines, so calls are counted once per rank that made them."""
 
@@ -18,8 +20,10 @@ _LINE = re.compile(r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>-?
                    r"(?:(?P<where>\S+:\d+) )?NCCL-CAR (?P<level>WARN|INFO|TRACE) (?P<text>.*)")
 _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
                    r"(?P<event>setup|released): (?P<detail>.*)")
-_RELEASED = re.compile(r"taken 1stage=(?P<one>\d+) 2stage=(?P<two>\d+) \((?P<bytes>\d+) bytes\) "
+_RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
+# The kernels in the order the library prints them.
+KERNELS = ("1shot", "2shot", "1stage", "2stage")
 _REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")
 
 _WARN_EXAMPLES = 5
@@ -36,10 +40,12 @@ class LogTally:
         self.eligible = 0
         self.not_eligible = Counter()   # reason -> ranks
         self.releases = 0
-        self.taken = Counter()          # "1stage"/"2stage" -> calls
+        self.taken = Counter()          # kernel name ("1shot", ...) -> calls
         self.taken_bytes = 0
         self.forwarded = 0
         self.forward_reasons = Counter()
+        self.real_nccl_found = 0        # processes in which an NCCL call reached the library
+        self.audit_served = 0           # loads of NCCL the audit module turned to the library
         self.warnings = []              # WARN texts, with their source location
         self.not_understood = []        # setup/released lines in an unknown format
         self._open = set()              # (host, pid, comm, rank) set up, not yet released
@@ -54,6 +60,10 @@ class LogTally:
             where = f"{match['where']}: " if match["where"] else ""
             self.warnings.append(where + match["text"])
             return
+        if match["text"].startswith("real NCCL found as "):
+            self.real_nccl_found += 1
+        elif match["text"].startswith("audit: ") and " is served by " in match["text"]:
+            self.audit_served += 1
         comm = _COMM.fullmatch(match["text"])
         if comm is None:
             return  # other INFO/TRACE lines carry nothing the summary counts
@@ -84,8 +94,8 @@ class LogTally:
             return
         self.releases += 1
         self._open.discard(key)
-        self.taken["1stage"] += int(released["one"])
-        self.taken["2stage"] += int(released["two"])
+        for kernel, count in _REASON.findall(released["kernels"]):
+            self.taken[kernel] += int(count)
         self.taken_bytes += int(released["bytes"])
         self.forwarded += int(released["forwarded"])
         for reason, count in _REASON.findall(released["reasons"] or ""):
@@ -93,7 +103,7 @@ class LogTally:
 
     @property
     def taken_calls(self):
-        return self.taken["1stage"] + self.taken["2stage"]
+        return sum(self.taken.values())
 
     @property
     def never_released(self):
@@ -110,8 +120,8 @@ class LogTally:
                  f"{self.eligible} eligible, {sum(self.not_eligible.values())} not eligible"]
         for reason, ranks in self.not_eligible.most_common():
             lines.append(f"  not eligible ({ranks} rank(s)): {reason}")
-        lines.append(f"  taken: {self.taken_calls} call(s) (1stage {self.taken['1stage']}, "
-                     f"2stage {self.taken['2stage']}), {format_size(self.taken_bytes)} "
+        per_kernel = ", ".join(f"{kernel} {self.taken[kernel]}" for kernel in KERNELS)
+        lines.append(f"  taken: {self.taken_calls} call(s) ({per_kernel}), {format_size(self.taken_bytes)} "
                      f"({self.taken_bytes} bytes), counted on every rank")
         reasons = ", ".join(f"{reason} {count}" for reason, count in
                             sorted(self.forward_reasons.items(), key=lambda item: (-item[1], item[0])))

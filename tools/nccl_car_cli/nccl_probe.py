@@ -2,7 +2,8 @@
 
 Search order (the library's): NCCL_CAR_NCCL_LIB, the dynamic loader's "libnccl.so.2",
 PyTorch's wheel (<site-packages>/nvidia/nccl/lib, found on sys.path without importing
-torch), then /usr/local/cuda/lib64. The first one that loads is the answer."""
+torch), then /usr/local/cuda/lib64. The first one that loads, and is not libnccl-car.so
+itself (a drop-in folder on LD_LIBRARY_PATH), is the answer."""
 
 import ctypes
 import os
@@ -42,6 +43,23 @@ def _loaded_path(library):
     return library
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _file_of(handle):
+    """The file a handle's ncclGetVersion comes from (dladdr), or None."""
+    try:
+        info = _DlInfo()
+        address = ctypes.cast(handle.ncclGetVersion, ctypes.c_void_p)
+        if ctypes.CDLL(None).dladdr(address, ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(info.dli_fname.decode())
+    except (AttributeError, OSError, TypeError, ctypes.ArgumentError):
+        pass
+    return None
+
+
 def _version_of(handle):
     version = ctypes.c_int()
     if handle.ncclGetVersion(ctypes.byref(version)) != 0:
@@ -49,18 +67,26 @@ def _version_of(handle):
     return decode_version(version.value)
 
 
-def locate(env, search_path, load=ctypes.CDLL):
+def locate(env, search_path, load=ctypes.CDLL, exclude=None):
     """Returns {path, source, version, error, tried: [{source, target, error}]}; path is
-    None when nothing loads. `load` is injectable for tests."""
+    None when nothing loads. `exclude`: libnccl-car.so, never an answer. `load` is
+    injectable for tests."""
     result = {"path": None, "source": None, "version": None, "error": None, "tried": []}
+    ours = os.path.realpath(exclude) if exclude else None
     for source, target in candidates(env, search_path):
         if target != SONAME and not os.path.isfile(target):
             result["tried"].append({"source": source, "target": target, "error": "no such file"})
+            continue
+        if ours and target != SONAME and os.path.realpath(target) == ours:
+            result["tried"].append({"source": source, "target": target, "error": "is libnccl-car.so itself"})
             continue
         try:
             handle = load(target)
         except OSError as error:
             result["tried"].append({"source": source, "target": target, "error": str(error)})
+            continue
+        if ours and _file_of(handle) == ours:
+            result["tried"].append({"source": source, "target": target, "error": "is libnccl-car.so itself"})
             continue
         result["tried"].append({"source": source, "target": target, "error": None})
         result["source"] = source

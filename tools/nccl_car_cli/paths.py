@@ -1,4 +1,5 @@
-"""Where the tool, its repository and the library are; how LD_PRELOAD names the library."""
+"""Where the tool, its repository and the library are; how LD_PRELOAD names the library;
+what the build puts beside it (the audit module, the drop-in folder)."""
 
 import os
 import re
@@ -42,3 +43,23 @@ def preload_with(value, library):
 def preload_without(value, library):
     """LD_PRELOAD with every copy of `library` taken out, for NCCL-only baselines."""
     return ":".join(entry for entry in _preload_entries(value) if not _is_library(entry, library))
+
+
+def audit_module_for(library):
+    """libnccl-car-audit.so, which the build puts beside libnccl-car.so."""
+    return os.path.join(os.path.dirname(library), "libnccl-car-audit.so")
+
+
+def dropin_folder_for(library):
+    """The build's folder whose libnccl.so.2 is `library`, or None."""
+    folder = os.path.join(os.path.dirname(library), "dropin")
+    entry = os.path.join(folder, "libnccl.so.2")
+    if os.path.exists(entry) and os.path.realpath(entry) == os.path.realpath(library):
+        return folder
+    return None
+
+
+def path_list_with(value, entry):
+    """A colon-separated list (LD_AUDIT, LD_LIBRARY_PATH) with `entry` first and not twice."""
+    rest = [item for item in (value or "").split(":") if item and item != entry]
+    return ":".join([entry] + rest)

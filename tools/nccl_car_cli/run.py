@@ -1,30 +1,39 @@
-"""nccl-car run: runs a command with the library preloaded, then says what it did."""
+"""nccl-car run: runs a command with the library loaded into it, then says what it did."""
 
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
-from . import options, paths, settings
+from . import nccl_probe, options, paths, routes, settings
 from .errors import MissingPrerequisite, UsageError
 from .logparse import LogTally
 
 DESCRIPTION = """\
-Runs COMMAND with libnccl-car.so preloaded (prepended to LD_PRELOAD) and the options
-below turned into the library's NCCL_CAR_* variables. The command's stdout is passed
-through untouched and its stderr as it comes; the library's log lines are read on the
-way, and a summary of the calls taken and forwarded is printed to stderr at the end.
-NCCL_CAR_DEBUG is raised to INFO at least, since the summary is built from INFO lines.
+Runs COMMAND with libnccl-car.so loaded into it and the options below turned into the
+library's NCCL_CAR_* variables. The command's stdout is passed through untouched and its
+stderr as it comes; the library's log lines are read on the way, and a summary of the
+calls taken and forwarded is printed to stderr at the end. NCCL_CAR_DEBUG is raised to
+INFO at least, since the summary is built from INFO lines.
+
+--mode says how the library gets in: preload (LD_PRELOAD: programs linked against
+libnccl.so.2, such as PyTorch, CuPy, nccl-tests), audit (LD_AUDIT: programs that load NCCL
+themselves, such as JAX, TensorFlow, XGBoost, ctypes bindings), dropin (a folder whose
+libnccl.so.2 is the library, first on LD_LIBRARY_PATH), or auto (the default): audit when
+the command shows a program that loads NCCL itself, else preload.
 
 exit codes: the command's own exit code (128+N when killed by signal N), 126 when the
 command cannot be executed, 127 when it is not found; before the command starts,
 2 for a usage error and 3 when the library is missing."""
 
 EPILOG = """\
-example:
-  nccl-car run --algo 2stage --max-bytes 4M -- torchrun --nproc-per-node 4 train.py"""
+examples:
+  nccl-car run --algo 2stage --max-bytes 4M -- torchrun --nproc-per-node 4 train.py
+  nccl-car run -- python3 jax_program.py          (auto: audit, it imports jax)"""
 
 
 def add_arguments(parser):
@@ -32,8 +41,10 @@ def add_arguments(parser):
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--lib", metavar="PATH",
-                        help="libnccl-car.so to preload (default: $NCCL_CAR_LIB, else "
+                        help="libnccl-car.so to load (default: $NCCL_CAR_LIB, else "
                              "build/shim/libnccl-car.so in this repository)")
+    parser.add_argument("--mode", choices=routes.MODES, default="auto",
+                        help="how the library gets into the program (default: auto)")
     parser.add_argument("--algo", choices=settings.ALGORITHMS,
                         help="kernel choice -> NCCL_CAR_ALGO")
     parser.add_argument("--max-bytes", type=options.library_max_bytes, metavar="SIZE",
@@ -52,9 +63,26 @@ def add_arguments(parser):
                         help="the program to run, after --")
 
 
-def child_environment(base, args, library):
+def route_environment(base, mode, library, dropin_folder=None):
+    """`base` with the library brought in by `mode` (and taken out of LD_PRELOAD otherwise)."""
     env = dict(base)
-    env["LD_PRELOAD"] = paths.preload_with(base.get("LD_PRELOAD"), library)
+    if mode == "preload":
+        env["LD_PRELOAD"] = paths.preload_with(base.get("LD_PRELOAD"), library)
+        return env
+    rest = paths.preload_without(base.get("LD_PRELOAD"), library)
+    if rest:
+        env["LD_PRELOAD"] = rest
+    else:
+        env.pop("LD_PRELOAD", None)
+    if mode == "audit":
+        env["LD_AUDIT"] = paths.path_list_with(base.get("LD_AUDIT"), paths.audit_module_for(library))
+    else:
+        env["LD_LIBRARY_PATH"] = paths.path_list_with(base.get("LD_LIBRARY_PATH"), dropin_folder)
+    return env
+
+
+def child_environment(base, args, library, mode="preload", dropin_folder=None):
+    env = route_environment(base, mode, library, dropin_folder)
     if args.algo:
         env["NCCL_CAR_ALGO"] = args.algo
     if args.max_bytes is not None:
@@ -112,6 +140,61 @@ def _restore_signals(old):
         signal.signal(signum, handler)
 
 
+def _choose_mode(args, command):
+    if args.mode != "auto":
+        return args.mode
+    mode, why = routes.choose(command)
+    print(f"nccl-car run: mode {mode}: {why} (--mode chooses another)", file=sys.stderr)
+    return mode
+
+
+def _dropin_folder(library, made):
+    """The build's drop-in folder, or a temporary one (added to `made`, removed after the run)."""
+    folder = paths.dropin_folder_for(library)
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
+        os.symlink(library, os.path.join(folder, "libnccl.so.2"))
+        made.append(folder)
+    return folder
+
+
+def _real_nccl_for_dropin(env, library):
+    """The real libnccl.so.2 as doctor finds it (Python wheels included, which the library
+    cannot see), never the library itself; None when there is none."""
+    found = nccl_probe.locate(env, sys.path, exclude=library)
+    return found["path"] if found["path"] and os.path.isabs(found["path"]) else None
+
+
+def unreached_lines(tally, mode):
+    """When no communicator was set up through the library: say so, why that is likely, and
+    which mode to try. Empty when one was."""
+    if tally.setups > 0:
+        return []
+    if mode == "audit" and tally.audit_served == 0:
+        return ["nccl-car: no communicator reached the library: the audit module (LD_AUDIT) saw no load of "
+                "libnccl.so",
+                "  likely cause: the program links NCCL statically, runs where LD_AUDIT is ignored (setuid, "
+                "a libc other than glibc), or made no NCCL call",
+                "  try: --mode preload (programs linked against libnccl.so.2) or --mode dropin (no LD_AUDIT)"]
+    if tally.real_nccl_found > 0 or mode == "audit":
+        return ["nccl-car: no communicator reached the library: NCCL calls reached it, but no communicator "
+                "was created through it",
+                "  likely cause: the program creates its communicators through a NCCL it loaded itself "
+                "(dlopen), or made no collective call in this run",
+                f"  try: --mode {'audit' if mode == 'preload' else 'preload'}"]
+    if mode == "preload":
+        return ["nccl-car: no communicator reached the library: it was preloaded, but no NCCL call reached it",
+                "  likely cause: the program loads NCCL itself with dlopen and calls it through that handle "
+                "(JAX/XLA, TensorFlow, XGBoost, ctypes bindings such as vLLM's PyNccl), which LD_PRELOAD "
+                "does not reach; or it made no NCCL call",
+                "  try: --mode audit"]
+    return ["nccl-car: no communicator reached the library: its libnccl.so.2 was first on LD_LIBRARY_PATH, "
+            "but no NCCL call reached it",
+            "  likely cause: the program loads NCCL by path (JAX loads the NCCL wheel's copy), had loaded it "
+            "already, or finds it through an RPATH, which comes before LD_LIBRARY_PATH",
+            "  try: --mode audit"]
+
+
 def execute(args):
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -119,11 +202,29 @@ def execute(args):
     library, source = paths.library_location(args.lib, os.environ)
     if not os.path.isfile(library):
         raise MissingPrerequisite(paths.library_missing_message(library, source))
+    mode = _choose_mode(args, command)
+    if mode == "audit" and not os.path.isfile(paths.audit_module_for(library)):
+        raise MissingPrerequisite(f"--mode audit needs {paths.audit_module_for(library)} beside the library: "
+                                  "build it with scripts/build.sh")
     if args.debug == "WARN":
         print("nccl-car run: --debug WARN raised to INFO: the summary needs the INFO lines",
               file=sys.stderr)
 
-    env = child_environment(os.environ, args, library)
+    made = []
+    try:
+        dropin = _dropin_folder(library, made) if mode == "dropin" else None
+        env = child_environment(os.environ, args, library, mode, dropin)
+        if mode == "dropin" and "NCCL_CAR_NCCL_LIB" not in env:
+            real = _real_nccl_for_dropin(os.environ, library)
+            if real:
+                env["NCCL_CAR_NCCL_LIB"] = real
+        return _run(command, env, mode)
+    finally:
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(command, env, mode):
     try:
         child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
     except FileNotFoundError:
@@ -143,6 +244,9 @@ def execute(args):
     code = 128 - returncode if returncode < 0 else returncode
     how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with {returncode}"
     print(f"nccl-car run: {command[0]} {how}", file=sys.stderr)
-    for line in tally.summary_lines():
+    unreached = [] if settings.effective_settings(env)["disable"] else unreached_lines(tally, mode)
+    # Silence says nothing more than the lines that explain it.
+    summary = tally.summary_lines() if tally.library_lines or not unreached else []
+    for line in summary + unreached:
         print(line, file=sys.stderr)
     return code

@@ -6,16 +6,17 @@ tool refuses such values up front rather than let a typo silently change nothing
 DEFAULT_MAX_BYTES = 8 << 20
 LARGEST_MAX_BYTES = 1 << 30   # each rank allocates twice this per communicator
 PACK_BYTES = 16
-MAX_BLOCKS = 36
+MAX_BLOCKS = 128
+DEFAULT_PUSH_MAX_BYTES = 8 << 20
 DEFAULT_COPY_IN_KERNEL_BYTES = 512 << 10
 MAX_RANKS = 8
-ALGORITHMS = ("auto", "1stage", "2stage")
+ALGORITHMS = ("auto", "1shot", "2shot", "1stage", "2stage")
 DEBUG_LEVELS = ("WARN", "INFO", "TRACE")
 
 # Read by the library itself.
 LIBRARY_VARIABLES = ("NCCL_CAR_DISABLE", "NCCL_CAR_ALGO", "NCCL_CAR_MAX_BYTES",
-                     "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_COPY_IN_KERNEL_BYTES", "NCCL_CAR_DEBUG",
-                     "NCCL_CAR_NCCL_LIB")
+                     "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_PUSH_MAX_BYTES", "NCCL_CAR_PDL",
+                     "NCCL_CAR_COPY_IN_KERNEL_BYTES", "NCCL_CAR_DEBUG", "NCCL_CAR_NCCL_LIB")
 # Read by this tool only: where libnccl-car.so is.
 TOOL_VARIABLES = ("NCCL_CAR_LIB",)
 
@@ -44,10 +45,11 @@ def _unsigned(text):
 def effective_settings(env):
     """What the library would run with under `env`, plus one sentence per ignored value.
 
-    Returns a dict: disable, algo, max_bytes, max_blocks, copy_in_kernel_bytes, debug,
-    nccl_lib, problems."""
+    Returns a dict: disable, algo, max_bytes, max_blocks, push_max_bytes, pdl,
+    copy_in_kernel_bytes, debug, nccl_lib, problems."""
     settings = {"disable": False, "algo": "auto", "max_bytes": DEFAULT_MAX_BYTES,
-                "max_blocks": MAX_BLOCKS, "copy_in_kernel_bytes": DEFAULT_COPY_IN_KERNEL_BYTES,
+                "max_blocks": MAX_BLOCKS, "push_max_bytes": DEFAULT_PUSH_MAX_BYTES, "pdl": True,
+                "copy_in_kernel_bytes": DEFAULT_COPY_IN_KERNEL_BYTES,
                 "debug": "WARN", "nccl_lib": None, "problems": []}
 
     def ignored(name, why, default):
@@ -66,7 +68,7 @@ def effective_settings(env):
         if text.lower() in ALGORITHMS:
             settings["algo"] = text.lower()
         else:
-            ignored("NCCL_CAR_ALGO", "expected auto, 1stage or 2stage", "auto")
+            ignored("NCCL_CAR_ALGO", "expected auto, 1shot, 2shot, 1stage or 2stage", "auto")
 
     text = env.get("NCCL_CAR_MAX_BYTES")
     if text is not None:
@@ -85,6 +87,22 @@ def effective_settings(env):
             ignored("NCCL_CAR_MAX_BLOCKS", f"expected 1 to {MAX_BLOCKS}", MAX_BLOCKS)
         else:
             settings["max_blocks"] = value
+
+    text = env.get("NCCL_CAR_PUSH_MAX_BYTES")
+    if text is not None:
+        value = _unsigned(text)
+        if value is None or value % PACK_BYTES != 0 or value > LARGEST_MAX_BYTES:
+            ignored("NCCL_CAR_PUSH_MAX_BYTES", f"must be 0 or a multiple of 16 up to {LARGEST_MAX_BYTES}",
+                    DEFAULT_PUSH_MAX_BYTES)
+        else:
+            settings["push_max_bytes"] = value
+
+    text = env.get("NCCL_CAR_PDL")
+    if text is not None:
+        if text.lower() in _TRUE_WORDS + _FALSE_WORDS:
+            settings["pdl"] = text.lower() in _TRUE_WORDS
+        else:
+            ignored("NCCL_CAR_PDL", "expected 0 or 1", "1")
 
     text = env.get("NCCL_CAR_COPY_IN_KERNEL_BYTES")
     if text is not None:

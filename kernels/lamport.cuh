@@ -1,0 +1,67 @@
+// The push kernels' transport: 16-byte packs written straight into a peer's receive area and
+// recognised there without any flag, because the area was filled with a sentinel that no
+// pushed pack can hold.
+//
+// The sentinel is the 32-bit word 0x80000000 in every word of a pack. For fp32 it is -0.0;
+// for fp16 and bf16 it is the pair (+0.0, -0.0); in every floating type it is a word of
+// zeros with the sign bit of its top element set. A pusher replaces any such word by 0x0,
+// that is -0.0 by +0.0, which changes no sum, product, minimum or maximum numerically. A
+// receiver treats a pack as arrived when none of its four words is the sentinel. PTX splits a
+// 16-byte vector access into four 32-bit accesses, so a word is either old or new, never torn;
+// the pack may arrive word by word, and is used only once all four are new.
+//
+// Integer and fp64 data have no such spare value: they must not use these kernels.
+#pragma once
+
+#include <cstdint>
+
+#include "message_packs.cuh"
+#include "packs.cuh"
+
+namespace car {
+
+constexpr std::uint32_t kSentinelWord = 0x80000000u;
+
+__device__ __forceinline__ std::uint32_t withoutSentinel(std::uint32_t word) {
+  return word == kSentinelWord ? 0u : word;
+}
+
+// The pack as it may travel: every -0.0 that would look like the sentinel becomes +0.0.
+__device__ __forceinline__ Pack sanitized(Pack pack) {
+  pack.bits.x = withoutSentinel(pack.bits.x);
+  pack.bits.y = withoutSentinel(pack.bits.y);
+  pack.bits.z = withoutSentinel(pack.bits.z);
+  pack.bits.w = withoutSentinel(pack.bits.w);
+  return pack;
+}
+
+__device__ __forceinline__ bool arrived(const Pack& pack) {
+  return pack.bits.x != kSentinelWord && pack.bits.y != kSentinelWord && pack.bits.z != kSentinelWord &&
+         pack.bits.w != kSentinelWord;
+}
+
+__device__ __forceinline__ Pack sentinelPack() {
+  Pack pack;
+  pack.bits = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
+  return pack;
+}
+
+// A store into a peer's area over NVLink (or into our own). Weak: each pack is checked on
+// its own, so neither order nor visibility with respect to other stores matters. No
+// "memory" clobber: the compiler may move our other loads across it (more in flight).
+__device__ __forceinline__ void pushPack(Pack* slot, const Pack& pack) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(slot), "r"(pack.bits.x), "r"(pack.bits.y),
+               "r"(pack.bits.z), "r"(pack.bits.w));
+}
+
+// A load of our own area that the compiler may neither cache nor hoist out of a loop (it is
+// volatile: every execution loads): peers write it. Its result is all that depends on it.
+__device__ __forceinline__ Pack peekPack(const Pack* slot) {
+  Pack pack;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(pack.bits.x), "=r"(pack.bits.y), "=r"(pack.bits.z), "=r"(pack.bits.w)
+               : "l"(slot));
+  return pack;
+}
+
+}  // namespace car

@@ -1,0 +1,306 @@
+// The side-by-side benchmark program: drives the real NCCL's ncclAllReduce over the GPUs of
+// this machine, one process per GPU (forked here, no MPI), and prints, per message size, the
+// median microseconds of one call eager and replayed from a CUDA graph, and the host time to
+// issue one eager call. Run it as is for NCCL alone, under LD_PRELOAD=libnccl-car.so for NCCL
+// with nccl-car; --symmetric registers the buffers as NCCL symmetric windows (nccl-tests'
+// -R 2). `tools/nccl-car bench` runs the configurations in alternation and prints the table.
+// Every size is checked once (exact small-integer inputs) before it is timed.
+//
+//   car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B]
+//                  [--calls N] [--samples N] [--symmetric]
+//
+// Output: '#' lines, then CSV: bytes,eager_us,graph_us,host_us (each the largest over ranks).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../e2e/unique_id_file.h"
+
+namespace {
+
+int gRank = 0;
+
+#define BENCH_CHECK(ok, what)                                                      \
+  do {                                                                             \
+    if (!(ok)) {                                                                   \
+      std::fprintf(stderr, "car_nccl_bench rank %d: %s failed (line %d)\n", gRank, what, __LINE__); \
+      std::exit(2);                                                                \
+    }                                                                              \
+  } while (0)
+#define CUDA_OK(call) BENCH_CHECK((call) == cudaSuccess, #call)
+#define NCCL_OK(call) BENCH_CHECK((call) == ncclSuccess, #call)
+
+struct Options {
+  int gpus = 0;  // 0: every visible GPU
+  ncclDataType_t type = ncclBfloat16;
+  int elementBytes = 2;
+  std::size_t minBytes = 1 << 10;
+  std::size_t maxBytes = 8 << 20;
+  int calls = 100;
+  int samples = 7;
+  bool symmetric = false;
+};
+
+std::size_t parseBytes(const char* text) {
+  char* end = nullptr;
+  double value = std::strtod(text, &end);
+  if (*end == 'K' || *end == 'k') value *= 1024;
+  else if (*end == 'M' || *end == 'm') value *= 1024 * 1024;
+  else if (*end == 'G' || *end == 'g') value *= 1024.0 * 1024 * 1024;
+  return static_cast<std::size_t>(value);
+}
+
+Options parseOptions(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (arg == "--gpus" && hasValue) options.gpus = std::atoi(argv[++i]);
+    else if (arg == "--min-bytes" && hasValue) options.minBytes = parseBytes(argv[++i]);
+    else if (arg == "--max-bytes" && hasValue) options.maxBytes = parseBytes(argv[++i]);
+    else if (arg == "--calls" && hasValue) options.calls = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--samples" && hasValue) options.samples = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--symmetric") options.symmetric = true;
+    else if (arg == "--type" && hasValue) {
+      const std::string type = argv[++i];
+      if (type == "bf16") options.type = ncclBfloat16, options.elementBytes = 2;
+      else if (type == "fp16") options.type = ncclFloat16, options.elementBytes = 2;
+      else if (type == "fp32") options.type = ncclFloat32, options.elementBytes = 4;
+      else {
+        std::fprintf(stderr, "--type: expected bf16, fp16 or fp32\n");
+        std::exit(2);
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B] "
+                   "[--calls N] [--samples N] [--symmetric]\n");
+      std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
+    }
+  }
+  return options;
+}
+
+// Exact small integers: the sum over up to 8 ranks fits every type exactly.
+float inputValue(int rank, std::size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 9) - 4); }
+
+std::vector<unsigned char> encode(const Options& options, const std::vector<float>& values) {
+  std::vector<unsigned char> bytes(values.size() * options.elementBytes);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (options.type == ncclBfloat16) {
+      const __nv_bfloat16 v = __float2bfloat16(values[i]);
+      std::memcpy(&bytes[i * 2], &v, 2);
+    } else if (options.type == ncclFloat16) {
+      const __half v = __float2half(values[i]);
+      std::memcpy(&bytes[i * 2], &v, 2);
+    } else {
+      std::memcpy(&bytes[i * 4], &values[i], 4);
+    }
+  }
+  return bytes;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+class Rank {
+ public:
+  Rank(const Options& options, int rank, int ranks, const ncclUniqueId& id) : options_(options), rank_(rank), ranks_(ranks) {
+    CUDA_OK(cudaSetDevice(rank));
+    NCCL_OK(ncclCommInitRank(&comm_, ranks, id, rank));
+    CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreate(&start_));
+    CUDA_OK(cudaEventCreate(&stop_));
+    send_ = allocate(options.maxBytes, &sendWindow_);
+    recv_ = allocate(options.maxBytes, &recvWindow_);
+    CUDA_OK(cudaMalloc(&scratch_, 64));
+  }
+  ~Rank() {
+    release(send_, sendWindow_);
+    release(recv_, recvWindow_);
+    cudaFree(scratch_);
+    ncclCommDestroy(comm_);
+  }
+
+  // Fills the input, runs one call, checks every element, then times eager and graph.
+  std::vector<double> measure(std::size_t bytes) {
+    const std::size_t count = bytes / options_.elementBytes;
+    std::vector<float> mine(count), expected(count, 0.0f);
+    for (std::size_t i = 0; i < count; ++i) {
+      mine[i] = inputValue(rank_, i);
+      for (int r = 0; r < ranks_; ++r) expected[i] += inputValue(r, i);
+    }
+    const std::vector<unsigned char> input = encode(options_, mine);
+    CUDA_OK(cudaMemcpy(send_, input.data(), input.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(recv_, 0xFF, bytes));
+    NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type, ncclSum, comm_, stream_));
+    CUDA_OK(cudaStreamSynchronize(stream_));
+    std::vector<unsigned char> got(bytes);
+    CUDA_OK(cudaMemcpy(got.data(), recv_, bytes, cudaMemcpyDeviceToHost));
+    BENCH_CHECK(got == encode(options_, expected), "the all-reduce result check");
+
+    for (int i = 0; i < options_.calls; ++i) allReduce(count);  // warm-up
+    std::vector<double> eager, host, graph;
+    for (int s = 0; s < options_.samples; ++s) {
+      barrier();
+      CUDA_OK(cudaEventRecord(start_, stream_));
+      const auto issued = std::chrono::steady_clock::now();
+      for (int i = 0; i < options_.calls; ++i) allReduce(count);
+      host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
+                     options_.calls);
+      CUDA_OK(cudaEventRecord(stop_, stream_));
+      eager.push_back(elapsedMicros() / options_.calls);
+    }
+    cudaGraphExec_t exec = captureCalls(count);
+    CUDA_OK(cudaGraphLaunch(exec, stream_));  // warm-up
+    for (int s = 0; s < options_.samples; ++s) {
+      barrier();
+      CUDA_OK(cudaEventRecord(start_, stream_));
+      CUDA_OK(cudaGraphLaunch(exec, stream_));
+      CUDA_OK(cudaEventRecord(stop_, stream_));
+      graph.push_back(elapsedMicros() / options_.calls);
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    return largestOverRanks({median(eager), median(graph), median(host)});
+  }
+
+ private:
+  void* allocate(std::size_t bytes, ncclWindow_t* window) {
+    void* pointer = nullptr;
+    if (options_.symmetric) {
+      NCCL_OK(ncclMemAlloc(&pointer, bytes));
+      NCCL_OK(ncclCommWindowRegister(comm_, pointer, bytes, window, NCCL_WIN_COLL_SYMMETRIC));
+    } else {
+      CUDA_OK(cudaMalloc(&pointer, bytes));
+    }
+    return pointer;
+  }
+  void release(void* pointer, ncclWindow_t window) {
+    if (options_.symmetric) {
+      ncclCommWindowDeregister(comm_, window);
+      ncclMemFree(pointer);
+    } else {
+      cudaFree(pointer);
+    }
+  }
+  void allReduce(std::size_t count) { NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type, ncclSum, comm_, stream_)); }
+  // Every rank starts a sample together: a tiny all-reduce, then wait for it.
+  void barrier() {
+    NCCL_OK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclMax, comm_, stream_));
+    CUDA_OK(cudaStreamSynchronize(stream_));
+  }
+  cudaGraphExec_t captureCalls(std::size_t count) {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < options_.calls; ++i) allReduce(count);
+    CUDA_OK(cudaStreamEndCapture(stream_, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphDestroy(graph));
+    return exec;
+  }
+  double elapsedMicros() {
+    CUDA_OK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms * 1000.0;
+  }
+  std::vector<double> largestOverRanks(const std::vector<double>& values) {
+    std::vector<float> mine(values.begin(), values.end());
+    float* device = static_cast<float*>(scratch_);
+    CUDA_OK(cudaMemcpy(device, mine.data(), mine.size() * sizeof(float), cudaMemcpyHostToDevice));
+    NCCL_OK(ncclAllReduce(device, device, mine.size(), ncclFloat32, ncclMax, comm_, stream_));
+    CUDA_OK(cudaStreamSynchronize(stream_));
+    CUDA_OK(cudaMemcpy(mine.data(), device, mine.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return {mine.begin(), mine.end()};
+  }
+
+  const Options& options_;
+  int rank_;
+  int ranks_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  void* scratch_ = nullptr;
+  ncclWindow_t sendWindow_{}, recvWindow_{};
+};
+
+int runRank(const Options& options, int rank, int ranks, const std::string& idPath) {
+  gRank = rank;
+  ncclUniqueId id;
+  BENCH_CHECK(shareUniqueIdThroughFile(rank, idPath, &id), "sharing the NCCL unique id");
+  Rank self(options, rank, ranks, id);
+  if (rank == 0) {
+    int version = 0;
+    ncclGetVersion(&version);
+    std::printf("# car_nccl_bench: %d GPUs, one process each, NCCL %d, %s buffers, %d calls per sample, "
+                "median of %d samples, largest over ranks\n",
+                ranks, version, options.symmetric ? "symmetric-window" : "cudaMalloc", options.calls, options.samples);
+    std::printf("bytes,eager_us,graph_us,host_us\n");
+    std::fflush(stdout);
+  }
+  for (std::size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
+    const std::vector<double> times = self.measure(bytes);
+    if (rank == 0) {
+      std::printf("%zu,%.2f,%.2f,%.2f\n", bytes, times[0], times[1], times[2]);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+// The number of visible GPUs, asked in a child process: CUDA must not be initialised in a
+// process that forks children which use CUDA themselves.
+int countDevicesInChild() {
+  const pid_t child = fork();
+  if (child == 0) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    std::_Exit(std::min(devices, 100));
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options = parseOptions(argc, argv);
+  const int devices = countDevicesInChild();
+  if (devices < 2) {
+    std::printf("car_nccl_bench: needs 2 or more GPUs (found %d); nothing measured\n", devices);
+    return 0;
+  }
+  if (options.gpus == 0 || options.gpus > devices) options.gpus = devices;
+  const std::string idPath = "/tmp/car_nccl_bench_id." + std::to_string(getpid());
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < options.gpus; ++rank) {
+    const pid_t child = fork();
+    if (child == 0) std::_Exit(runRank(options, rank, options.gpus, idPath));
+    children.push_back(child);
+  }
+  int failures = 0;
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+  }
+  std::remove(idPath.c_str());
+  if (failures != 0) std::fprintf(stderr, "car_nccl_bench: %d rank(s) failed\n", failures);
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,30 @@
+#include "route_runs.h"
+
+namespace shimtest {
+
+const char* routeName(Route route) {
+  switch (route) {
+    case Route::Preload: return "LD_PRELOAD";
+    case Route::Dropin: return "drop-in folder";
+    case Route::Audit: return "LD_AUDIT";
+    case Route::PreloadAndAudit: return "LD_PRELOAD and LD_AUDIT";
+  }
+  return "?";
+}
+
+std::string folderOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+ChildResult runThrough(Route route, const std::string& program, const std::vector<std::string>& args,
+                       const std::vector<std::string>& env, const std::string& ncclFolder) {
+  const std::string nccl = ncclFolder.empty() ? folderOf(standinLibrary()) : ncclFolder;
+  ChildRun run;
+  run.program = program;
+  run.args = args;
+  run.preload = route == Route::Preload || route == Route::PreloadAndAudit;
+  run.env = {"LD_LIBRARY_PATH=" + (route == Route::Dropin ? std::string(dropinFolder()) + ":" : "") + nccl};
+  if (route == Route::Audit || route == Route::PreloadAndAudit) run.env.push_back(std::string("LD_AUDIT=") + auditLibrary());
+  run.env.insert(run.env.end(), env.begin(), env.end());
+  return runChild(run);
+}
+
+}  // namespace shimtest

@@ -1,0 +1,28 @@
+// The ways libnccl-car.so gets into a program, as the environment of a test's child process:
+//   Preload: LD_PRELOAD=libnccl-car.so (programs linked against libnccl.so.2);
+//   Dropin:  build/shim/dropin, whose libnccl.so.2 is libnccl-car.so, first on LD_LIBRARY_PATH;
+//   Audit:   LD_AUDIT=libnccl-car-audit.so;
+//   PreloadAndAudit: both at once.
+// The stand-in NCCL's folder follows on LD_LIBRARY_PATH, where a program that asks for
+// libnccl.so.2 by name finds it (as it would find the real one).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+
+namespace shimtest {
+
+enum class Route { Preload, Dropin, Audit, PreloadAndAudit };
+
+const char* routeName(Route route);
+
+// The folder a library is in.
+std::string folderOf(const std::string& path);
+
+// `program args...` through `route`; `ncclFolder` replaces the stand-in's folder.
+ChildResult runThrough(Route route, const std::string& program, const std::vector<std::string>& args,
+                       const std::vector<std::string>& env = {}, const std::string& ncclFolder = "");
+
+}  // namespace shimtest

@@ -1,0 +1,87 @@
+// The NCCL functions libnccl-car.so does not hook are forwarded (shim/forwarders.cc): each
+// must reach the real NCCL once, with the caller's arguments, and give the caller exactly
+// the real NCCL's result, whichever way the library was loaded. Which functions those are
+// is read from the built files: the weak exports of libnccl-car.so (forwarders that no hook
+// replaced), and of the stand-in (the ones it records generically).
+#include <catch2/catch.hpp>
+#include <nccl.h>
+
+#include "call_checks.h"
+#include "elf_symbols.h"
+#include "route_runs.h"
+
+using namespace shimtest;
+
+namespace {
+
+// The forwarded functions that the stand-in implements by hand, with real effects: the
+// "nonhooked" scenario of shim_driver calls them (test_shim_routes.cc, every route).
+const std::set<std::string> kInNonhookedScenario = {
+    "ncclGetVersion",   "ncclGetUniqueId", "ncclBroadcast",        "ncclReduce",       "ncclAllGather",
+    "ncclReduceScatter", "ncclSend",       "ncclRecv",             "ncclCommCount",    "ncclCommCuDevice",
+    "ncclCommUserRank", "ncclGetLastError", "ncclGetErrorString",  "ncclCommGetAsyncError"};
+
+// Forwarded by us and recorded generically by the stand-in: the "forwarded" scenario's list.
+std::vector<std::string> genericallyForwarded() {
+  const std::set<std::string> forwarded = readDynamicInfo(shimLibrary()).weak;
+  const std::set<std::string> generic = readDynamicInfo(standinLibrary()).weak;
+  std::vector<std::string> names;
+  for (const std::string& name : forwarded) {
+    INFO(name << " is forwarded: some scenario must call it");
+    if (generic.count(name) != 0) names.push_back(name);
+    else CHECK(kInNonhookedScenario.count(name) == 1);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged, and its result comes back "
+          "unchanged, through every route", "[shim][forwarded]") {
+  const std::vector<std::string> names = genericallyForwarded();
+  REQUIRE(names.size() >= 13);  // nccl.h 2.28: memory, registration, windows, operators, more collectives
+  std::vector<std::string> env = {"NCCL_CAR_DEBUG=INFO"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    env.push_back("STANDIN_NCCL_RESULT_" + names[i] + "=" + std::to_string(40 + i));  // a result per function
+  }
+  for (Route route : {Route::Preload, Route::Dropin, Route::Audit}) {
+    INFO(routeName(route));
+    // Under LD_PRELOAD: a handle on the preloaded library itself (the driver dlopens its
+    // path), whose forwarders find the stand-in by name.
+    std::vector<std::string> args = {route == Route::Preload ? std::string(shimLibrary()) : "libnccl.so.2",
+                                     "forwarded"};
+    args.insert(args.end(), names.begin(), names.end());
+    const ChildResult run = runThrough(route, handleDriverProgram(), args, env);
+    checkSetupPlacement(checkSteps(run), {"init"});
+    const Outputs outputs = parseOutputs(run.out);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      INFO(names[i]);
+      const Call& output = outputs.at(names[i]);
+      if (names[i] != "ncclResetDebugInit") CHECK(output.get("result") == std::to_string(40 + i));  // else void
+    }
+    CHECK(carLines(run.err, "WARN").empty());
+  }
+}
+
+TEST_CASE("forwarded: a function the real NCCL lacks returns ncclInvalidUsage, and one WARN names it",
+          "[shim][forwarded]") {
+  // The partial stand-in has only the hand-written functions: an older NCCL, to us.
+  const std::vector<std::string> names = genericallyForwarded();
+  std::vector<std::string> args = {"libnccl.so.2", "forwarded"};
+  args.insert(args.end(), names.begin(), names.end());
+  args.insert(args.end(), names.begin(), names.end());  // twice: still one WARN each
+  const ChildResult run =
+      runThrough(Route::Dropin, handleDriverProgram(), args, {}, folderOf(partialStandinLibrary()));
+  INFO(run.out << run.err);
+  REQUIRE(run.exitCode == 0);
+  for (const std::string& name : names) {
+    INFO(name);
+    if (name == "ncclResetDebugInit") continue;  // void: nothing to return
+    const std::vector<std::string> results = linesWith(run.out, {name + " result="});
+    REQUIRE(results.size() == 2);
+    for (const std::string& line : results) CHECK(line == name + " result=" + std::to_string(ncclInvalidUsage));
+    CHECK(linesWith(run.err, {"NCCL-CAR WARN", name + " is not in the real NCCL"}).size() == 1);
+    for (const std::string& line : splitLines(run.log)) CHECK(line.rfind(name + " ", 0) != 0);  // never reached it
+  }
+  CHECK(carLines(run.err, "WARN").size() == names.size());  // ncclResetDebugInit's included
+}

@@ -1,0 +1,157 @@
+// Programs that load NCCL themselves (JAX/XLA, TensorFlow, XGBoost, ctypes bindings) and call
+// it through dlsym(handle): which way of loading libnccl-car.so reaches our hooks, for each
+// way of loading NCCL. "Reached" means the shim set the new communicators up (its queries
+// follow the caller's init in the stand-in's log); "not reached" means NCCL saw nothing but
+// the caller's own calls.
+#include <catch2/catch.hpp>
+#include <nccl.h>
+
+#include "call_checks.h"
+#include "route_runs.h"
+
+using namespace shimtest;
+
+namespace {
+
+// The steps of shim_handle_driver's life-cycle that make communicators.
+const std::set<std::string> kInits = {"init", "init.cfg", "initall", "split"};
+
+ChildResult runOpened(Route route, const std::string& library) {
+  return runThrough(route, handleDriverProgram(), {library}, {"NCCL_CAR_DEBUG=INFO"});
+}
+
+void checkReached(const ChildResult& run, const std::set<std::string>& setupSteps) {
+  const std::vector<Segment> segments = checkSteps(run);
+  checkSetupPlacement(segments, setupSteps);
+  for (const auto& [label, output] : parseOutputs(run.out)) {
+    INFO(label);
+    if (output.has("result")) CHECK(output.get("result") == "0");
+  }
+  CHECK(linesWith(run.err, {"NCCL-CAR INFO", "real NCCL found as"}).size() == 1);
+}
+
+void checkNotReached(const ChildResult& run) {
+  checkSetupPlacement(checkSteps(run), {});
+  CHECK(linesWith(run.err, {"NCCL-CAR"}).empty());
+}
+
+}  // namespace
+
+TEST_CASE("routes: dlopen(\"libnccl.so.2\") + dlsym(handle) reaches our hooks through the drop-in folder and "
+          "LD_AUDIT, not through LD_PRELOAD", "[shim][routes]") {
+  for (Route route : {Route::Dropin, Route::Audit, Route::PreloadAndAudit}) {
+    INFO(routeName(route));
+    const ChildResult run = runOpened(route, "libnccl.so.2");
+    checkReached(run, kInits);
+    // Forwarded to the stand-in, found by path: never to ourselves.
+    CHECK(linesWith(run.err, {"real NCCL found as", folderOf(standinLibrary()) + "/libnccl.so.2"}).size() == 1);
+  }
+  checkNotReached(runOpened(Route::Preload, "libnccl.so.2"));
+}
+
+TEST_CASE("routes: a load by absolute path, as JAX loads the NCCL wheel's copy, is reached only through LD_AUDIT",
+          "[shim][routes]") {
+  checkReached(runOpened(Route::Audit, standinLibrary()), kInits);
+  checkNotReached(runOpened(Route::Dropin, standinLibrary()));
+  checkNotReached(runOpened(Route::Preload, standinLibrary()));
+}
+
+TEST_CASE("routes: under LD_AUDIT every later load of NCCL, by name or by path, gets libnccl-car.so again",
+          "[shim][routes]") {
+  // The first life-cycle loads the real NCCL behind us; the loader must still answer the
+  // second dlopen with us, whether it names the soname, the file the program loaded first,
+  // or the file we forward to (here NCCL_CAR_NCCL_LIB, another copy of the stand-in).
+  const std::string path = standinLibrary();
+  const std::string other = partialStandinLibrary();
+  struct Case {
+    std::string first, second, configured;
+  };
+  for (const Case& c : std::vector<Case>{{path, "libnccl.so.2", ""},
+                                         {"libnccl.so.2", path, ""},
+                                         {path, path, ""},
+                                         {path, "libnccl.so.2", path},
+                                         {"libnccl.so.2", other, other},
+                                         {path, other, other}}) {
+    INFO(c.first << " then " << c.second << " with NCCL_CAR_NCCL_LIB=" << c.configured);
+    std::vector<std::string> env = {"NCCL_CAR_DEBUG=INFO"};
+    if (!c.configured.empty()) env.push_back("NCCL_CAR_NCCL_LIB=" + c.configured);
+    const ChildResult run =
+        runThrough(Route::Audit, handleDriverProgram(), {c.first, "then", c.second}, env);
+    std::set<std::string> setup = kInits;
+    setup.insert("then.init");
+    checkReached(run, setup);
+    CHECK(parseOutputs(run.out).at("then").get("same") == "1");
+  }
+}
+
+TEST_CASE("routes: a program linked against libnccl.so.2 reaches our hooks through every route, and the calls "
+          "we do not hook reach NCCL unchanged", "[shim][routes]") {
+  for (Route route : {Route::Preload, Route::Dropin, Route::Audit, Route::PreloadAndAudit}) {
+    INFO(routeName(route));
+    const ChildResult run = runThrough(route, driverProgram(), {"nonhooked"}, {"STANDIN_NCCL_DEVICE=5"});
+    checkSetupPlacement(checkSteps(run), {"init"});
+    const Outputs outputs = parseOutputs(run.out);
+    CHECK(outputs.at("version").get("value") == std::to_string(NCCL_VERSION_CODE));
+    CHECK(outputs.at("cudev").get("value") == "5");
+    CHECK(outputs.at("errstr").get("value") == "standin:_invalid_usage");
+    CHECK(carLines(run.err, "WARN").empty());
+  }
+}
+
+TEST_CASE("routes: a Python ctypes client reaches our hooks through the drop-in folder and LD_AUDIT, and its "
+          "other calls reach NCCL unchanged with their results", "[shim][routes][ctypes]") {
+  const std::vector<std::string> forced = {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_RESULT_ncclBroadcast=6",
+                                           "STANDIN_NCCL_RESULT_ncclCommRegister=3"};
+  const std::vector<std::pair<Route, std::string>> reaching = {
+      {Route::Dropin, "libnccl.so.2"}, {Route::Audit, "libnccl.so.2"}, {Route::Audit, standinLibrary()}};
+  for (const auto& [route, library] : reaching) {
+    INFO(routeName(route) << ", ctypes.CDLL(\"" << library << "\")");
+    const ChildResult run = runThrough(route, pythonProgram(), {ctypesClient(), library}, forced);
+    checkSetupPlacement(checkSteps(run), {"init"});
+    const Outputs outputs = parseOutputs(run.out);
+    CHECK(outputs.at("version").get("value") == std::to_string(NCCL_VERSION_CODE));
+    CHECK(outputs.at("bcast").get("result") == "6");
+    CHECK(outputs.at("register").get("result") == "3");
+    CHECK(outputs.at("errstr").get("value") == "standin:_invalid_usage");
+    // Our hook counted the all-reduce (forwarded: a one-rank communicator is not ours).
+    const std::string comm = outputs.at("init").get("made");
+    REQUIRE(infoAbout(run.err, comm, "released:").size() == 1);
+    CHECK(infoAbout(run.err, comm, "released:")[0].find("forwarded 1 (ineligible-comm=1)") != std::string::npos);
+  }
+  checkNotReached(runThrough(Route::Preload, pythonProgram(), {ctypesClient(), "libnccl.so.2"}, forced));
+}
+
+TEST_CASE("routes: the real NCCL, where the build found one, answers through LD_AUDIT and the drop-in folder as "
+          "it answers alone", "[shim][routes][realnccl]") {
+  // Calls that need no GPU: on CI this is as far as the real library can be driven.
+  const std::string real = realNcclLibrary();
+  if (real.empty()) {
+    WARN("no real libnccl.so.2 in this build: the stand-in tests above must do");
+    return;
+  }
+  const std::string probe =
+      "import ctypes, sys\n"
+      "nccl = ctypes.CDLL(sys.argv[1])\n"
+      "version = ctypes.c_int()\n"
+      "print('version', nccl.ncclGetVersion(ctypes.byref(version)), version.value)\n"
+      "nccl.ncclGetErrorString.restype = ctypes.c_char_p\n"
+      "print('text', nccl.ncclGetErrorString(5).decode())\n";
+  const std::string folder = folderOf(real);
+  ChildRun alone;
+  alone.program = pythonProgram();
+  alone.args = {"-c", probe, "libnccl.so.2"};
+  alone.env = {"LD_LIBRARY_PATH=" + folder};
+  alone.preload = false;
+  const ChildResult expected = runChild(alone);
+  REQUIRE(expected.exitCode == 0);
+  REQUIRE(linesWith(expected.out, {"version 0 "}).size() == 1);
+  for (const auto& [route, library] : std::vector<std::pair<Route, std::string>>{
+           {Route::Audit, "libnccl.so.2"}, {Route::Audit, real}, {Route::Dropin, "libnccl.so.2"}}) {
+    INFO(routeName(route) << ", " << library);
+    const ChildResult run =
+        runThrough(route, pythonProgram(), {"-c", probe, library}, {"NCCL_CAR_DEBUG=INFO"}, folder);
+    CHECK(run.exitCode == 0);
+    CHECK(run.out == expected.out);
+    CHECK(linesWith(run.err, {"NCCL-CAR INFO real NCCL found as"}).size() == 1);  // through us
+  }
+}

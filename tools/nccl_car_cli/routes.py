@@ -1,0 +1,117 @@
+"""Which way into a program reaches its NCCL calls:
+
+  preload  LD_PRELOAD: programs linked against libnccl.so.2 (PyTorch, CuPy, nccl-tests, MPI
+           programs). It does not reach a program that loads NCCL itself with dlopen and
+           calls it through that handle.
+  audit    LD_AUDIT=libnccl-car-audit.so: every load of NCCL gets libnccl-car.so, by name or
+           by path (JAX/XLA, TensorFlow, XGBoost, ctypes bindings such as vLLM's PyNccl).
+  dropin   a folder whose libnccl.so.2 is libnccl-car.so, first on LD_LIBRARY_PATH: loads by
+           name only, for where LD_AUDIT cannot be used.
+
+choose() reads the command (executables, Python scripts, `-m` modules) without running it."""
+
+import os
+import re
+import shutil
+
+from . import elf_probe
+
+MODES = ("auto", "preload", "audit", "dropin")
+
+# Python packages and how they get NCCL.
+LOADS_NCCL_ITSELF = {"jax": "JAX", "jaxlib": "JAX", "tensorflow": "TensorFlow", "xgboost": "XGBoost",
+                     "vllm": "vLLM", "sglang": "SGLang"}
+LINKS_NCCL = {"torch": "PyTorch", "cupy": "CuPy"}
+
+_IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.M)
+_NCCL = re.compile(r"nccl", re.I)
+_SCRIPT_BYTES = 1 << 20
+
+
+def _python_findings(path):
+    try:
+        with open(path, errors="replace") as script:
+            text = script.read(_SCRIPT_BYTES)
+    except OSError:
+        return []
+    name = os.path.basename(path)
+    findings = []
+    modules = dict.fromkeys(_IMPORT.findall(text))
+    for module in modules:
+        if module in LOADS_NCCL_ITSELF:
+            findings.append(("loads", f"{name} imports {module} ({LOADS_NCCL_ITSELF[module]} loads NCCL itself)"))
+        elif module in LINKS_NCCL:
+            findings.append(("links", f"{name} imports {module} ({LINKS_NCCL[module]} links NCCL)"))
+    if "ctypes" in modules and _NCCL.search(text):
+        findings.append(("loads", f"{name} uses ctypes and names NCCL (a ctypes binding loads NCCL itself)"))
+    return findings
+
+
+def _is_python_script(path):
+    if path.endswith(".py"):
+        return True
+    try:
+        with open(path, "rb") as stream:
+            first = stream.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _file_findings(path):
+    use = elf_probe.nccl_use(path)
+    name = os.path.basename(path)
+    if use == "links":
+        return [("links", f"{name} links libnccl.so.2")]
+    if use == "loads":
+        return [("loads", f"{name} names libnccl.so but does not link it (it dlopens NCCL)")]
+    return _python_findings(path) if _is_python_script(path) else []
+
+
+def examine(command, which=shutil.which):
+    """[(kind, why)] for the command's files and `-m` modules; kind is "loads" or "links"."""
+    findings = []
+    for index, word in enumerate(command):
+        if index > 0 and command[index - 1] == "-m":
+            top = word.split(".")[0]
+            if top in LOADS_NCCL_ITSELF:
+                findings.append(("loads", f"-m {word} ({LOADS_NCCL_ITSELF[top]} loads NCCL itself)"))
+            elif top in LINKS_NCCL:
+                findings.append(("links", f"-m {word} ({LINKS_NCCL[top]} links NCCL)"))
+            continue
+        path = word if os.sep in word or index > 0 else (which(word) or word)
+        if os.path.isfile(path):
+            findings.extend(_file_findings(path))
+    return findings
+
+
+def choose(command, which=shutil.which):
+    """(mode, why) for `nccl-car run --mode auto`: audit as soon as something in the command
+    loads NCCL itself, else preload (the proven way, and the only one that needs nothing
+    of libnccl-car.so beyond the hooks)."""
+    findings = examine(command, which)
+    loads = [why for kind, why in findings if kind == "loads"]
+    if loads:
+        return "audit", loads[0]
+    links = [why for kind, why in findings if kind == "links"]
+    if links:
+        return "preload", links[0]
+    return "preload", "nothing in the command shows how it gets NCCL; LD_PRELOAD reaches programs linked against it"
+
+
+def installed_packages(find_spec, version_of):
+    """[(package, version or None, kind)] of the known packages this Python can import,
+    found without importing them."""
+    found = []
+    for package, kind in [(name, "loads") for name in LOADS_NCCL_ITSELF] + [(name, "links") for name in LINKS_NCCL]:
+        try:
+            present = find_spec(package) is not None
+        except (ImportError, ValueError):
+            present = False
+        if present:
+            try:
+                version = version_of(package)
+            except Exception:  # noqa: BLE001 (metadata may be missing or broken)
+                version = None
+            found.append((package, version, kind))
+    return found
