@@ -53,7 +53,7 @@ for n in ${E2E_RANKS:-2 4}; do
     all=$(cat "$logs"/ctypes-$mode-n$n-r*.log)
     passed=$(grep -c "^rank [0-9]*/$n: PASS" <<<"$all")
     eligible=$(grep -c "setup: eligible" <<<"$all")
-    taken=$(grep -o "taken 1stage=[0-9]* 2stage=[0-9]*" <<<"$all" | awk -F'[= ]' '{s += $3 + $5} END {print s + 0}')
+    taken=$(rig_taken_calls "$logs"/ctypes-$mode-n$n-r*.log)
     status=PASS
     if [ "$mode" = preload ]; then
       [ $ok = 1 ] && [ "$passed" = "$n" ] && [ "$(grep -c 'setup:' <<<"$all")" = 0 ] || status=FAIL
