@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "cuda_check.h"
 #include "device_guard.h"
 #include "fault_injection.h"
-#include "log.h"
 #include "verdict.h"
 
 namespace car {
@@ -67,11 +67,8 @@ void closeShared(const std::string& key) {
   if (--it->second.references == 0) {
     // On the device that opened it: a thread driving several GPUs (-g N) may be anywhere.
     DeviceGuard guard(it->second.openedBy);
-    const cudaError_t err = guard.error() != cudaSuccess ? guard.error() : cudaIpcCloseMemHandle(it->second.pointer);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      CAR_INFO(it->second.openedBy, "closing a peer's buffer mapping failed: {}", cudaGetErrorString(err));
-    }
+    CAR_CUDA_RELEASE(it->second.openedBy,
+                     guard.error() != cudaSuccess ? guard.error() : cudaIpcCloseMemHandle(it->second.pointer));
     cache().erase(it);
   }
 }
