@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "cuda_check.h"
 #include "device_guard.h"
 #include "fault_injection.h"
 #include "handshake_exchange.h"
@@ -199,7 +200,8 @@ void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommS
     DeviceGuard guard(slot.state->device);
     // An all-gather NCCL did not stop may still write the scratch: it is never reused.
     if (slot.scratch != nullptr && !slot.deviceBusy) returnScratch(slot.state->device, slot.scratch);
-    cudaStreamDestroy(slot.stream);  // returns at once; CUDA frees it when its work is done
+    // Returns at once; CUDA frees the stream when its work is done.
+    CAR_CUDA_RELEASE(slot.state->device, cudaStreamDestroy(slot.stream));
   }
 }
 
