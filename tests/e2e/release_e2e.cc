@@ -31,7 +31,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kCount = 1 << 16;  // 256 KiB of fp32: ours
+constexpr std::size_t kCount = 1 << 16;  // 256 KiB of fp32: taken by our kernels
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 void sleepSeconds(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }

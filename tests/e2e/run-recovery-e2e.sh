@@ -17,6 +17,7 @@ source "$here/one_gpu_rig.sh"
 lib="$build/shim/libnccl-car.so"
 gpu_machine_begin
 rig_begin
+blocks2=$(rig_max_blocks 2)  # both ranks' blocks resident on one GPU at once
 failures=0
 
 # two_ranks NAME LIMIT PROGRAM MODE: "PROGRAM MODE r ID_FILE" for r = 0, 1 on GPU 0, each
@@ -29,7 +30,7 @@ two_ranks() {
     local extra=""
     [ $r = 0 ] && extra=${RANK0_ENV:-}
     # shellcheck disable=SC2086 # extra is a list of NAME=value words
-    env $extra NCCL_HOSTID="$name-rank-$r" NCCL_CAR_DEBUG=INFO LD_PRELOAD="$lib" \
+    env $extra NCCL_HOSTID="$name-rank-$r" NCCL_CAR_DEBUG=INFO NCCL_CAR_MAX_BLOCKS="$blocks2" LD_PRELOAD="$lib" \
       timeout "$limit" "$program" "$mode" $r "$id_file" >"$logs/$name-r$r.log" 2>&1 &
     pids+=($!)
   done
