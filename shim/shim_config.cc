@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,8 +12,12 @@ namespace car {
 const Config& shimConfig() {
   static const Config config = [] {
     std::vector<std::string> problems;
-    Config parsed = parseConfig([](const char* name) { return std::getenv(name); }, &problems);
+    Config parsed = parseConfig(&processEnvironment, &problems);
     setLogLevel(parsed.logLevel);
+    std::string why;
+    if (!parsed.debugFile.empty() && !logToFile(parsed.debugFile, &why)) {
+      problems.push_back(fmt::format("NCCL_CAR_DEBUG_FILE: {}; logging to stderr", why));
+    }
     for (const std::string& problem : problems) CAR_WARN(-1, "{}", problem);
     return parsed;
   }();
