@@ -72,7 +72,8 @@ struct SharedSettings {
   std::int32_t disable;
   std::int32_t reserved;
 };
-static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings>,
+static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings> &&
+                  std::is_standard_layout_v<SharedSettings>,
               "SharedSettings travels in the handshake record: its size is part of the wire format");
 
 SharedSettings sharedSettingsOf(const Config& config);
