@@ -76,7 +76,8 @@ const std::vector<SettingSpec>& settingsTable() {
                 numberField<&SharedSettings::algorithm>()),
       carriedIn(number("NCCL_CAR_MAX_BYTES", SettingType::Bytes, numberField<&Config::maxBytes>(), kPackBytes,
                        kLargestMaxBytes, kPackBytes, Agreement::Checked,
-                       "largest all-reduce taken, inclusive; each rank allocates about 2x this per communicator"),
+                       "largest all-reduce taken, inclusive; where a call can reach a pull kernel, each rank "
+                       "allocates 2x this per communicator"),
                 numberField<&SharedSettings::maxBytes>()),
       carriedIn(number("NCCL_CAR_MAX_BLOCKS", SettingType::Count, numberField<&Config::maxBlocks>(), 1,
                        kMaxPushBlocks, 1, Agreement::Checked,
@@ -86,7 +87,7 @@ const std::vector<SettingSpec>& settingsTable() {
       carriedIn(number("NCCL_CAR_PUSH_MAX_BYTES", SettingType::Bytes, numberField<&Config::pushMaxBytes>(), 0,
                        kLargestMaxBytes, kPackBytes, Agreement::Checked,
                        "largest all-reduce the push kernels (1shot, 2shot) take; sizes their receive areas, "
-                       "about 6x this per communicator; 0 switches them off"),
+                       "about 6x this per rank and communicator; 0 switches them off"),
                 numberField<&SharedSettings::pushMaxBytes>()),
       flag("NCCL_CAR_PDL", numberField<&Config::pdl>(), Agreement::PerRank,
            "programmatic dependent launch on sm_90 and newer"),
@@ -99,7 +100,8 @@ const std::vector<SettingSpec>& settingsTable() {
       path("NCCL_CAR_DEBUG_FILE", &Config::debugFile,
            "file for the log lines instead of stderr; %h is the host name, %p the process id"),
       path("NCCL_CAR_NCCL_LIB", &Config::ncclLibrary,
-           "the real libnccl.so.2, when it is neither the next library nor already loaded"),
+           "the real libnccl.so.2, when it is neither the next library nor already loaded (under LD_AUDIT: "
+           "instead of the one the program asked for)"),
   };
   return table;
 }
