@@ -108,6 +108,12 @@ class EffectiveSettingsTest(unittest.TestCase):
         # The tool's own variables are no typo.
         self.assertEqual(len(effective["problems"]), 6)
 
+    def test_any_text_survives_the_json(self):
+        text = 'a"b\\c\n\td\x01e \u00e9'
+        rows = {row["name"]: row for row in self.query.settings({"NCCL_CAR_DEBUG_FILE": text})["settings"]}
+        self.assertEqual(rows["NCCL_CAR_DEBUG_FILE"]["set"], text)
+        self.assertEqual(rows["NCCL_CAR_DEBUG_FILE"]["value"], text)
+
     def test_options_the_library_would_ignore_are_refused_in_its_words(self):
         self.assertIsNone(settings.refuse_ignored({"NCCL_CAR_ALGO": "1shot"}, {"NCCL_CAR_QUERY": self.query.path},
                                                   None))

@@ -34,28 +34,15 @@ void JsonWriter::beforeValue() {
   }
 }
 
-JsonWriter& JsonWriter::beginObject() {
+JsonWriter& JsonWriter::open(char bracket) {
   beforeValue();
-  out_ += '{';
+  out_ += bracket;
   empty_.push_back(true);
   return *this;
 }
 
-JsonWriter& JsonWriter::endObject() {
-  out_ += '}';
-  empty_.pop_back();
-  return *this;
-}
-
-JsonWriter& JsonWriter::beginArray() {
-  beforeValue();
-  out_ += '[';
-  empty_.push_back(true);
-  return *this;
-}
-
-JsonWriter& JsonWriter::endArray() {
-  out_ += ']';
+JsonWriter& JsonWriter::close(char bracket) {
+  out_ += bracket;
   empty_.pop_back();
   return *this;
 }

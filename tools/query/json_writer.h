@@ -11,10 +11,10 @@ namespace carquery {
 
 class JsonWriter {
  public:
-  JsonWriter& beginObject();
-  JsonWriter& endObject();
-  JsonWriter& beginArray();
-  JsonWriter& endArray();
+  JsonWriter& beginObject() { return open('{'); }
+  JsonWriter& endObject() { return close('}'); }
+  JsonWriter& beginArray() { return open('['); }
+  JsonWriter& endArray() { return close(']'); }
   JsonWriter& key(std::string_view name);
   JsonWriter& string(std::string_view text);
   JsonWriter& number(std::uint64_t value);
@@ -24,6 +24,8 @@ class JsonWriter {
   const std::string& text() const { return out_; }
 
  private:
+  JsonWriter& open(char bracket);
+  JsonWriter& close(char bracket);
   void beforeValue();
 
   std::string out_;
