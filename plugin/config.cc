@@ -1,22 +1,10 @@
 #include "config.h"
 
-#include <cctype>
-#include <cerrno>
 #include <cstdlib>
 
 #include "settings_table.h"
 
 namespace car {
-
-bool parseUnsigned(const char* text, std::uint64_t* value) {
-  if (text == nullptr || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long parsed = std::strtoull(text, &end, 10);
-  if (errno == ERANGE || end == text || *end != '\0') return false;
-  *value = parsed;
-  return true;
-}
 
 std::optional<Algorithm> forcedAlgorithm(AlgorithmOverride algorithm) {
   switch (algorithm) {

@@ -2,6 +2,10 @@
 // shown. One WARN shape for all: "invalid value 'X' for NAME (expected ...), using default D".
 #include <strings.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "settings_table.h"
@@ -48,6 +52,16 @@ bool store(const SettingSpec& spec, const char* text, Config* config) {
 }
 
 }  // namespace
+
+bool parseUnsigned(const char* text, std::uint64_t* value) {
+  if (text == nullptr || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long parsed = std::strtoull(text, &end, 10);
+  if (errno == ERANGE || end == text || *end != '\0') return false;
+  *value = parsed;
+  return true;
+}
 
 bool parseBool(const char* text, bool* value) {
   for (const char* word : kTrueWords) {

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return usageError("no command given");
   carquery::JsonWriter json;
-  if (args[0] == "settings" && args.size() == 1) {
+  if (args[0] == "settings") {
+    if (args.size() > 1) return usageError("settings takes no arguments");
     carquery::writeSettings(json, &car::processEnvironment, environ);
   } else if (args[0] == "decide") {
     const car::Config config = car::parseConfig(&car::processEnvironment, nullptr);
