@@ -60,15 +60,21 @@ class VerdictTest(unittest.TestCase):
         self.assertIn("up to 1 MiB", self.verdict_of(machine(4), NCCL_CAR_MAX_BYTES="1048576")[0])
 
     def test_kernels_by_size_come_from_the_policy(self):
+        # Which kernel, and where the switch points lie, is the library's to tune: asserted
+        # here are the order of the kernels, the ends of the ranges, and that the settings
+        # reach the policy.
+        def kernels(candidate):
+            names = [decision["algorithm"] for decision in candidate["decisions"]]
+            return [name for i, name in enumerate(names) if i == 0 or names[i - 1] != name]
+
         judged = self.judge(machine(4))
-        lines = [machine_verdict.communicator_line(candidate) for candidate in judged["communicators"]]
-        self.assertEqual(lines[0], "    2 ranks on GPUs 0,1 (NVLink, sm_90): 1shot 16 B..512 KiB, 2shot 1 MiB..8 MiB")
-        self.assertEqual(lines[2], "    4 ranks on GPUs 0,1,2,3 (NVLink, sm_90): 1shot 16 B..256 KiB, "
-                                   "2shot 512 KiB..8 MiB")
-        # The settings reach the policy: without push kernels, sm_90's pull rule at 4 ranks.
+        self.assertEqual([kernels(candidate) for candidate in judged["communicators"]], [["1shot", "2shot"]] * 3)
+        line = machine_verdict.communicator_line(judged["communicators"][2])
+        self.assertRegex(line, r"^    4 ranks on GPUs 0,1,2,3 \(NVLink, sm_90\): 1shot 16 B\.\.\S+ \S+, "
+                               r"2shot \S+ \S+\.\.8 MiB$")
         judged = self.judge(machine(4), NCCL_CAR_PUSH_MAX_BYTES="0", NCCL_CAR_MAX_BYTES="1048576")
-        self.assertEqual(machine_verdict.communicator_line(judged["communicators"][2]),
-                         "    4 ranks on GPUs 0,1,2,3 (NVLink, sm_90): 1stage 16 B..512 KiB, 2stage 1 MiB")
+        self.assertEqual([kernels(candidate) for candidate in judged["communicators"]],
+                         [["1stage"], ["1stage", "2stage"], ["1stage", "2stage"]])
         judged = self.judge(machine(2), NCCL_CAR_ALGO="2stage")
         self.assertEqual(machine_verdict.ranges_text(judged["communicators"][0]["decisions"]), "2stage 16 B..8 MiB")
         self.assertIn("only ever takes ncclSum on fp16, bf16, fp32", judged["note"])
@@ -130,7 +136,7 @@ class TextReportTest(unittest.TestCase):
                          [["0", ".", "PN", "-"], ["1", "PN", ".", "P"], ["2", "-", "P", "."]])
         self.assertIn("verdict: 3 GPUs, NVLink between some of them: all-reduces up to 1 MiB between "
                       "2 ranks would be accelerated; communicators of more than 2 ranks are forwarded", text)
-        self.assertIn("\n    2 ranks on GPUs 0,1 (NVLink, sm_90): 1shot 16 B..512 KiB, 2shot 1 MiB\n", text)
+        self.assertIn("\n    2 ranks on GPUs 0,1 (NVLink, sm_90): 1shot 16 B..", text)
         self.assertTrue(text.endswith("with every rank on this host)"))
         self.assertTrue(report["accelerates"])
 
