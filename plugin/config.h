@@ -1,5 +1,6 @@
-// One registry of settings: one field per NCCL_CAR_* variable, read once, validated.
-// A bad value is reported and the default kept; it never stops the program.
+// The settings the library runs with: one field per NCCL_CAR_* variable, read once, validated
+// as the table in settings_table.cc describes. A bad value is reported and the default kept;
+// it never stops the program.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,9 @@
 
 namespace car {
 
+// Auto, then one value per kernel in Algorithm's order.
 enum class AlgorithmOverride { Auto, OneStage, TwoStage, OneShot, TwoShot };
+constexpr int kAlgorithmOverrideCount = 1 + kAlgorithmCount;
 
 // The kernel an override forces, or nullopt for Auto.
 std::optional<Algorithm> forcedAlgorithm(AlgorithmOverride algorithm);
@@ -45,10 +48,15 @@ struct Config {
   std::size_t copyInKernelBytes = kDefaultCopyInKernelBytes;
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
+  std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr
 };
 
 // Returns the value of an environment variable or nullptr; injectable for tests.
 using EnvironmentLookup = std::function<const char*(const char*)>;
+
+// This process's environment as the library reads it: secure_getenv for the settings the
+// table marks secure (paths we load or write), getenv for the others.
+const char* processEnvironment(const char* name);
 
 // Parses every NCCL_CAR_* variable. Each problem (bad value, default kept) is appended to
 // `problems` as one human-readable sentence naming the variable.
@@ -64,12 +72,14 @@ struct SharedSettings {
   std::int32_t disable;
   std::int32_t reserved;
 };
-static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings>,
+static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings> &&
+                  std::is_standard_layout_v<SharedSettings>,
               "SharedSettings travels in the handshake record: its size is part of the wire format");
 
 SharedSettings sharedSettingsOf(const Config& config);
 
-// Name of the first variable whose value differs, or nullptr when all agree.
+// Name of the first variable whose value differs, in the table's order, or nullptr when all
+// agree.
 const char* firstDifferingVariable(const SharedSettings& a, const SharedSettings& b);
 
 // Strict parsers: the whole string must be the value; no sign, no overflow, no trailing text.

@@ -2,27 +2,38 @@
 
 #include <cuda_runtime_api.h>
 #include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
+
+#include "log_file.h"
 
 namespace car {
 namespace {
 
 std::atomic<int> gLevel{static_cast<int>(LogLevel::Warn)};
 
+// Leaked on purpose, like the logger: logging must work during static destruction.
+MovableSink& movableSink() {
+  static MovableSink* sink = new MovableSink();
+  return *sink;
+}
+
 // A private logger, never registered globally: the host program may use spdlog itself.
 spdlog::logger& sink() {
   static spdlog::logger* logger = [] {
-    auto* created = new spdlog::logger("nccl-car", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    // The sink is owned by the static above; the logger's pointer must never delete it.
+    std::shared_ptr<MovableSink> shared(&movableSink(), [](MovableSink*) {});
+    auto* created = new spdlog::logger("nccl-car", std::move(shared));
     created->set_pattern("%v");
     created->set_level(spdlog::level::trace);
     created->flush_on(spdlog::level::trace);
-    return created;  // leaked on purpose: logging must work during static destruction
+    return created;
   }();
   return *logger;
 }
@@ -36,7 +47,14 @@ const std::string& hostName() {
   return name;
 }
 
-const char* levelName(LogLevel level) {
+const char* baseName(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash != nullptr ? slash + 1 : path;
+}
+
+}  // namespace
+
+const char* logLevelName(LogLevel level) {
   switch (level) {
     case LogLevel::Warn: return "WARN";
     case LogLevel::Info: return "INFO";
@@ -45,12 +63,17 @@ const char* levelName(LogLevel level) {
   return "?";
 }
 
-const char* baseName(const char* path) {
-  const char* slash = std::strrchr(path, '/');
-  return slash != nullptr ? slash + 1 : path;
+bool logToFile(const std::string& pattern, std::string* why) {
+  const std::string path = expandLogFileName(pattern, hostName(), static_cast<long>(getpid()));
+  // "e": close-on-exec, so a program the host process starts does not inherit our log.
+  std::FILE* file = std::fopen(path.c_str(), "we");
+  if (file == nullptr) {
+    if (why != nullptr) *why = fmt::format("cannot open '{}' ({})", path, std::strerror(errno));
+    return false;
+  }
+  movableSink().moveTo(file);
+  return true;
 }
-
-}  // namespace
 
 void setLogLevel(LogLevel level) { gLevel.store(static_cast<int>(level), std::memory_order_relaxed); }
 
@@ -64,7 +87,7 @@ void writeLogLine(LogLevel level, const char* file, int line, int device, const 
   const std::string where =
       level == LogLevel::Warn ? fmt::format("{}:{} ", baseName(file), line) : std::string();
   sink().info("{}:{}:{} [{}] {}NCCL-CAR {} {}", hostName(), getpid(),
-              static_cast<long>(syscall(SYS_gettid)), device, where, levelName(level), text);
+              static_cast<long>(syscall(SYS_gettid)), device, where, logLevelName(level), text);
 }
 
 }  // namespace car

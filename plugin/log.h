@@ -9,10 +9,19 @@
 namespace car {
 
 enum class LogLevel { Warn = 0, Info = 1, Trace = 2 };
+constexpr int kLogLevelCount = 3;
+
+// "WARN", "INFO", "TRACE": how lines show the level and how NCCL_CAR_DEBUG names it.
+const char* logLevelName(LogLevel level);
 
 void setLogLevel(LogLevel level);
 LogLevel logLevel();
 inline bool logEnabled(LogLevel level) { return static_cast<int>(level) <= static_cast<int>(logLevel()); }
+
+// Sends every later line to the file `pattern` names (log_file.h: %h host, %p pid), truncated
+// first. Returns false, and the lines stay on stderr, when it cannot be opened; *why says
+// why. Meant to be called once, when the settings are read.
+bool logToFile(const std::string& pattern, std::string* why);
 
 // device < 0 prints the calling thread's current CUDA device, if any.
 void writeLogLine(LogLevel level, const char* file, int line, int device, const std::string& text);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "config.h"
 #include "p2p_limit.h"
@@ -62,5 +63,16 @@ struct LinkReport {
   std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
   char problem[96];            // why mapping failed, NUL-terminated
 };
+
+// Both travel through NCCL as bytes: plain data only.
+static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
+static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
+// Layout "CAR4" on the wire. Changing either struct fails this on purpose: bump
+// kHandshakeMagic, then write the new sizes here.
+static_assert(kHandshakeMagic == 0x43415234 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
+              "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
+// Bit p of each mask is rank p.
+static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),
+              "LinkReport's rank masks must hold a bit for every rank");
 
 }  // namespace car

@@ -2,8 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,14 +12,12 @@ namespace car {
 const Config& shimConfig() {
   static const Config config = [] {
     std::vector<std::string> problems;
-    Config parsed = parseConfig(
-        [](const char* name) {
-          // A library to load is never taken from the environment of a set-uid or set-gid
-          // program (glibc's secure_getenv answers null there).
-          return std::strcmp(name, "NCCL_CAR_NCCL_LIB") == 0 ? secure_getenv(name) : std::getenv(name);
-        },
-        &problems);
+    Config parsed = parseConfig(&processEnvironment, &problems);
     setLogLevel(parsed.logLevel);
+    std::string why;
+    if (!parsed.debugFile.empty() && !logToFile(parsed.debugFile, &why)) {
+      problems.push_back(fmt::format("NCCL_CAR_DEBUG_FILE: {}; logging to stderr", why));
+    }
     for (const std::string& problem : problems) CAR_WARN(-1, "{}", problem);
     return parsed;
   }();

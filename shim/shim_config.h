@@ -6,7 +6,7 @@
 
 namespace car {
 
-// Reads NCCL_CAR_* once, sets the log level, and WARNs each bad value.
+// Reads NCCL_CAR_* once, sets the log level and the log file, and WARNs each bad value.
 const Config& shimConfig();
 
 // Base address of libnccl-car.so, to tell our own symbols from the real NCCL's.

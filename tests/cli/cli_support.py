@@ -9,16 +9,33 @@ import sys
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS_DIR = os.path.join(REPO_ROOT, "tools")
 TOOL = os.path.join(TOOLS_DIR, "nccl-car")
+# ctest names the build it tests; run by hand, the repository's build folder.
+BUILD_DIR = os.environ.get("CAR_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
+QUERY_PROGRAM = os.path.join(BUILD_DIR, "tools", "nccl_car_query")
 
 if TOOLS_DIR not in sys.path:
     sys.path.insert(0, TOOLS_DIR)
 
+from nccl_car_cli import library_query  # noqa: E402  (needs the path above)
+
+
+def query_program(test):
+    """This build's query program, for tests of what the library itself answers. Missing,
+    it fails the test under ctest (which runs after the build) and skips it elsewhere."""
+    if not os.access(QUERY_PROGRAM, os.X_OK):
+        if "CAR_BUILD_DIR" in os.environ:
+            test.fail(f"{QUERY_PROGRAM} is not built")
+        test.skipTest(f"{QUERY_PROGRAM} is not built")
+    return library_query.LibraryQuery(QUERY_PROGRAM)
+
 
 def clean_env(**extra):
     """The caller's environment without anything that would change the tool's behaviour
-    (NCCL_CAR_*, LD_PRELOAD), plus `extra`."""
+    (NCCL_CAR_*, LD_PRELOAD), plus this build's query program, plus `extra`."""
     env = {name: value for name, value in os.environ.items()
            if not name.startswith("NCCL_CAR_") and name != "LD_PRELOAD"}
+    if os.path.exists(QUERY_PROGRAM):
+        env["NCCL_CAR_QUERY"] = QUERY_PROGRAM
     env.update(extra)
     return env
 

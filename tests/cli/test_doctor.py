@@ -9,8 +9,9 @@ import tempfile
 import unittest
 from unittest import mock
 
+import cli_support
 from cli_support import clean_env, run_tool
-from nccl_car_cli import doctor, host_probe, nccl_probe, settings
+from nccl_car_cli import doctor, host_probe, machine_verdict, nccl_probe, settings
 
 
 def machine(n, p2p=True, nvlink=True):
@@ -28,73 +29,115 @@ def machine(n, p2p=True, nvlink=True):
             "nvlink": matrix(nvlink), "nvlink_error": None if nvlink is not None else "NVML absent"}
 
 
-def verdict_of(report, **env):
-    return doctor.verdict(report, settings.effective_settings(env))
-
-
 class VerdictTest(unittest.TestCase):
+    """The verdict on fake machines, with the library's own decisions (this build's query
+    program): the tool finds the groups of GPUs, the library says what it takes."""
+
+    def setUp(self):
+        self.query = cli_support.query_program(self)
+
+    def judge(self, report, **env):
+        return machine_verdict.judge(report, settings.effective_settings(env, self.query), self.query, env)
+
+    def verdict_of(self, report, **env):
+        judged = self.judge(report, **env)
+        return judged["line"], judged["accelerates"]
+
     def test_no_gpu(self):
-        line, accelerates = verdict_of(machine(0))
+        line, accelerates = self.verdict_of(machine(0))
         self.assertEqual(line, "verdict: no GPU visible: the library would forward every call to NCCL")
         self.assertFalse(accelerates)
 
     def test_one_gpu(self):
-        line, accelerates = verdict_of(machine(1))
+        line, accelerates = self.verdict_of(machine(1))
         self.assertIn("1 GPU", line)
         self.assertFalse(accelerates)
 
     def test_full_nvlink(self):
-        self.assertEqual(verdict_of(machine(4))[0], "verdict: 4 GPUs, full NVLink: all-reduces up to "
-                                                    "8 MiB between 2..4 ranks would be accelerated")
-        self.assertIn("between 2 ranks would", verdict_of(machine(2))[0])
-        self.assertIn("up to 1 MiB", verdict_of(machine(4), NCCL_CAR_MAX_BYTES="1048576")[0])
+        self.assertEqual(self.verdict_of(machine(4))[0], "verdict: 4 GPUs, full NVLink: all-reduces up to "
+                                                         "8 MiB between 2..4 ranks would be accelerated")
+        self.assertIn("between 2 ranks would", self.verdict_of(machine(2))[0])
+        self.assertIn("up to 1 MiB", self.verdict_of(machine(4), NCCL_CAR_MAX_BYTES="1048576")[0])
+
+    def test_kernels_by_size_come_from_the_policy(self):
+        # Which kernel, and where the switch points lie, is the library's to tune: asserted
+        # here are the order of the kernels, the ends of the ranges, and that the settings
+        # reach the policy.
+        def kernels(candidate):
+            names = [decision["algorithm"] for decision in candidate["decisions"]]
+            return [name for i, name in enumerate(names) if i == 0 or names[i - 1] != name]
+
+        judged = self.judge(machine(4))
+        self.assertEqual([kernels(candidate) for candidate in judged["communicators"]], [["1shot", "2shot"]] * 3)
+        line = machine_verdict.communicator_line(judged["communicators"][2])
+        self.assertRegex(line, r"^    4 ranks on GPUs 0,1,2,3 \(NVLink, sm_90\): 1shot 16 B\.\.\S+ \S+, "
+                               r"2shot \S+ \S+\.\.8 MiB$")
+        judged = self.judge(machine(4), NCCL_CAR_PUSH_MAX_BYTES="0", NCCL_CAR_MAX_BYTES="1048576")
+        self.assertEqual([kernels(candidate) for candidate in judged["communicators"]],
+                         [["1stage"], ["1stage", "2stage"], ["1stage", "2stage"]])
+        judged = self.judge(machine(2), NCCL_CAR_ALGO="2stage")
+        self.assertEqual(machine_verdict.ranges_text(judged["communicators"][0]["decisions"]), "2stage 16 B..8 MiB")
+        self.assertIn("only ever takes ncclSum on fp16, bf16, fp32", judged["note"])
 
     def test_more_gpus_than_ranks_supported(self):
-        line, _ = verdict_of(machine(16))
-        self.assertIn("between 2..8 ranks", line)
-        self.assertIn("more than 8 ranks are forwarded", line)
+        judged = self.judge(machine(16))
+        self.assertIn("between 2..8 ranks", judged["line"])
+        self.assertIn("more than 8 ranks are forwarded", judged["line"])
+        self.assertEqual(machine_verdict.ranges_text(judged["communicators"][-1]["decisions"]),
+                         "NCCL (ineligible-comm) 16 B..8 MiB")
 
     def test_disabled(self):
-        line, accelerates = verdict_of(machine(8), NCCL_CAR_DISABLE="1")
-        self.assertIn("NCCL_CAR_DISABLE is set", line)
+        line, accelerates = self.verdict_of(machine(8), NCCL_CAR_DISABLE="1")
+        self.assertEqual(line, "verdict: NCCL_CAR_DISABLE is set: the library would forward every call to NCCL")
         self.assertFalse(accelerates)
 
     def test_p2p_without_nvlink_takes_two_ranks_only(self):
-        line, accelerates = verdict_of(machine(4, nvlink=False))
+        line, accelerates = self.verdict_of(machine(4, nvlink=False))
         self.assertIn("4 GPUs, P2P without full NVLink", line)
-        self.assertIn("between 2 ranks would be accelerated", line)
+        self.assertIn("between 2 ranks would be accelerated; communicators of more than 2 ranks are forwarded", line)
         self.assertTrue(accelerates)
-        self.assertIn("NVLink unknown", verdict_of(machine(4, nvlink=None))[0])
+        self.assertIn("NVLink unknown", self.verdict_of(machine(4, nvlink=None))[0])
 
     def test_nvlink_islands(self):
         islands = {(a, b) for group in ((0, 1, 2, 3), (4, 5, 6, 7)) for a in group for b in group if a < b}
-        line, _ = verdict_of(machine(8, nvlink=islands))
-        self.assertIn("up to 4 ranks on NVLink-connected GPUs such as 0,1,2,3", line)
+        judged = self.judge(machine(8, nvlink=islands))
+        self.assertIn("8 GPUs, NVLink between some of them: all-reduces up to 8 MiB between 2..4 ranks", judged["line"])
+        self.assertEqual([candidate["full_nvlink"] for candidate in judged["communicators"]],
+                         [True, True, True, False, False, False, False])
 
     def test_partial_and_no_p2p(self):
-        line, accelerates = verdict_of(machine(4, p2p={(0, 1), (2, 3)}, nvlink=False))
-        self.assertIn("P2P between some pairs only", line)
-        self.assertIn("GPUs 0-1, 2-3", line)
-        self.assertTrue(accelerates)
-        line, accelerates = verdict_of(machine(2, p2p=False, nvlink=False))
+        judged = self.judge(machine(4, p2p={(0, 1), (2, 3)}, nvlink=False))
+        self.assertIn("P2P between some pairs only", judged["line"])
+        self.assertEqual([candidate["gpus"] for candidate in judged["communicators"]], [[0, 1]])
+        self.assertTrue(judged["accelerates"])
+        line, accelerates = self.verdict_of(machine(2, p2p=False, nvlink=False))
         self.assertIn("without P2P access", line)
         self.assertFalse(accelerates)
+
+    def test_without_the_query_program(self):
+        env = {"NCCL_CAR_QUERY": "/nonexistent"}
+        effective = settings.effective_settings(env, None, "the query program is not built")
+        judged = machine_verdict.judge(machine(4), effective, None, env)
+        self.assertEqual(judged["line"], "verdict: not known: the query program is not built")
+        self.assertIsNone(judged["accelerates"])
 
 
 class TextReportTest(unittest.TestCase):
     def test_gpus_and_links(self):
         gpus = machine(3, p2p={(0, 1), (1, 2)}, nvlink={(0, 1)})
+        cli_support.query_program(self)
         with mock.patch("nccl_car_cli.gpu_probe.probe_gpus", return_value=gpus):
-            report = doctor.collect(argparse.Namespace(lib=None), {"NCCL_CAR_MAX_BYTES": "1048576"})
+            report = doctor.collect(argparse.Namespace(lib=None), clean_env(NCCL_CAR_MAX_BYTES="1048576"))
         text = doctor.render_text(report)
         self.assertIn("GPUs:      3 visible, CUDA driver 12.8", text)
         self.assertIn("     1  GPU  0000:01:00.0  compute 9.0  1 GiB", text)
         rows = text.split("links:")[1].splitlines()
         self.assertEqual([row.split() for row in rows[2:5]],
                          [["0", ".", "PN", "-"], ["1", "PN", ".", "P"], ["2", "-", "P", "."]])
-        self.assertIn("verdict: 3 GPUs, P2P between some pairs only: all-reduces up to 1 MiB between "
-                      "2 ranks on GPUs 0-1, 1-2 would be accelerated", text)
-        self.assertTrue(text.endswith("all ranks on this host)"))
+        self.assertIn("verdict: 3 GPUs, NVLink between some of them: all-reduces up to 1 MiB between "
+                      "2 ranks would be accelerated; communicators of more than 2 ranks are forwarded", text)
+        self.assertIn("\n    2 ranks on GPUs 0,1 (NVLink, sm_90): 1shot 16 B..", text)
+        self.assertTrue(text.endswith("with every rank on this host)"))
         self.assertTrue(report["accelerates"])
 
 
@@ -188,6 +231,7 @@ class DoctorCommandTest(unittest.TestCase):
             self.assertIn(label, result.stdout)
 
     def test_json_report(self):
+        cli_support.query_program(self)
         result = run_tool("doctor", "--json", env=clean_env(CUDA_VISIBLE_DEVICES=""))
         self.assertEqual(result.returncode, 0, result.stderr)
         report = json.loads(result.stdout)
@@ -196,8 +240,18 @@ class DoctorCommandTest(unittest.TestCase):
         self.assertFalse(report["accelerates"])
         self.assertTrue(report["verdict"].startswith("verdict: no GPU visible"))
         self.assertEqual(report["library"]["source"], "default")
-        self.assertEqual(report["settings"]["effective"]["max_bytes"], 8 << 20)
+        self.assertEqual(report["settings"]["effective"]["NCCL_CAR_MAX_BYTES"], 8 << 20)
+        self.assertEqual(report["settings"]["checked_by"], cli_support.QUERY_PROGRAM)
         self.assertIn("open_files_soft", report["ipc"])
+
+    def test_without_the_query_program(self):
+        result = run_tool("doctor", env=clean_env(CUDA_VISIBLE_DEVICES="", NCCL_CAR_QUERY="/nonexistent/query",
+                                                  NCCL_CAR_MAX_BYTES="8M"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("settings:  NCCL_CAR_MAX_BYTES=8M\n    values not checked: the query program is not built "
+                      "(no /nonexistent/query, from NCCL_CAR_QUERY)", result.stdout)
+        self.assertEqual(result.stdout.splitlines()[-1],
+                         "verdict: no GPU visible: the library would forward every call to NCCL")
 
     @unittest.skipUnless(shutil.which("cc"), "needs a C compiler to build a stand-in libnccl.so.2")
     def test_nccl_from_the_variable(self):

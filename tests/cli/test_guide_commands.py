@@ -8,10 +8,9 @@ import subprocess
 import sys
 import unittest
 
-from cli_support import REPO_ROOT, clean_env, run_tool
+from cli_support import BUILD_DIR, REPO_ROOT, clean_env, run_tool
 
 GUIDE = os.path.join(REPO_ROOT, "docs", "user-guide.md")
-BUILD_DIR = os.environ.get("CAR_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
 LIBRARY = os.path.join(BUILD_DIR, "shim", "libnccl-car.so")
 DRIVER = os.path.join(BUILD_DIR, "tests", "shim_driver")
 STANDIN_FOLDER = os.path.join(BUILD_DIR, "tests", "standin")

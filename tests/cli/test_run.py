@@ -127,6 +127,19 @@ class RunTest(unittest.TestCase):
                 self.assertEqual(result.returncode, 2, result.stderr)
                 self.assertIn("error:", result.stderr)
 
+    def test_refusals_are_the_library_s_own_words(self):
+        result = run_tool("run", "--lib", self.library, "--max-bytes", "8K", "--max-blocks", "129", "--", "true")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("nccl-car run: error: the library would ignore it: invalid value '129' for "
+                      "NCCL_CAR_MAX_BLOCKS (expected 1 to 128), using default 128", result.stderr)
+        self.assertNotIn("NCCL_CAR_MAX_BYTES", result.stderr)  # 8K is fine
+
+    def test_without_the_query_program_values_pass_unchecked(self):
+        result = self.run_program("--max-bytes", "17", NCCL_CAR_QUERY="/nonexistent/query")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("nccl-car run: option values not checked: the query program is not built", result.stderr)
+        self.assertEqual(self.child_env(result)["NCCL_CAR_MAX_BYTES"], "17")
+
     def test_missing_library(self):
         result = run_tool("run", "--lib", "/nonexistent/libnccl-car.so", "--", "true")
         self.assertEqual(result.returncode, 3)

@@ -1,10 +1,13 @@
-"""Sizes, the NCCL_CAR_* checks, the argparse types and LD_PRELOAD handling."""
+"""Sizes, the NCCL_CAR_* settings as the library reads them, the argparse types and
+LD_PRELOAD handling."""
 
 import argparse
+import os
 import unittest
 
-import cli_support  # noqa: F401  (puts tools/ on sys.path)
-from nccl_car_cli import options, paths, settings
+import cli_support
+from nccl_car_cli import library_query, options, paths, settings
+from nccl_car_cli.errors import UsageError
 from nccl_car_cli.units import format_size, parse_size, short_size
 
 
@@ -37,12 +40,12 @@ class ParseSizeTest(unittest.TestCase):
 
 
 class ArgumentTypesTest(unittest.TestCase):
-    def test_library_max_bytes_follows_the_library(self):
-        self.assertEqual(options.library_max_bytes("512K"), 512 << 10)
-        self.assertEqual(options.library_max_bytes("1G"), 1 << 30)
-        for text in ("17", "8", "2G", "0", "lots"):
+    def test_sizes(self):
+        self.assertEqual(options.size("512K"), 512 << 10)
+        self.assertEqual(options.size("17"), 17)  # whether the library takes it is the library's call
+        for text in ("lots", "-1"):
             with self.subTest(text=text), self.assertRaises(argparse.ArgumentTypeError):
-                options.library_max_bytes(text)
+                options.size(text)
 
     def test_int_between(self):
         parse = options.int_between(1, 36)
@@ -51,53 +54,106 @@ class ArgumentTypesTest(unittest.TestCase):
             with self.subTest(text=text), self.assertRaises(argparse.ArgumentTypeError):
                 parse(text)
 
-    def test_debug_level_any_case(self):
-        self.assertEqual(options.debug_level("trace"), "TRACE")
-        with self.assertRaises(argparse.ArgumentTypeError):
-            options.debug_level("LOUD")
-
 
 class EffectiveSettingsTest(unittest.TestCase):
+    """What the library itself makes of an environment, through this build's query program."""
+
+    def setUp(self):
+        self.query = cli_support.query_program(self)
+
+    def effective(self, env):
+        return settings.effective_settings(env, self.query)
+
     def test_defaults(self):
-        effective = settings.effective_settings({})
-        self.assertEqual((effective["max_bytes"], effective["max_blocks"], effective["algo"],
-                          effective["copy_in_kernel_bytes"]), (8 << 20, 128, "auto", 512 << 10))
-        self.assertFalse(effective["disable"])
+        effective = self.effective({})
+        self.assertTrue(effective["checked"])
+        values = effective["values"]
+        self.assertEqual((values["NCCL_CAR_MAX_BYTES"], values["NCCL_CAR_MAX_BLOCKS"], values["NCCL_CAR_ALGO"],
+                          values["NCCL_CAR_COPY_IN_KERNEL_BYTES"]), (8 << 20, 128, "auto", 512 << 10))
+        self.assertIs(values["NCCL_CAR_DISABLE"], False)
+        self.assertIsNone(values["NCCL_CAR_NCCL_LIB"])
         self.assertEqual(effective["problems"], [])
+        self.assertEqual(effective["max_ranks"], 8)
+        self.assertEqual(effective["element_types"], ["fp16", "bf16", "fp32"])
 
     def test_valid_values(self):
-        effective = settings.effective_settings({
+        values = self.effective({
             "NCCL_CAR_DISABLE": "Yes", "NCCL_CAR_ALGO": "2STAGE", "NCCL_CAR_MAX_BYTES": "1048576",
-            "NCCL_CAR_MAX_BLOCKS": "8", "NCCL_CAR_DEBUG": "info", "NCCL_CAR_COPY_IN_KERNEL_BYTES": "0"})
-        self.assertEqual(effective["copy_in_kernel_bytes"], 0)
-        self.assertTrue(effective["disable"])
-        self.assertEqual(effective["algo"], "2stage")
-        self.assertEqual(effective["max_bytes"], 1 << 20)
-        self.assertEqual(effective["max_blocks"], 8)
-        self.assertEqual(effective["debug"], "INFO")
-        self.assertEqual(effective["problems"], [])
+            "NCCL_CAR_MAX_BLOCKS": "8", "NCCL_CAR_DEBUG": "info", "NCCL_CAR_COPY_IN_KERNEL_BYTES": "0",
+            "NCCL_CAR_DEBUG_FILE": "/tmp/car.%p.log"})["values"]
+        self.assertEqual(values["NCCL_CAR_COPY_IN_KERNEL_BYTES"], 0)
+        self.assertIs(values["NCCL_CAR_DISABLE"], True)
+        self.assertEqual(values["NCCL_CAR_ALGO"], "2stage")
+        self.assertEqual(values["NCCL_CAR_MAX_BYTES"], 1 << 20)
+        self.assertEqual(values["NCCL_CAR_MAX_BLOCKS"], 8)
+        self.assertEqual(values["NCCL_CAR_DEBUG"], "INFO")
+        self.assertEqual(values["NCCL_CAR_DEBUG_FILE"], "/tmp/car.%p.log")
 
     def test_bad_values_keep_defaults_and_are_named(self):
-        # As plugin/config.cc: suffixes, signs and out-of-range values are ignored.
-        effective = settings.effective_settings({
+        effective = self.effective({
             "NCCL_CAR_MAX_BYTES": "8M", "NCCL_CAR_MAX_BLOCKS": "400", "NCCL_CAR_ALGO": "fast",
-            "NCCL_CAR_DISABLE": "maybe", "NCCL_CAR_MAXBYTES": "1",
-            "NCCL_CAR_COPY_IN_KERNEL_BYTES": "1M"})
-        self.assertEqual(effective["max_bytes"], 8 << 20)
-        self.assertEqual(effective["copy_in_kernel_bytes"], 512 << 10)
-        self.assertEqual(effective["max_blocks"], 128)
-        self.assertEqual(effective["algo"], "auto")
+            "NCCL_CAR_DISABLE": "maybe", "NCCL_CAR_MAXBYTES": "1", "NCCL_CAR_COPY_IN_KERNEL_BYTES": "1M",
+            "NCCL_CAR_LIB": "/x/libnccl-car.so", "NCCL_CAR_QUERY": self.query.path})
+        values = effective["values"]
+        self.assertEqual(values["NCCL_CAR_MAX_BYTES"], 8 << 20)
+        self.assertEqual(values["NCCL_CAR_COPY_IN_KERNEL_BYTES"], 512 << 10)
+        self.assertEqual(values["NCCL_CAR_MAX_BLOCKS"], 128)
+        self.assertEqual(values["NCCL_CAR_ALGO"], "auto")
         problems = "\n".join(effective["problems"])
-        for name in ("NCCL_CAR_MAX_BYTES", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_ALGO",
-                     "NCCL_CAR_DISABLE", "NCCL_CAR_MAXBYTES is not a variable",
-                     "NCCL_CAR_COPY_IN_KERNEL_BYTES"):
+        self.assertIn("invalid value '8M' for NCCL_CAR_MAX_BYTES (expected 16 to 1073741824 bytes, a multiple "
+                      "of 16), using default 8388608", problems)
+        for name in ("NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_ALGO", "NCCL_CAR_DISABLE",
+                     "NCCL_CAR_MAXBYTES is not a variable", "NCCL_CAR_COPY_IN_KERNEL_BYTES"):
             self.assertIn(name, problems)
+        # The tool's own variables are no typo.
         self.assertEqual(len(effective["problems"]), 6)
+
+    def test_any_text_survives_the_json(self):
+        text = 'a"b\\c\n\td\x01e \u00e9'
+        rows = {row["name"]: row for row in self.query.settings({"NCCL_CAR_DEBUG_FILE": text})["settings"]}
+        self.assertEqual(rows["NCCL_CAR_DEBUG_FILE"]["set"], text)
+        self.assertEqual(rows["NCCL_CAR_DEBUG_FILE"]["value"], text)
+
+    def test_options_the_library_would_ignore_are_refused_in_its_words(self):
+        self.assertIsNone(settings.refuse_ignored({"NCCL_CAR_ALGO": "1shot"}, {"NCCL_CAR_QUERY": self.query.path},
+                                                  None))
+        with self.assertRaises(UsageError) as refused:
+            settings.refuse_ignored({"NCCL_CAR_MAX_BLOCKS": "129", "NCCL_CAR_ALGO": "2stage"},
+                                    {"NCCL_CAR_QUERY": self.query.path}, None)
+        self.assertEqual(str(refused.exception), "the library would ignore it: invalid value '129' for "
+                                                 "NCCL_CAR_MAX_BLOCKS (expected 1 to 128), using default 128")
 
     def test_at_least_info(self):
         self.assertEqual(settings.at_least_info(None), "INFO")
         self.assertEqual(settings.at_least_info("WARN"), "INFO")
         self.assertEqual(settings.at_least_info("trace"), "TRACE")
+
+
+class WithoutQueryProgramTest(unittest.TestCase):
+    """A checkout without a build: the values go unchecked, and the reports say so."""
+
+    ENV = {"NCCL_CAR_QUERY": "/nonexistent/nccl_car_query", "NCCL_CAR_MAX_BYTES": "8M"}
+
+    def test_effective_settings_say_why(self):
+        query, unavailable = library_query.find(self.ENV)
+        self.assertIsNone(query)
+        effective = settings.effective_settings(self.ENV, query, unavailable)
+        self.assertFalse(effective["checked"])
+        self.assertIsNone(effective["values"])
+        self.assertIn("the query program is not built (no /nonexistent/nccl_car_query, from NCCL_CAR_QUERY)",
+                      effective["message"])
+        self.assertIn("scripts/build.sh builds it", effective["message"])
+
+    def test_options_go_through_with_a_note(self):
+        note = settings.refuse_ignored({"NCCL_CAR_MAX_BYTES": "17"}, self.ENV, None)
+        self.assertTrue(note.startswith("option values not checked: the query program is not built"))
+
+    def test_found_beside_the_library_first(self):
+        path, how = library_query.locate({}, os.path.join(cli_support.BUILD_DIR, "shim", "libnccl-car.so"))
+        if os.path.exists(cli_support.QUERY_PROGRAM):
+            self.assertEqual((path, how), (cli_support.QUERY_PROGRAM, "the library's build folder"))
+        self.assertEqual(library_query.locate({}, "/elsewhere/shim/libnccl-car.so"),
+                         (library_query.DEFAULT_PROGRAM, "default"))
 
 
 class PreloadTest(unittest.TestCase):

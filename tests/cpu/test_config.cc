@@ -41,6 +41,7 @@ TEST_CASE("defaults with nothing set", "[config]") {
   CHECK(config.copyInKernelBytes == 512u * 1024);
   CHECK(config.logLevel == LogLevel::Warn);
   CHECK(config.ncclLibrary.empty());
+  CHECK(config.debugFile.empty());
 }
 
 TEST_CASE("good values are taken", "[config]") {
@@ -53,7 +54,8 @@ TEST_CASE("good values are taken", "[config]") {
                                {"NCCL_CAR_PDL", "off"},
                                {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "0"},
                                {"NCCL_CAR_DEBUG", "info"},
-                               {"NCCL_CAR_NCCL_LIB", "/opt/nccl/lib/libnccl.so.2"}},
+                               {"NCCL_CAR_NCCL_LIB", "/opt/nccl/lib/libnccl.so.2"},
+                               {"NCCL_CAR_DEBUG_FILE", "/tmp/car.%h.%p.log"}},
                               &problems);
   CHECK(problems.empty());
   CHECK(config.disable);
@@ -65,6 +67,7 @@ TEST_CASE("good values are taken", "[config]") {
   CHECK(config.copyInKernelBytes == 0);
   CHECK(config.logLevel == LogLevel::Info);
   CHECK(config.ncclLibrary == "/opt/nccl/lib/libnccl.so.2");
+  CHECK(config.debugFile == "/tmp/car.%h.%p.log");
 }
 
 TEST_CASE("bad values warn by name and keep the default", "[config]") {
@@ -89,6 +92,7 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
       {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "1M"},
       {"NCCL_CAR_COPY_IN_KERNEL_BYTES", "1073741825"},
       {"NCCL_CAR_DEBUG", "VERBOSE"},      {"NCCL_CAR_NCCL_LIB", ""},
+      {"NCCL_CAR_DEBUG_FILE", ""},
   };
   const Config defaults;
   for (const Row& row : rows) {
@@ -106,7 +110,23 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
     CHECK(config.pdl == defaults.pdl);
     CHECK(config.copyInKernelBytes == defaults.copyInKernelBytes);
     CHECK(config.logLevel == defaults.logLevel);
+    CHECK(config.debugFile == defaults.debugFile);
   }
+}
+
+TEST_CASE("a bad value's WARN says what the variable accepts and the default kept", "[config]") {
+  std::vector<std::string> problems;
+  parse({{"NCCL_CAR_MAX_BYTES", "8M"}}, &problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] ==
+        "invalid value '8M' for NCCL_CAR_MAX_BYTES (expected 16 to 1073741824 bytes, a multiple of 16), "
+        "using default 8388608");
+  problems.clear();
+  parse({{"NCCL_CAR_ALGO", "fast"}}, &problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] ==
+        "invalid value 'fast' for NCCL_CAR_ALGO (expected auto, 1stage, 2stage, 1shot, 2shot (any case)), "
+        "using default auto");
 }
 
 TEST_CASE("strict number parsing", "[config]") {

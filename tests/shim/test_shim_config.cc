@@ -1,6 +1,13 @@
 // Bad NCCL_CAR_* values: one WARN each, naming the variable and the default kept; the
-// calls still reach NCCL unchanged. Also the log level's own effect.
+// calls still reach NCCL unchanged. Also the log level's own effect, and the log file.
 #include <catch2/catch.hpp>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "call_checks.h"
 
@@ -77,4 +84,62 @@ TEST_CASE("config: NCCL_CAR_DEBUG=INFO says where the real NCCL was found", "[sh
   const ChildResult run = runDriver({"nonhooked"}, {"NCCL_CAR_DEBUG=INFO"});
   INFO(run.err);
   CHECK(linesWith(run.err, {"NCCL-CAR INFO", "real NCCL found as the next library"}).size() == 1);
+}
+
+namespace {
+
+// Names of the files in `folder`.
+std::vector<std::string> filesIn(const std::string& folder) {
+  std::vector<std::string> names;
+  if (DIR* dir = opendir(folder.c_str())) {
+    while (const dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') names.push_back(entry->d_name);
+    }
+    closedir(dir);
+  }
+  return names;
+}
+
+std::string fileText(const std::string& path) {
+  std::ifstream stream(path);
+  return std::string(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("config: NCCL_CAR_DEBUG_FILE takes every line, with %h and %p expanded", "[shim][config]") {
+  char folder[] = "/tmp/car-debug-file-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  const ChildResult run = runDriver(
+      {"lifecycle"}, {"NCCL_CAR_DEBUG=INFO", std::string("NCCL_CAR_DEBUG_FILE=") + folder + "/car.%h.%p.log"});
+  REQUIRE(run.exitCode == 0);
+  INFO(run.err);
+  CHECK(linesWith(run.err, {"NCCL-CAR"}).empty());
+
+  const std::vector<std::string> files = filesIn(folder);
+  REQUIRE(files.size() == 1);
+  const std::string log = fileText(std::string(folder) + "/" + files[0]);
+  INFO(log);
+  CHECK_FALSE(carLines(log, "INFO").empty());
+  CHECK_FALSE(linesWith(log, {"NCCL-CAR INFO", "setup:"}).empty());
+  // Every line starts "host:pid:": the file is named after the same host and pid.
+  const std::string prefix = log.substr(0, log.find(':', log.find(':') + 1));
+  const std::string host = prefix.substr(0, prefix.find(':'));
+  const std::string pid = prefix.substr(prefix.find(':') + 1);
+  CHECK(files[0] == "car." + host + "." + pid + ".log");
+  std::remove((std::string(folder) + "/" + files[0]).c_str());
+  rmdir(folder);
+}
+
+TEST_CASE("config: a NCCL_CAR_DEBUG_FILE that cannot be opened WARNs once, and stderr keeps the lines",
+          "[shim][config]") {
+  const ChildResult run =
+      runDriver({"lifecycle"}, {"NCCL_CAR_DEBUG=INFO", "NCCL_CAR_DEBUG_FILE=/nonexistent/car-%p.log"});
+  REQUIRE(run.exitCode == 0);
+  INFO(run.err);
+  const std::vector<std::string> warnings = linesWith(run.err, {"NCCL-CAR WARN", "NCCL_CAR_DEBUG_FILE"});
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("cannot open '/nonexistent/car-") != std::string::npos);
+  CHECK(warnings[0].find("logging to stderr") != std::string::npos);
+  CHECK_FALSE(linesWith(run.err, {"NCCL-CAR INFO", "setup:"}).empty());
 }

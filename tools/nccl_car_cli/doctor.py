@@ -3,12 +3,11 @@
 import argparse
 import importlib.metadata
 import importlib.util
-import itertools
 import json
 import os
 import sys
 
-from . import gpu_probe, host_probe, nccl_probe, paths, routes, settings
+from . import gpu_probe, host_probe, library_query, machine_verdict, nccl_probe, paths, routes, settings
 from .errors import EXIT_OK
 from .units import format_size
 
@@ -24,9 +23,6 @@ GPU or driver.
 exit codes: 0 the report was printed (whatever it says: read the verdict or --json),
 2 usage error."""
 
-CONDITIONS = ("only ncclSum on half, bfloat16 or float, a multiple of 16 bytes, 16-byte "
-              "aligned output buffers, all ranks on this host")
-
 
 def add_arguments(parser):
     parser.description = DESCRIPTION
@@ -37,61 +33,6 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="a program to say the mode for, after --")
-
-
-def _largest_nvlink_group(usable, n):
-    """Largest set of GPUs (up to the library's rank limit) connected pairwise."""
-    for size in range(min(n, settings.MAX_RANKS), 2, -1):
-        for group in itertools.combinations(range(n), size):
-            if all(usable[i][j] for i, j in itertools.combinations(group, 2)):
-                return list(group)
-    return []
-
-
-def verdict(gpus, effective):
-    """(one line, whether any all-reduce would be accelerated) for a probe_gpus() report
-    and effective_settings(). Mirrors plugin/policy: 2 ranks need P2P; 3..8 ranks need
-    NVLink between every pair as well."""
-    if effective["disable"]:
-        return "verdict: NCCL_CAR_DISABLE is set: the library would forward every call to NCCL", False
-    n = len(gpus["gpus"])
-    if n == 0:
-        return "verdict: no GPU visible: the library would forward every call to NCCL", False
-    if n == 1:
-        return ("verdict: 1 GPU: communicators here have a single rank, and the library "
-                "forwards those to NCCL"), False
-    p2p = gpus["p2p"]
-    p2p_pairs = [(i, j) for i, j in itertools.combinations(range(n), 2) if p2p[i][j] and p2p[j][i]]
-    if not p2p_pairs:
-        return (f"verdict: {n} GPUs without P2P access between them: the library would "
-                "forward every call to NCCL"), False
-    up_to = format_size(effective["max_bytes"])
-    all_p2p = len(p2p_pairs) == n * (n - 1) // 2
-    nvlink = gpus["nvlink"]
-    if nvlink is not None:
-        usable = [[p2p[i][j] and p2p[j][i] and nvlink[i][j] for j in range(n)] for i in range(n)]
-        if all(all(row) for row in usable):
-            largest = min(n, settings.MAX_RANKS)
-            ranks = "2 ranks" if largest == 2 else f"2..{largest} ranks"
-            beyond = (f"; communicators of more than {settings.MAX_RANKS} ranks are forwarded"
-                      if n > settings.MAX_RANKS else "")
-            return (f"verdict: {n} GPUs, full NVLink: all-reduces up to {up_to} between "
-                    f"{ranks} would be accelerated{beyond}"), True
-        group = _largest_nvlink_group(usable, n)
-        if group:
-            return (f"verdict: {n} GPUs, NVLink between some of them: all-reduces up to {up_to} "
-                    f"between 2 ranks with P2P, and between up to {len(group)} ranks on "
-                    f"NVLink-connected GPUs such as {','.join(map(str, group))}, would be "
-                    "accelerated; other communicators are forwarded"), True
-    if all_p2p:
-        link = ("NVLink unknown" if nvlink is None else "P2P without full NVLink")
-        return (f"verdict: {n} GPUs, {link}: all-reduces up to {up_to} between 2 ranks would "
-                "be accelerated; communicators of 3 or more ranks only with NVLink between "
-                "every pair"), True
-    pairs = ", ".join(f"{i}-{j}" for i, j in p2p_pairs)
-    return (f"verdict: {n} GPUs, P2P between some pairs only: all-reduces up to {up_to} "
-            f"between 2 ranks on GPUs {pairs} would be accelerated; other communicators are "
-            "forwarded"), True
 
 
 def routes_report(library, command):
@@ -110,9 +51,10 @@ def collect(args, env):
     library, source = paths.library_location(args.lib, env)
     command = getattr(args, "command", None) or []
     command = command[1:] if command[:1] == ["--"] else command
-    effective = settings.effective_settings(env)
+    query, unavailable = library_query.find(env, library)
+    effective = settings.effective_settings(env, query, unavailable)
     gpus = gpu_probe.probe_gpus()
-    line, accelerates = verdict(gpus, effective)
+    judged = machine_verdict.judge(gpus, effective, query, env)
     return {
         "library": {"path": library, "source": source, "exists": os.path.isfile(library)},
         "cuda": gpus,
@@ -120,12 +62,15 @@ def collect(args, env):
         "routes": routes_report(library, command),
         "mps": host_probe.mps_status(env),
         "ipc": host_probe.ipc_facts(env),
-        "settings": {"variables": {name: env[name] for name in sorted(env)
-                                   if name.startswith("NCCL_CAR_")},
-                     "effective": {key: value for key, value in effective.items() if key != "problems"},
+        "settings": {"variables": settings.library_variables(env),
+                     "checked_by": query.path if query else None,
+                     "not_checked": effective["message"],
+                     "effective": effective["values"],
                      "problems": effective["problems"]},
-        "verdict": line,
-        "accelerates": accelerates,
+        "verdict": judged["line"],
+        "accelerates": judged["accelerates"],
+        "communicators": judged["communicators"],
+        "verdict_note": judged["note"],
     }
 
 
@@ -217,10 +162,14 @@ def render_text(report):
     else:
         lines.append("settings:  no NCCL_CAR_* variable set: the library's defaults apply")
     lines.extend(f"    problem: {problem}" for problem in report["settings"]["problems"])
+    if report["settings"]["not_checked"]:
+        lines.append(f"    values not checked: {report['settings']['not_checked']}")
 
     lines.append(report["verdict"])
     if report["accelerates"]:
-        lines.append(f"    ({CONDITIONS})")
+        lines.extend(machine_verdict.communicator_line(candidate) for candidate in report["communicators"])
+    if report["verdict_note"]:
+        lines.append(f"    {report['verdict_note']}")
     return "\n".join(lines)
 
 

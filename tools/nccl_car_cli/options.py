@@ -3,7 +3,6 @@
 import argparse
 import shlex
 
-from . import settings
 from .units import parse_size
 
 
@@ -21,14 +20,6 @@ def positive_size(text):
     return value
 
 
-def library_max_bytes(text):
-    value = size(text)
-    problem = settings.max_bytes_problem(value)
-    if problem:
-        raise argparse.ArgumentTypeError(f"invalid size '{text}' ({value} bytes): {problem}")
-    return value
-
-
 def int_between(low, high):
     def parse(text):
         try:
@@ -43,13 +34,6 @@ def int_between(low, high):
 
 def positive_int(text):
     return int_between(1, 1 << 31)(text)
-
-
-def debug_level(text):
-    if text.upper() not in settings.DEBUG_LEVELS:
-        raise argparse.ArgumentTypeError(
-            f"invalid level '{text}': expected {', '.join(settings.DEBUG_LEVELS)}")
-    return text.upper()
 
 
 def words(text):

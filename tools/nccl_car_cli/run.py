@@ -45,17 +45,16 @@ def add_arguments(parser):
                              "build/shim/libnccl-car.so in this repository)")
     parser.add_argument("--mode", choices=routes.MODES, default="auto",
                         help="how the library gets into the program (default: auto)")
-    parser.add_argument("--algo", choices=settings.ALGORITHMS,
-                        help="kernel choice -> NCCL_CAR_ALGO")
-    parser.add_argument("--max-bytes", type=options.library_max_bytes, metavar="SIZE",
-                        help="largest all-reduce taken, e.g. 8M or 512K (binary), a "
-                             "multiple of 16 up to 1G -> NCCL_CAR_MAX_BYTES")
-    parser.add_argument("--max-blocks", type=options.int_between(1, settings.MAX_BLOCKS),
-                        metavar="N", help=f"CUDA blocks per kernel, 1..{settings.MAX_BLOCKS} "
-                                          "-> NCCL_CAR_MAX_BLOCKS")
+    # Values are checked by the library itself (settings.refuse_ignored), not here.
+    parser.add_argument("--algo", metavar="NAME",
+                        help="auto or a kernel name -> NCCL_CAR_ALGO")
+    parser.add_argument("--max-bytes", type=options.size, metavar="SIZE",
+                        help="largest all-reduce taken, e.g. 8M or 512K (binary) -> NCCL_CAR_MAX_BYTES")
+    parser.add_argument("--max-blocks", type=options.positive_int, metavar="N",
+                        help="CUDA blocks per kernel -> NCCL_CAR_MAX_BLOCKS")
     parser.add_argument("--disable", action="store_true",
                         help="forward every call to NCCL -> NCCL_CAR_DISABLE=1")
-    parser.add_argument("--debug", type=options.debug_level, metavar="LEVEL",
+    parser.add_argument("--debug", metavar="LEVEL",
                         help="WARN, INFO or TRACE -> NCCL_CAR_DEBUG (WARN is raised to INFO)")
     parser.add_argument("--nccl-lib", metavar="PATH",
                         help="the real libnccl.so.2 to forward to -> NCCL_CAR_NCCL_LIB")
@@ -81,19 +80,21 @@ def route_environment(base, mode, library, dropin_folder=None):
     return env
 
 
+def option_variables(args):
+    """The library's variables the options set, as given (NCCL_CAR_DEBUG not yet raised)."""
+    given = {"NCCL_CAR_ALGO": args.algo,
+             "NCCL_CAR_MAX_BYTES": None if args.max_bytes is None else str(args.max_bytes),
+             "NCCL_CAR_MAX_BLOCKS": None if args.max_blocks is None else str(args.max_blocks),
+             "NCCL_CAR_DISABLE": "1" if args.disable else None,
+             "NCCL_CAR_NCCL_LIB": os.path.abspath(args.nccl_lib) if args.nccl_lib else None,
+             "NCCL_CAR_DEBUG": args.debug}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def child_environment(base, args, library, mode="preload", dropin_folder=None):
     env = route_environment(base, mode, library, dropin_folder)
-    if args.algo:
-        env["NCCL_CAR_ALGO"] = args.algo
-    if args.max_bytes is not None:
-        env["NCCL_CAR_MAX_BYTES"] = str(args.max_bytes)
-    if args.max_blocks is not None:
-        env["NCCL_CAR_MAX_BLOCKS"] = str(args.max_blocks)
-    if args.disable:
-        env["NCCL_CAR_DISABLE"] = "1"
-    if args.nccl_lib:
-        env["NCCL_CAR_NCCL_LIB"] = os.path.abspath(args.nccl_lib)
-    env["NCCL_CAR_DEBUG"] = settings.at_least_info(args.debug or base.get("NCCL_CAR_DEBUG"))
+    env.update(option_variables(args))
+    env["NCCL_CAR_DEBUG"] = settings.at_least_info(env.get("NCCL_CAR_DEBUG"))
     return env
 
 
@@ -200,13 +201,16 @@ def execute(args):
     if not command:
         raise UsageError("no command given: nccl-car run [options] -- COMMAND ...")
     library, source = paths.library_location(args.lib, os.environ)
+    note = settings.refuse_ignored(option_variables(args), os.environ, library)
+    if note:
+        print(f"nccl-car run: {note}", file=sys.stderr)
     if not os.path.isfile(library):
         raise MissingPrerequisite(paths.library_missing_message(library, source))
     mode = _choose_mode(args, command)
     if mode == "audit" and not os.path.isfile(paths.audit_module_for(library)):
         raise MissingPrerequisite(f"--mode audit needs {paths.audit_module_for(library)} beside the library: "
                                   "build it with scripts/build.sh")
-    if args.debug == "WARN":
+    if args.debug and args.debug.upper() == "WARN":
         print("nccl-car run: --debug WARN raised to INFO: the summary needs the INFO lines",
               file=sys.stderr)
 
@@ -244,7 +248,7 @@ def _run(command, env, mode):
     code = 128 - returncode if returncode < 0 else returncode
     how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with {returncode}"
     print(f"nccl-car run: {command[0]} {how}", file=sys.stderr)
-    unreached = [] if settings.effective_settings(env)["disable"] else unreached_lines(tally, mode)
+    unreached = [] if settings.library_disabled(env) else unreached_lines(tally, mode)
     # Silence says nothing more than the lines that explain it.
     summary = tally.summary_lines() if tally.library_lines or not unreached else []
     for line in summary + unreached:

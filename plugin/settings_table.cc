@@ -1,0 +1,116 @@
+// The rows. Each says everything about one variable; a new variable is one new row (and a
+// Config field, and a README.md row, which tests/cli/test_settings_docs.py compares).
+#include "settings_table.h"
+
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "../kernels/rank_signal.h"
+
+namespace car {
+namespace {
+
+const char* algorithmChoice(std::uint64_t value) { return overrideName(static_cast<AlgorithmOverride>(value)); }
+const char* logLevelChoice(std::uint64_t value) { return logLevelName(static_cast<LogLevel>(value)); }
+
+SettingSpec row(const char* name, SettingType type, Agreement agreement, std::string help) {
+  SettingSpec spec;
+  spec.name = name;
+  spec.type = type;
+  spec.agreement = agreement;
+  spec.help = std::move(help);
+  return spec;
+}
+
+SettingSpec flag(const char* name, NumberField<Config> field, Agreement agreement, std::string help) {
+  SettingSpec spec = row(name, SettingType::Flag, agreement, std::move(help));
+  spec.field = field;
+  return spec;
+}
+
+SettingSpec choice(const char* name, NumberField<Config> field, int choices, const char* (*choiceName)(std::uint64_t),
+                   Agreement agreement, std::string help) {
+  SettingSpec spec = row(name, SettingType::Choice, agreement, std::move(help));
+  spec.field = field;
+  spec.choices = static_cast<std::uint64_t>(choices);
+  spec.choiceName = choiceName;
+  return spec;
+}
+
+SettingSpec number(const char* name, SettingType type, NumberField<Config> field, std::uint64_t min, std::uint64_t max,
+                   std::uint64_t multipleOf, Agreement agreement, std::string help) {
+  SettingSpec spec = row(name, type, agreement, std::move(help));
+  spec.field = field;
+  spec.min = min;
+  spec.max = max;
+  spec.multipleOf = multipleOf;
+  return spec;
+}
+
+// Paths are loaded or written by the library: read only outside setuid programs.
+SettingSpec path(const char* name, std::string Config::*text, std::string help) {
+  SettingSpec spec = row(name, SettingType::Path, Agreement::PerRank, std::move(help));
+  spec.text = text;
+  spec.secure = true;
+  return spec;
+}
+
+SettingSpec carriedIn(SettingSpec spec, NumberField<SharedSettings> shared) {
+  spec.shared = shared;
+  return spec;
+}
+
+}  // namespace
+
+const std::vector<SettingSpec>& settingsTable() {
+  static const std::vector<SettingSpec> table = {
+      // Carried although it can never differ there: a disabled rank sends no record at all.
+      carriedIn(flag("NCCL_CAR_DISABLE", numberField<&Config::disable>(), Agreement::Unchecked,
+                     "pure pass-through: every call goes to NCCL; set it on every rank or on none"),
+                numberField<&SharedSettings::disable>()),
+      carriedIn(choice("NCCL_CAR_ALGO", numberField<&Config::algorithm>(), kAlgorithmOverrideCount, &algorithmChoice,
+                       Agreement::Checked, "kernel for every all-reduce taken; auto follows the built-in rule; cannot make a "
+                       "communicator eligible"),
+                numberField<&SharedSettings::algorithm>()),
+      carriedIn(number("NCCL_CAR_MAX_BYTES", SettingType::Bytes, numberField<&Config::maxBytes>(), kPackBytes,
+                       kLargestMaxBytes, kPackBytes, Agreement::Checked,
+                       "largest all-reduce taken, inclusive; where a call can reach a pull kernel, each rank "
+                       "allocates 2x this per communicator"),
+                numberField<&SharedSettings::maxBytes>()),
+      carriedIn(number("NCCL_CAR_MAX_BLOCKS", SettingType::Count, numberField<&Config::maxBlocks>(), 1,
+                       kMaxPushBlocks, 1, Agreement::Checked,
+                       fmt::format("CUDA blocks per kernel; the pull kernels (1stage, 2stage) use at most {}",
+                                   kMaxBlocks)),
+                numberField<&SharedSettings::maxBlocks>()),
+      carriedIn(number("NCCL_CAR_PUSH_MAX_BYTES", SettingType::Bytes, numberField<&Config::pushMaxBytes>(), 0,
+                       kLargestMaxBytes, kPackBytes, Agreement::Checked,
+                       "largest all-reduce the push kernels (1shot, 2shot) take; sizes their receive areas, "
+                       "about 6x this per rank and communicator; 0 switches them off"),
+                numberField<&SharedSettings::pushMaxBytes>()),
+      flag("NCCL_CAR_PDL", numberField<&Config::pdl>(), Agreement::PerRank,
+           "programmatic dependent launch on sm_90 and newer"),
+      number("NCCL_CAR_COPY_IN_KERNEL_BYTES", SettingType::Bytes, numberField<&Config::copyInKernelBytes>(), 0,
+             kLargestMaxBytes, 1, Agreement::PerRank,
+             "eager pull calls up to this size are one launch, the kernel copying the input itself; 0: always "
+             "a separate copy"),
+      choice("NCCL_CAR_DEBUG", numberField<&Config::logLevel>(), kLogLevelCount, &logLevelChoice,
+             Agreement::PerRank, "log level; TRACE adds one line per call our kernels take"),
+      path("NCCL_CAR_DEBUG_FILE", &Config::debugFile,
+           "file for the log lines instead of stderr; %h is the host name, %p the process id"),
+      path("NCCL_CAR_NCCL_LIB", &Config::ncclLibrary,
+           "the real libnccl.so.2, when it is neither the next library nor already loaded (under LD_AUDIT: "
+           "instead of the one the program asked for)"),
+  };
+  return table;
+}
+
+const SettingSpec* findSetting(const char* name) {
+  for (const SettingSpec& spec : settingsTable()) {
+    if (std::strcmp(spec.name, name) == 0) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace car

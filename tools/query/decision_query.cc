@@ -1,0 +1,99 @@
+#include "decision_query.h"
+
+#include <optional>
+
+#include "policy.h"
+
+namespace carquery {
+namespace {
+
+struct Question {
+  car::CommunicatorFacts comm;
+  car::CallFacts call;
+  std::string typeName = "bf16";
+  std::vector<std::uint64_t> sizes;  // bytes
+};
+
+bool number(const std::string& text, std::uint64_t* value) { return car::parseUnsigned(text.c_str(), value); }
+
+// "other" stands for a type the library has no kernel for.
+bool elementType(const std::string& name, std::optional<car::ElementType>* type) {
+  for (car::ElementType candidate : {car::ElementType::Float16, car::ElementType::BFloat16, car::ElementType::Float32}) {
+    if (name == car::elementTypeName(candidate)) return *type = candidate, true;
+  }
+  if (name == "other") return *type = std::nullopt, true;
+  return false;
+}
+
+bool parse(const std::vector<std::string>& args, Question* question, std::string* error) {
+  question->call.opIsSum = true;
+  question->call.type = car::ElementType::BFloat16;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const bool hasValue = i + 1 < args.size();
+    std::uint64_t value = 0;
+    if (arg == "--full-nvlink") {
+      question->comm.fullNvlink = true;
+    } else if (arg == "--ranks" && hasValue && number(args[i + 1], &value) && value <= 1024) {
+      question->comm.ranks = static_cast<int>(value);
+      ++i;
+    } else if (arg == "--compute-capability" && hasValue && number(args[i + 1], &value) && value <= 1000) {
+      question->comm.computeCapability = static_cast<int>(value);
+      ++i;
+    } else if (arg == "--type" && hasValue && elementType(args[i + 1], &question->call.type)) {
+      question->typeName = args[++i];
+    } else if (arg == "--op" && hasValue && (args[i + 1] == "sum" || args[i + 1] == "other")) {
+      question->call.opIsSum = args[++i] == "sum";
+    } else if (number(arg, &value)) {
+      question->sizes.push_back(value);
+    } else {
+      *error = "cannot read '" + arg + "'" + (hasValue || arg.rfind("--", 0) != 0 ? "" : " (a value is missing)");
+      return false;
+    }
+  }
+  if (question->comm.ranks == 0) return *error = "--ranks N is required", false;
+  if (question->sizes.empty()) return *error = "no size given", false;
+  return true;
+}
+
+}  // namespace
+
+bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, const car::Config& config,
+                    std::string* error) {
+  Question question;
+  if (!parse(args, &question, error)) return false;
+  const std::uint64_t elementSize =
+      question.call.type ? static_cast<std::uint64_t>(car::elementBytes(*question.call.type)) : 1;
+  for (std::uint64_t bytes : question.sizes) {
+    if (bytes % elementSize != 0) {
+      *error = std::to_string(bytes) + " bytes is not a whole number of " + question.typeName + " elements";
+      return false;
+    }
+  }
+
+  json.beginObject();
+  json.key("ranks").number(static_cast<std::uint64_t>(question.comm.ranks));
+  json.key("full_nvlink").boolean(question.comm.fullNvlink);
+  json.key("compute_capability").number(static_cast<std::uint64_t>(question.comm.computeCapability));
+  json.key("type").string(question.typeName);
+  json.key("op").string(question.call.opIsSum ? "sum" : "other");
+  json.key("decisions").beginArray();
+  for (std::uint64_t bytes : question.sizes) {
+    car::CallFacts call = question.call;
+    call.count = bytes / elementSize;
+    const car::CallDecision decision = car::decideCall(question.comm, call, config);
+    json.beginObject().key("bytes").number(bytes).key("ours").boolean(decision.ours);
+    json.key("algorithm");
+    if (decision.ours) json.string(car::algorithmName(decision.algorithm));
+    else json.null();
+    json.key("reason");
+    if (decision.ours) json.null();
+    else json.string(car::forwardReasonName(decision.reason));
+    json.endObject();
+  }
+  json.endArray();
+  json.endObject();
+  return true;
+}
+
+}  // namespace carquery
