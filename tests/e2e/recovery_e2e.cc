@@ -186,7 +186,7 @@ int asyncError(Rank& self) {
     return verdict(self, false, "the first all-reduce failed");
   }
   ncclGroupStart();
-  ncclAllReduce(self.buffer, self.buffer, 1, ncclFloat32, ncclSum, self.comm, self.stream);  // NCCL's (4 bytes)
+  ncclBroadcast(self.buffer, self.buffer, 1, ncclFloat32, 0, self.comm, self.stream);  // NCCL's: joins the group
   ncclSend(self.buffer, 1, ncclFloat32, 99, self.comm, self.stream);
   const ncclResult_t group = ncclGroupEnd();
   ncclResult_t async = ncclInProgress;

@@ -66,7 +66,7 @@ struct Pair {
   float* buffer = nullptr;
 };
 
-// Both ranks here: a 4-byte all-reduce on the parent, which NCCL runs, then wait for it.
+// Both ranks here: a 4-byte all-reduce on the parent, then wait for it.
 bool meet(Pair& self) {
   return ncclAllReduce(self.buffer, self.buffer, 1, ncclFloat32, ncclSum, self.parent, self.stream) == ncclSuccess &&
          cudaStreamSynchronize(self.stream) == cudaSuccess;
