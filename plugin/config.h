@@ -46,6 +46,10 @@ struct Config {
   // NCCL_CAR_COPY_IN_KERNEL_BYTES; 0 = always a separate copy. Per rank: ranks that copy in
   // the kernel and ranks that do not interoperate, so it is not a shared setting.
   std::size_t copyInKernelBytes = kDefaultCopyInKernelBytes;
+  // NCCL_CAR_SYMMETRIC_NCCL_BYTES: all-reduces up to this size whose buffers both lie in NCCL
+  // symmetric windows go to NCCL's symmetric kernels. 0: never (on 2 H200s NCCL's symmetric
+  // kernels were slower than ours at every size, docs/benchmarks.md).
+  std::size_t symmetricNcclBytes = 0;
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr
@@ -70,7 +74,7 @@ struct SharedSettings {
   std::int32_t maxBlocks;
   std::int32_t algorithm;
   std::int32_t disable;
-  std::int32_t reserved;
+  std::int32_t symmetricNcclBytes;  // at most kLargestMaxBytes, which fits
 };
 static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings> &&
                   std::is_standard_layout_v<SharedSettings>,

@@ -51,6 +51,7 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::Empty: return "empty";
     case ForwardReason::NotMultipleOf16: return "size-not-16B-multiple";
     case ForwardReason::TooLarge: return "too-large";
+    case ForwardReason::SymmetricWindow: return "symmetric-window";
     case ForwardReason::Failed: return "failed";
     case ForwardReason::kCount: break;
   }
@@ -134,6 +135,9 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
   decision.bytes = call.count * elementSize;
+  if (call.symmetricBuffers && decision.bytes <= config.symmetricNcclBytes) {
+    return forward(ForwardReason::SymmetricWindow);
+  }
   const AlgorithmChoice choice = chooseAlgorithm(comm, decision.bytes, config);
   if (!choice.algorithm) return forward(choice.reason);
   decision.ours = true;

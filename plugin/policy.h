@@ -23,6 +23,7 @@ enum class ForwardReason {
   Empty,            // zero elements
   NotMultipleOf16,  // bytes not a multiple of 16, above what the push kernels take
   TooLarge,         // above NCCL_CAR_MAX_BYTES
+  SymmetricWindow,  // both buffers in NCCL symmetric windows, at most NCCL_CAR_SYMMETRIC_NCCL_BYTES
   Failed,           // our launch failed; the communicator is now disabled
   kCount,
 };
@@ -41,6 +42,10 @@ struct CallFacts {
   std::optional<ElementType> type;  // nullopt: a type we have no kernel for
   bool opIsSum = false;
   std::size_t count = 0;  // elements
+  // Both buffers lie in windows registered with NCCL_WIN_COLL_SYMMETRIC. Read off this rank's
+  // pointers, but shared by NCCL's own contract: windows are registered collectively, and
+  // NCCL's symmetric kernels need every rank to pass window buffers.
+  bool symmetricBuffers = false;
 };
 
 // ---- Pull kernels (1stage, 2stage): the seed's rule and its re-measured points --------

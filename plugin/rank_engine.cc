@@ -80,6 +80,7 @@ CallDecision RankEngine::plan(const AllReduceCall& call) const {
   facts.type = call.type;
   facts.opIsSum = call.opIsSum;
   facts.count = call.count;
+  facts.symmetricBuffers = call.symmetricBuffers;
   CallDecision decision = decideCall(CommunicatorFacts{options_.ranks, fullNvlink_, computeCapability_}, facts,
                                      options_.config);
   if (decision.ours && !attached_) {

@@ -34,6 +34,7 @@ struct AllReduceCall {
   std::size_t count = 0;
   std::optional<ElementType> type;
   bool opIsSum = false;
+  bool symmetricBuffers = false;  // both buffers in NCCL symmetric windows (CallFacts says more)
   cudaStream_t stream = nullptr;
 };
 

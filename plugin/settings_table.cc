@@ -89,6 +89,11 @@ const std::vector<SettingSpec>& settingsTable() {
                        "largest all-reduce the push kernels (1shot, 2shot) take; sizes their receive areas, "
                        "about 6x this per rank and communicator; 0 switches them off"),
                 numberField<&SharedSettings::pushMaxBytes>()),
+      carriedIn(number("NCCL_CAR_SYMMETRIC_NCCL_BYTES", SettingType::Bytes, numberField<&Config::symmetricNcclBytes>(),
+                       0, kLargestMaxBytes, 1, Agreement::Checked,
+                       "all-reduces up to this size with both buffers in NCCL symmetric windows go to NCCL's "
+                       "symmetric kernels; 0: never (they were slower than ours on H200s)"),
+                numberField<&SharedSettings::symmetricNcclBytes>()),
       flag("NCCL_CAR_PDL", numberField<&Config::pdl>(), Agreement::PerRank,
            "programmatic dependent launch on sm_90 and newer"),
       number("NCCL_CAR_COPY_IN_KERNEL_BYTES", SettingType::Bytes, numberField<&Config::copyInKernelBytes>(), 0,

@@ -13,6 +13,7 @@
 #include "rank_engine.h"
 #include "release_board.h"
 #include "stats.h"
+#include "symmetric_windows.h"
 
 namespace car {
 
@@ -53,6 +54,7 @@ struct CommState {
   PeerMappings peers;
   std::atomic<bool> failureWarned{false};
   std::atomic<bool> refusalWarned{false};
+  SymmetricWindows symmetricWindows;  // its own lock: registered from any thread
 
   // Counters of this communicator: the engine's once it exists, else our own.
   CallStats& stats() { return engine ? engine->stats() : forwardedWithoutEngine; }

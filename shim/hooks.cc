@@ -127,6 +127,10 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   call.type = elementTypeOf(type);
   call.opIsSum = isSum(op);
   call.stream = stream;
+  // Only looked at when the user asked for it: no lookup on the default path.
+  if (shimConfig().symmetricNcclBytes > 0 && call.type) {
+    call.symmetricBuffers = state->symmetricWindows.containBoth(send, recv, count * elementBytes(*call.type));
+  }
   SubmitResult result = state->engine->submit(call);
   if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
   if (result.error != cudaSuccess) {
@@ -287,4 +291,37 @@ CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   const ncclResult_t result = real->groupSimulateEnd(simInfo);
   guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
   return result;
+}
+
+// Symmetric windows: NCCL's own; we only note where they are, for NCCL_CAR_SYMMETRIC_NCCL_BYTES.
+CAR_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                               int winFlags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (real->commWindowRegister == nullptr) {
+    CAR_WARN(-1, "ncclCommWindowRegister is not in the real NCCL ({})", real->origin);
+    return ncclInvalidUsage;
+  }
+  const ncclResult_t result = real->commWindowRegister(comm, buff, size, win, winFlags);
+  if (result == ncclSuccess && win != nullptr && (winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 && !passThrough()) {
+    guarded("ncclCommWindowRegister", [&] {
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.add(*win, buff, size);
+    });
+  }
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (real->commWindowDeregister == nullptr) {
+    CAR_WARN(-1, "ncclCommWindowDeregister is not in the real NCCL ({})", real->origin);
+    return ncclInvalidUsage;
+  }
+  if (!passThrough()) {
+    guarded("ncclCommWindowDeregister", [&] {
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.remove(win);
+    });
+  }
+  return real->commWindowDeregister(comm, win);
 }

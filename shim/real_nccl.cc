@@ -37,6 +37,8 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->groupStart, "ncclGroupStart", true);
   load(table->groupEnd, "ncclGroupEnd", true);
   load(table->groupSimulateEnd, "ncclGroupSimulateEnd", false);
+  load(table->commWindowRegister, "ncclCommWindowRegister", false);
+  load(table->commWindowDeregister, "ncclCommWindowDeregister", false);
   load(table->commGetAsyncError, "ncclCommGetAsyncError", true);
   load(table->commCount, "ncclCommCount", true);
   load(table->commUserRank, "ncclCommUserRank", true);

@@ -24,6 +24,8 @@ struct RealNccl {
   decltype(&::ncclGroupStart) groupStart;
   decltype(&::ncclGroupEnd) groupEnd;
   decltype(&::ncclGroupSimulateEnd) groupSimulateEnd;  // may be null (before NCCL 2.22)
+  decltype(&::ncclCommWindowRegister) commWindowRegister;      // may be null (before NCCL 2.27)
+  decltype(&::ncclCommWindowDeregister) commWindowDeregister;  // may be null (before NCCL 2.27)
   decltype(&::ncclCommGetAsyncError) commGetAsyncError;
   decltype(&::ncclCommCount) commCount;
   decltype(&::ncclCommUserRank) commUserRank;

@@ -262,3 +262,19 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
     }
   }
 }
+
+TEST_CASE("calls on NCCL symmetric windows go to NCCL up to NCCL_CAR_SYMMETRIC_NCCL_BYTES", "[policy]") {
+  Config config;
+  CallFacts call = sumOf(ElementType::BFloat16, 8192);  // 16 KiB
+  call.symmetricBuffers = true;
+  CHECK(decideCall({2, true}, call, config).ours);  // the default, 0: never
+  config.symmetricNcclBytes = 16 * KiB;
+  const CallDecision atLimit = decideCall({2, true}, call, config);
+  CHECK_FALSE(atLimit.ours);
+  CHECK(atLimit.reason == ForwardReason::SymmetricWindow);
+  call.count += 1;  // one element above: ours again
+  CHECK(decideCall({2, true}, call, config).ours);
+  call.count -= 1;
+  call.symmetricBuffers = false;  // plain buffers: ours whatever the setting
+  CHECK(decideCall({2, true}, call, config).ours);
+}

@@ -61,12 +61,14 @@ TEST_CASE("exports: the hooks are libnccl-car.so's own; every other function is 
   const DynamicInfo shim = readDynamicInfo(shimLibrary());
   const std::set<std::string> mapped = versionScriptGlobals(exportsMap());
   CHECK(shim.exported == mapped);
-  // Every way a communicator is born or ends, the groups and the all-reduce (DESIGN.md).
+  // Every way a communicator is born or ends, the groups, the all-reduce, and the symmetric
+  // windows (noted for NCCL_CAR_SYMMETRIC_NCCL_BYTES) (docs/design.md).
   const std::set<std::string> hooks = {"ncclAllReduce", "ncclCommInitRank", "ncclCommInitRankConfig",
                                        "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
                                        "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize",
                                        "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd",
-                                       "ncclGroupSimulateEnd"};
+                                       "ncclGroupSimulateEnd", "ncclCommWindowRegister",
+                                       "ncclCommWindowDeregister"};
   std::set<std::string> strong;  // defined by hooks.cc, which replaced the weak forwarder
   for (const std::string& name : shim.exported) {
     if (shim.weak.count(name) == 0) strong.insert(name);

@@ -39,7 +39,7 @@ std::vector<std::string> genericallyForwarded() {
 TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged, and its result comes back "
           "unchanged, through every route", "[shim][forwarded]") {
   const std::vector<std::string> names = genericallyForwarded();
-  REQUIRE(names.size() >= 13);  // nccl.h 2.28: memory, registration, windows, operators, more collectives
+  REQUIRE(names.size() >= 11);  // nccl.h 2.28: memory, registration, windows, operators, more collectives
   std::vector<std::string> env = {"NCCL_CAR_DEBUG=INFO"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     env.push_back("STANDIN_NCCL_RESULT_" + names[i] + "=" + std::to_string(40 + i));  // a result per function
