@@ -60,6 +60,12 @@ class LogTallyTest(unittest.TestCase):
                       "size-not-16B-multiple 1)", summary)
         self.assertIn("WARN lines: 1", summary)
 
+    def test_each_release_keeps_its_own_counts(self):
+        tally = tally_of(SAMPLE)
+        self.assertEqual([dict(taken) for taken in tally.released],
+                         [{"1shot": 0, "2shot": 0, "1stage": 12, "2stage": 3}] * 2 +
+                         [{"1shot": 0, "2shot": 0, "1stage": 0, "2stage": 0}])
+
     def test_forwarded_zero_has_no_reasons(self):
         tally = tally_of("h:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=0 2shot=0 1stage=5 "
                          "2stage=0 (80 bytes) forwarded 0\n")

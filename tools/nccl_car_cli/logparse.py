@@ -41,6 +41,7 @@ class LogTally:
         self.not_eligible = Counter()   # reason -> ranks
         self.releases = 0
         self.taken = Counter()          # kernel name ("1shot", ...) -> calls
+        self.released = []              # per released: line, its own kernel -> calls
         self.taken_bytes = 0
         self.forwarded = 0
         self.forward_reasons = Counter()
@@ -94,8 +95,9 @@ class LogTally:
             return
         self.releases += 1
         self._open.discard(key)
-        for kernel, count in _REASON.findall(released["kernels"]):
-            self.taken[kernel] += int(count)
+        taken = Counter({kernel: int(count) for kernel, count in _REASON.findall(released["kernels"])})
+        self.released.append(taken)
+        self.taken.update(taken)
         self.taken_bytes += int(released["bytes"])
         self.forwarded += int(released["forwarded"])
         for reason, count in _REASON.findall(released["reasons"] or ""):

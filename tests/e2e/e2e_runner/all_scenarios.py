@@ -1,0 +1,8 @@
+"""Every scenario, registered in the order --list shows them (and ctest adds them)."""
+
+from . import scenarios_rig  # noqa: F401  (each module registers its scenarios)
+from . import scenarios_nccl_tests  # noqa: F401
+from . import scenarios_python  # noqa: F401
+from . import scenarios_recovery  # noqa: F401
+from . import scenarios_gpus  # noqa: F401
+from .scenario import SCENARIOS, select  # noqa: F401  (what users of this module want)

@@ -1,0 +1,100 @@
+"""What this machine offers the end-to-end runs: GPUs, MPS, the real NCCL, MPI, nccl-tests,
+PyTorch, JAX, compute-sanitizer. Each fact is looked up once, when first asked for; a
+scenario that needs something missing is skipped, saying what was missing."""
+
+import os
+import shutil
+import subprocess
+
+# The first libnccl.so.2 of an NCCL wheel on that Python's path, in path order.
+_FIND_NCCL_WHEEL = """
+import glob, sys
+hits = [hit for base in sys.path for hit in glob.glob(base + "/nvidia/nccl/lib/libnccl.so.2")]
+print(hits[0] if hits else "")
+"""
+# Multiprocessors assumed when PyTorch cannot say (an H200 has 132).
+_DEFAULT_MULTIPROCESSORS = 132
+
+
+def _python_answers(python, code, env):
+    """What `python -c code` prints, or None when it fails (the module is missing)."""
+    try:
+        done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+class Machine:
+    """The facts, from the environment `env` (os.environ by default). Tests replace the
+    probing methods to describe a machine they do not have."""
+
+    def __init__(self, env=None, all_reduce_perf=None):
+        self.env = dict(os.environ if env is None else env)
+        self.python = self.env.get("E2E_PYTHON", "python3")  # the one that has PyTorch, JAX
+        self._all_reduce_perf = self.env.get("ALL_REDUCE_PERF") or all_reduce_perf
+        self._cache = {}
+
+    def _once(self, name, probe):
+        if name not in self._cache:
+            self._cache[name] = probe()
+        return self._cache[name]
+
+    def command(self, name):
+        """The program's path on PATH, or None."""
+        return self._once("command " + name, lambda: shutil.which(name, path=self.env.get("PATH")))
+
+    @property
+    def gpus(self):
+        """GPUs a CUDA program here sees: CUDA_VISIBLE_DEVICES when set (nvidia-smi ignores
+        it), else every whole GPU nvidia-smi lists (its MIG lines are indented)."""
+        return self._once("gpus", self._count_gpus)
+
+    def _count_gpus(self):
+        visible = self.env.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            return len([entry for entry in visible.split(",") if entry.strip()])
+        if self.command("nvidia-smi") is None:
+            return 0
+        try:
+            listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, env=self.env)
+        except (OSError, subprocess.TimeoutExpired):
+            return 0
+        return sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU"))
+
+    @property
+    def multiprocessors(self):
+        """GPU 0's multiprocessor count. Read before MPS starts: RIG_SMS, else PyTorch."""
+        return self._once("multiprocessors", self._read_multiprocessors)
+
+    def _read_multiprocessors(self):
+        if self.env.get("RIG_SMS", "").isdigit():
+            return int(self.env["RIG_SMS"])
+        answer = _python_answers(self.python, "import torch; print(torch.cuda.get_device_properties(0)"
+                                              ".multi_processor_count)", self.env)
+        return int(answer) if answer and answer.isdigit() else _DEFAULT_MULTIPROCESSORS
+
+    @property
+    def nccl_lib_dir(self):
+        """The folder of the libnccl.so.2 to run with: NCCL_HOME/lib, else the NCCL wheel's
+        of the Python that has PyTorch; None when there is neither."""
+        return self._once("nccl", self._find_nccl)
+
+    def _find_nccl(self):
+        home = self.env.get("NCCL_HOME")
+        if home and os.path.isfile(os.path.join(home, "lib", "libnccl.so.2")):
+            return os.path.join(home, "lib")
+        found = _python_answers(self.python, _FIND_NCCL_WHEEL, self.env)
+        return os.path.dirname(found) if found else None
+
+    def has_module(self, module):
+        return self._once("module " + module,
+                          lambda: _python_answers(self.python, f"import {module}", self.env) is not None)
+
+    @property
+    def all_reduce_perf(self):
+        """nccl-tests' all_reduce_perf (an MPI build): ALL_REDUCE_PERF, else the CMake cache
+        variable of the same name; None when neither names an executable."""
+        path = self._all_reduce_perf
+        return os.path.abspath(path) if path and os.access(path, os.X_OK) else None
+

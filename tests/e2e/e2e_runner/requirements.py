@@ -1,0 +1,76 @@
+"""What a scenario needs from the machine and the build, each with the reason it is skipped
+without it. Checked in the order a scenario lists them, so list the GPU first: a machine
+without one says just that."""
+
+import os
+
+
+def _at_least_gpus(count):
+    def check(machine, build):
+        found = machine.gpus
+        if found >= count:
+            return None
+        return f"needs {'a GPU' if count == 1 else f'{count} GPUs'}, {found or 'none'} visible"
+    return check
+
+
+def _command(name, hint):
+    def check(machine, build):
+        return None if machine.command(name) else f"no {name} on PATH ({hint})"
+    return check
+
+
+def _module(name, hint):
+    def check(machine, build):
+        return None if machine.has_module(name) else f"{machine.python} cannot import {name} ({hint})"
+    return check
+
+
+def _nccl(machine, build):
+    return None if machine.nccl_lib_dir else "no libnccl.so.2 found: set NCCL_HOME, or install the NCCL wheel"
+
+
+def _programs(machine, build):
+    program = build.program("allreduce_e2e")
+    return None if os.access(program, os.X_OK) else (f"{program} is not built (CMake found no libnccl "
+                                                     "when it configured the build)")
+
+
+def _all_reduce_perf(machine, build):
+    return None if machine.all_reduce_perf else ("no nccl-tests: set ALL_REDUCE_PERF (or the CMake cache "
+                                                 "variable) to an MPI build's all_reduce_perf")
+
+
+CHECKS = {
+    "gpu": _at_least_gpus(1),
+    "2 gpus": _at_least_gpus(2),
+    "3 gpus": _at_least_gpus(3),
+    "mps": _command("nvidia-cuda-mps-control", "the CUDA driver's MPS"),
+    "nccl": _nccl,
+    "e2e programs": _programs,
+    "mpirun": _command("mpirun", "an MPI such as Open MPI"),
+    "nccl-tests": _all_reduce_perf,
+    "torch": _module("torch", "PyTorch with CUDA"),
+    "torchrun": _command("torchrun", "PyTorch's launcher"),
+    "jax": _module("jax", "python3 -m pip install 'jax[cuda12]'"),
+    "compute-sanitizer": _command("compute-sanitizer", "the CUDA toolkit's"),
+}
+
+
+def missing(needs, machine, build):
+    """Why a scenario needing `needs` cannot run here, or None when it can."""
+    for need in needs:
+        reason = CHECKS[need](machine, build)
+        if reason:
+            return reason
+    return None
+
+
+def labels(needs):
+    """ctest labels: every scenario is e2e; gpu when it needs one, multi-gpu when it needs more."""
+    found = ["e2e"]
+    if any(need.endswith("gpu") or need.endswith("gpus") for need in needs):
+        found.append("gpu")
+    if "2 gpus" in needs or "3 gpus" in needs:
+        found.append("multi-gpu")
+    return found

@@ -1,0 +1,50 @@
+"""Faults and leaks that need GPUs of their own, one process per GPU: NVML missing on one
+of 3 or more GPUs, and communicator life-cycles with real IPC peers (on one GPU, 2
+processes under MPS, as on the rig)."""
+
+from . import requirements
+from . import verdicts_programs as verdicts
+from .context import Skip
+from .launch import outcomes
+from .scenario import register
+
+
+def no_nvml(context):
+    """allreduce_e2e on up to 4 GPUs, NCCL_CAR_TEST_FAULT=no-nvml on rank 1: NVLink cannot be
+    confirmed, so every rank forwards."""
+    program = context.build.program("allreduce_e2e")
+    ranks = min(context.machine.gpus, 4)
+    finished = context.run_ranks(
+        "no-nvml", ranks, lambda rank, id_file: [program, str(rank), str(ranks), id_file, str(rank)],
+        lambda rank: context.gpu_rank_env(NCCL_CAR_TEST_FAULT="no-nvml" if rank == 1 else None), limit=150)
+    yield f"no-nvml on rank 1 of {ranks} GPUs", verdicts.no_nvml(*outcomes(finished))
+
+
+def cycles(context):
+    """cycles_e2e, E2E_CYCLES (default 1000) split/all-reduce/destroy cycles on 2 ranks: on
+    GPUs 0 and 1, or with one GPU, 2 processes on it under MPS. Device memory, open files
+    and mappings end where they started."""
+    program = context.build.program("cycles_e2e")
+    count = context.machine.env.get("E2E_CYCLES", "1000")
+    if context.machine.gpus >= 2:
+        finished = context.run_ranks("cycles", 2, lambda rank, id_file: [program, str(rank), "2", id_file, count,
+                                                                         str(rank)],
+                                     lambda rank: context.gpu_rank_env(), limit=300)
+        where = "2 GPUs"
+    else:
+        reason = requirements.missing(("mps",), context.machine, context.build)
+        if reason:
+            raise Skip(reason)
+        with context.mps():
+            context.restart_mps()
+            finished = context.run_ranks("cycles", 2, lambda rank, id_file: [program, str(rank), "2", id_file, count,
+                                                                             "0"],
+                                         lambda rank: context.rig_rank_env("cycles", rank), limit=300)
+        where = "1 GPU (2 processes, MPS)"
+    yield f"{count} cycles on {where}", verdicts.cycles(int(count), *outcomes(finished))
+
+
+register("multi-gpu-no-nvml", "NVML missing on one rank of 3 or more GPUs: every rank forwards",
+         ("3 gpus", "nccl", "e2e programs"), 240, no_nvml)
+register("cycles", "communicator life-cycles with real IPC peers leave nothing behind (2 GPUs, or 1 under MPS)",
+         ("gpu", "nccl", "e2e programs"), 400, cycles)

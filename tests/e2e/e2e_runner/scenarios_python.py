@@ -1,0 +1,130 @@
+"""Python programs through the library: PyTorch under torchrun (on the one-GPU rig, and one
+process per GPU), PyTorch's watchdog abort, a ctypes client as vLLM's PyNccl (each way of
+bringing the library in), and JAX through `nccl-car run`."""
+
+import functools
+import os
+
+from . import environments
+from . import verdicts_frameworks as verdicts
+from .launch import TIMED_OUT, outcomes
+from .scenario import register
+from .tools_path import NCCL_CAR_TOOL
+
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_E2E = os.path.join(_HERE, "torch_e2e.py")
+TORCH_ABORT = os.path.join(_HERE, "torch_abort.py")
+CTYPES_CLIENT = os.path.join(_HERE, "ctypes_allreduce.py")
+JAX_PSUM = os.path.join(_HERE, "jax_psum.py")
+
+TORCH_RIG = ("gpu", "mps", "nccl", "torch", "torchrun")
+
+
+def _torchrun(processes, script):
+    return ["torchrun", "--standalone", "--nproc-per-node", str(processes), script]
+
+
+def torch_rig(context, ranks):
+    """torch_e2e.py: eager, graph, two groups at once, re-created and nonblocking communicators."""
+    env = environments.with_library(context.rig_env(), context.build.library,
+                                    NCCL_CAR_MAX_BLOCKS=context.rig_blocks(ranks), PYTHONUNBUFFERED=1)
+    with context.mps():
+        context.restart_mps()
+        run = context.run_one(f"torch-n{ranks}", _torchrun(ranks, TORCH_E2E), env, 400)
+    yield f"{ranks} ranks", verdicts.torch_ranks(ranks, run.returncode, run.text)
+
+
+# PyTorch's watchdog: error handling 1 aborts the communicators (ncclCommAbort) and ends the
+# process (its default, 3, ends it without the abort); no flight recorder and no dump.
+# PyTorch >= 2.8 sleeps 4 x TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC (default 15 s, so a minute)
+# between reporting the timeout and aborting, dump or not: make that 4 s.
+_WATCHDOG_SETTINGS = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": 1, "TORCH_NCCL_DUMP_ON_TIMEOUT": 0,
+                      "TORCH_NCCL_TRACE_BUFFER_SIZE": 0, "TORCH_FR_BUFFER_SIZE": 0,
+                      "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": 1000}
+
+
+def torch_watchdog_abort(context):
+    """torch_abort.py: a peer never joins; the job ends with PyTorch's timeout error, well
+    before our 60 s limit."""
+    env = environments.with_library(context.rig_env(), context.build.library, PYTHONUNBUFFERED=1,
+                                    **_WATCHDOG_SETTINGS)
+    with context.mps():
+        context.restart_mps()
+        run = context.run_one("torch-abort", _torchrun(2, TORCH_ABORT), env, 60)
+    yield "2 ranks, one never joins", verdicts.torch_watchdog_abort(run.returncode, run.seconds, run.text, TIMED_OUT)
+
+
+def _ctypes_command(context, mode, client):
+    """One rank's command line and extra environment when the library comes in by `mode`."""
+    build = context.build
+    if mode == "audit-name":
+        return client + ["libnccl.so.2"], {"LD_AUDIT": build.audit_module}
+    if mode == "audit-path":  # as JAX loads the NCCL wheel
+        return client + [os.path.join(context.machine.nccl_lib_dir, "libnccl.so.2")], {"LD_AUDIT": build.audit_module}
+    if mode == "dropin-name":  # the library finds the real NCCL itself, further down the path
+        path = context.rig_env()["LD_LIBRARY_PATH"]
+        return client + ["libnccl.so.2"], {"LD_LIBRARY_PATH": f"{build.dropin_folder}:{path}"}
+    if mode == "tool-auto":  # without --mode, the tool must choose audit
+        return [context.machine.python, NCCL_CAR_TOOL, "run", "--lib", build.library, "--"] + client + \
+            ["libnccl.so.2"], {}
+    return client + ["libnccl.so.2"], {"LD_PRELOAD": build.library}  # preload: must not reach it
+
+
+CTYPES_MODES = ("audit-name", "audit-path", "dropin-name", "tool-auto", "preload")
+
+
+def ctypes_client(context, mode):
+    """ctypes_allreduce.py (NCCL from ctypes.CDLL, every function looked up on that handle),
+    2 and 4 processes: 5 sizes up to 8 MiB x 3 types x 3 taken, one size forwarded."""
+    for ranks in (2, 4):
+        blocks = context.rig_blocks(ranks)
+
+        def command_of(rank, id_file, ranks=ranks):
+            client = [context.machine.python, CTYPES_CLIENT, str(rank), str(ranks), id_file]
+            return _ctypes_command(context, mode, client)[0]
+
+        def env_of(rank, ranks=ranks):
+            extra = _ctypes_command(context, mode, [])[1]
+            return dict(context.rig_env(), NCCL_HOSTID=f"ctypes-rank-{rank}", NCCL_CAR_DEBUG="INFO",
+                        NCCL_CAR_MAX_BLOCKS=str(blocks), PYTHONUNBUFFERED="1", **extra)
+
+        with context.mps():
+            context.restart_mps()
+            finished = context.run_ranks(f"ctypes-{mode}-n{ranks}", ranks, command_of, env_of, limit=300)
+        yield f"{mode}, {ranks} ranks", verdicts.ctypes_client(mode, ranks, *outcomes(finished))
+
+
+def torch_gpus(context):
+    """torch_e2e.py with one process per GPU."""
+    gpus = context.machine.gpus
+    env = environments.with_library(context.gpu_env(), context.build.library, E2E_ONE_GPU_PER_RANK=1,
+                                    PYTHONUNBUFFERED=1)
+    run = context.run_one(f"torch-gpus{gpus}", _torchrun(gpus, TORCH_E2E), env, 300)
+    yield f"one process per GPU, {gpus} GPUs", verdicts.torch_ranks(gpus, run.returncode, run.text, calls_taken=False)
+
+
+def jax_gpus(context):
+    """jax_psum.py (XLA loads NCCL itself) in one process across the GPUs, through
+    `nccl-car run`: without --mode (it must choose audit), and with --mode preload (which
+    cannot reach XLA's NCCL; the summary must say so)."""
+    tool = [context.machine.python, NCCL_CAR_TOOL, "run", "--lib", context.build.library]
+    program = ["--", context.machine.python, JAX_PSUM]
+    env = dict(context.gpu_env(), PYTHONUNBUFFERED="1")
+    run = context.run_one("jax-auto", tool + program, env, 900)
+    yield "nccl-car run (auto)", verdicts.jax_through_tool(run.returncode, run.text)
+    run = context.run_one("jax-preload", tool + ["--mode", "preload"] + program, env, 900)
+    yield "nccl-car run --mode preload", verdicts.jax_preloaded(run.returncode, run.text)
+
+
+for _ranks in (2, 4, 8):
+    register(f"torch-{_ranks}ranks", f"PyTorch torchrun, {_ranks} ranks on one GPU", TORCH_RIG, 600,
+             functools.partial(torch_rig, ranks=_ranks))
+register("torch-watchdog-abort", "PyTorch's watchdog aborts a communicator whose peer never joins", TORCH_RIG, 120,
+         torch_watchdog_abort)
+for _mode in CTYPES_MODES:
+    register(f"ctypes-{_mode}", f"a ctypes client (PyNccl's way), library by {_mode}, 2 and 4 ranks on one GPU",
+             ("gpu", "mps", "nccl"), 900, functools.partial(ctypes_client, mode=_mode))
+register("multi-gpu-torch", "PyTorch torchrun, one process per GPU", ("2 gpus", "nccl", "torch", "torchrun"), 400,
+         torch_gpus)
+register("multi-gpu-jax", "JAX psum across the GPUs through nccl-car run (auto: LD_AUDIT; and preload)",
+         ("2 gpus", "nccl", "jax"), 1900, jax_gpus)

@@ -1,0 +1,98 @@
+"""Verdicts on the runs of other people's programs through the library: nccl-tests'
+all_reduce_perf (read with the command-line tool's parser, tools/nccl_car_cli/nccl_tests.py),
+PyTorch, a ctypes client as vLLM's PyNccl, JAX. Pure functions of exit codes and logs."""
+
+import re
+
+from .verdict import all_zero, codes, judged, lines_matching, lines_with, tally
+from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on the path: .verdict)
+
+
+def nccl_tests(returncode, log, min_eligible=None):
+    """all_reduce_perf -c 1: it ran to its end, no size had a wrong element, its own bounds
+    check passed and, where asked, enough communicators were eligible."""
+    output = parse_output(log)
+    wrong = sum((row.out_of_place.wrong or 0) + (row.in_place.wrong or 0) for row in output.rows)
+    seen = tally(log)
+    conditions = [("exit 0", returncode == 0),
+                  ("a table of results", len(output.rows) > 0),
+                  ("#wrong 0", wrong == 0),
+                  ("Out of bounds values : 0 OK", output.bounds_ok is True and output.out_of_bounds == 0)]
+    if min_eligible is not None:
+        conditions.append((f"at least {min_eligible} eligible", seen.eligible >= min_eligible))
+    return judged(conditions, f"exit {returncode}, {len(output.rows)} sizes, #wrong {wrong}, {seen.eligible} "
+                              f"communicator ranks eligible, {seen.taken_calls} calls taken")
+
+
+def torch_ranks(ranks, returncode, log, calls_taken=True):
+    """tests/e2e/torch_e2e.py under torchrun: every rank passes every phase and, where asked,
+    our kernels took calls."""
+    passed = len(lines_matching([log], rf"^rank \d+/{ranks}: PASS"))
+    seen = tally(log)
+    conditions = [("exit 0", returncode == 0), (f"all {ranks} ranks pass", passed == ranks)]
+    if calls_taken:
+        conditions.append(("calls taken", seen.taken_calls > 0))
+    return judged(conditions, f"exit {returncode}, {passed}/{ranks} ranks passed, {seen.eligible} communicators "
+                              f"eligible, {seen.taken_calls} calls taken",
+                  lines_matching([log], r"phase .*FAIL|WRONG")[:5])
+
+
+# The watchdog's 5 s timeout, then PyTorch's own delay before it aborts: well under this.
+_WATCHDOG_ABORT_SECONDS = 50
+
+
+def torch_watchdog_abort(returncode, seconds, log, timed_out_code):
+    """tests/e2e/torch_abort.py: a peer never joins; PyTorch's watchdog aborts through our
+    hook, which stops our kernel, and the job fails with PyTorch's timeout error in time."""
+    reported = lines_matching([log], r"watchdog caught collective operation timeout|timed out", flags=re.IGNORECASE)
+    told = lines_with([log], "ncclCommAbort: our kernels told to stop")
+    return judged([("the job fails", returncode != 0),
+                   ("not by our time limit", returncode != timed_out_code),
+                   (f"ends within {_WATCHDOG_ABORT_SECONDS} s", seconds < _WATCHDOG_ABORT_SECONDS),
+                   ("a timeout error reported", len(reported) > 0),
+                   ("our abort hook stopped a kernel", len(told) > 0)],
+                  f"ended after {seconds:.0f} s with exit {returncode}; {len(reported)} timeout error lines; "
+                  f"our abort hook stopped kernels on {len(told)} communicator(s)")
+
+
+def ctypes_client(mode, ranks, returncodes, logs):
+    """tests/e2e/ctypes_allreduce.py, one process per rank, brought in by `mode`: every rank's
+    sums right and, except under LD_PRELOAD (which cannot reach a ctypes handle), every rank
+    eligible and calls taken; under LD_PRELOAD no communicator may reach the library."""
+    passed = len(lines_matching(logs, rf"^rank \d+/{ranks}: PASS"))
+    seen = tally(*logs)
+    conditions = [("every rank exits 0", all_zero(returncodes)), (f"all {ranks} ranks right", passed == ranks)]
+    if mode == "preload":
+        conditions.append(("no communicator set up", seen.setups == 0 and not seen.not_understood))
+    else:
+        conditions += [(f"{ranks} ranks eligible", seen.eligible == ranks), ("calls taken", seen.taken_calls > 0)]
+    if mode == "tool-auto":
+        conditions.append(("nccl-car run chose mode audit", bool(lines_with(logs, "mode audit"))))
+    return judged(conditions, f"exit {codes(returncodes)}, results right on {passed}/{ranks} ranks, {seen.eligible} "
+                              f"eligible, {seen.taken_calls} calls taken",
+                  lines_matching(logs, r"WRONG|failed|NCCL-CAR WARN")[:5])
+
+
+def jax_through_tool(returncode, log):
+    """tests/e2e/jax_psum.py under `nccl-car run` (no --mode): the tool chose LD_AUDIT, the
+    sums are right, communicators were eligible and our kernels took calls."""
+    seen = tally(log)
+    return judged([("exit 0", returncode == 0),
+                   ("mode audit chosen", bool(lines_with([log], "mode audit"))),
+                   ("every device's sums right", bool(lines_with([log], "devices: PASS"))),
+                   ("communicators eligible", seen.eligible > 0),
+                   ("calls taken", seen.taken_calls > 0)],
+                  f"exit {returncode}, {seen.eligible} eligible, {seen.taken_calls} calls taken; "
+                  + "; ".join(lines_with([log], "jax psum")),
+                  lines_matching([log], r"^nccl-car|^  (taken|forwarded|not eligible|WARN lines)"))
+
+
+def jax_preloaded(returncode, log):
+    """The same under `nccl-car run --mode preload`: sums right, and the tool's summary says
+    no communicator reached the library and names --mode audit."""
+    return judged([("exit 0", returncode == 0),
+                   ("every device's sums right", bool(lines_with([log], "devices: PASS"))),
+                   ("the summary says the library was not reached",
+                    bool(lines_with([log], "no communicator reached the library"))),
+                   ("the summary names --mode audit", bool(lines_with([log], "try: --mode audit")))],
+                  f"exit {returncode}", lines_with([log], "no communicator reached"))

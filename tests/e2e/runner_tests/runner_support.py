@@ -1,0 +1,39 @@
+"""Shared by the runner's tests: the runner on the import path, and log lines as the library
+and our programs print them, to build canned logs from."""
+
+import os
+import sys
+
+E2E_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if E2E_DIR not in sys.path:
+    sys.path.insert(0, E2E_DIR)
+
+from e2e_runner.verdict import FAIL, PASS, SKIPPED  # noqa: E402,F401  (needs the path above)
+
+_PREFIX = "gpu-node:{pid}:{pid} [0] NCCL-CAR INFO comm 0x{comm:x} rank {rank}/{ranks} "
+
+
+def setup(rank, ranks, pid=1000, comm=0x55d0, eligible=True, why="ranks span 2 hosts"):
+    detail = ("eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)" if eligible
+              else f"not eligible: {why}")
+    return _PREFIX.format(pid=pid + rank, comm=comm, rank=rank, ranks=ranks) + "setup: " + detail
+
+
+def released(rank, ranks, pid=1000, comm=0x55d0, taken=(0, 0, 0, 0), forwarded=0, reasons="", nbytes=None):
+    shots = " ".join(f"{kernel}={count}" for kernel, count in zip(("1shot", "2shot", "1stage", "2stage"), taken))
+    line = (_PREFIX.format(pid=pid + rank, comm=comm, rank=rank, ranks=ranks) +
+            f"released: taken {shots} ({nbytes if nbytes is not None else 4096 * sum(taken)} bytes) "
+            f"forwarded {forwarded}")
+    return line + (f" ({reasons})" if reasons else "")
+
+
+def warn(text, rank=0, pid=1000):
+    return f"gpu-node:{pid + rank}:{pid + rank} [0] handshake.cc:88 NCCL-CAR WARN {text}"
+
+
+def info(text, rank=0, pid=1000):
+    return f"gpu-node:{pid + rank}:{pid + rank} [0] NCCL-CAR INFO {text}"
+
+
+def log(*lines):
+    return "\n".join(lines) + "\n"

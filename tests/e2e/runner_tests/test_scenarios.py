@@ -1,0 +1,108 @@
+"""Whole scenarios on the CPU: a described machine, stand-in programs, a recording MPS
+script. What each rank is started with, that MPS is up around the runs and down after them,
+and what the runner decides and prints."""
+
+import os
+import tempfile
+import unittest
+
+from fake_machine import FakeMachine, fake_build, fake_mps
+from runner_support import FAIL, PASS, SKIPPED
+from e2e_runner.all_scenarios import SCENARIOS
+from e2e_runner.main import run_scenario
+
+
+def env_of(log_text):
+    line = next(line for line in log_text.splitlines() if line.startswith("env "))
+    return dict(word.split("=", 1) for word in line.split()[1:])
+
+
+class ScenarioTest(unittest.TestCase):
+    def setUp(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        self.folder = folder.name
+        self.build = fake_build(self.folder)
+        self.mps_script, self.mps_calls = fake_mps(self.folder)
+        self.logs = os.path.join(self.folder, "logs")
+        self.said = []
+
+    def run_scenario(self, name, machine=None, **env):
+        machine = machine or FakeMachine(env=dict(os.environ, CUDA_DEVICE_MAX_CONNECTIONS="32", **env))
+        return run_scenario(SCENARIOS[name], machine, self.build, self.logs, say=self.said.append,
+                            mps_script=self.mps_script)
+
+    def rank_log(self, scenario, run, rank):
+        with open(os.path.join(self.logs, scenario, f"{run}-r{rank}.log")) as log:
+            return log.read()
+
+    def mps_actions(self):
+        with open(self.mps_calls) as calls:
+            return [line.split()[0] for line in calls]
+
+    def test_each_rank_gets_the_rig_environment_of_its_own(self):
+        self.assertEqual(self.run_scenario("allreduce-2ranks"), PASS)
+        for rank in (0, 1):
+            env = env_of(self.rank_log("allreduce-2ranks", "allreduce-n2", rank))
+            self.assertEqual(env["NCCL_HOSTID"], f"e2e-rank-{rank}")
+            self.assertEqual(env["NCCL_CAR_MAX_BLOCKS"], "36")  # 132 / 2, at most a pull kernel's 36
+            self.assertEqual(env["NCCL_CAR_DEBUG"], "INFO")
+            self.assertEqual(env["LD_PRELOAD"], self.build.library)
+            self.assertEqual(env["NCCL_SOCKET_IFNAME"], "lo")
+            self.assertEqual(env["CUDA_DEVICE_MAX_CONNECTIONS"], "-")  # never under MPS
+            self.assertTrue(env["LD_LIBRARY_PATH"].startswith("/opt/nccl/lib"))
+            self.assertEqual(env["NCCL_CAR_TEST_FAULT"], "-")
+        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"])
+        self.assertIn("allreduce-2ranks: 2 ranks: PASS (exit 0/0, 2/2 ranks eligible, 24 calls taken)", self.said)
+
+    def test_eight_ranks_share_the_multiprocessors(self):
+        self.assertEqual(self.run_scenario("allreduce-8ranks"), PASS)
+        self.assertEqual(env_of(self.rank_log("allreduce-8ranks", "allreduce-n8", 7))["NCCL_CAR_MAX_BLOCKS"], "16")
+
+    def test_a_failing_rank_fails_the_scenario_and_mps_still_stops(self):
+        self.assertEqual(self.run_scenario("allreduce-4ranks", FAKE_EXIT_RANK_2="1"), FAIL)
+        self.assertEqual(self.mps_actions()[-1], "stop")
+        self.assertTrue(any("not met: every rank exits 0" in line for line in self.said))
+
+    def test_the_fault_goes_to_rank_1_only(self):
+        # The stand-in reports every rank eligible: the verdict must see no forwarding.
+        self.assertEqual(self.run_scenario("setup-fault-ipc-open"), FAIL)
+        self.assertEqual(env_of(self.rank_log("setup-fault-ipc-open", "fault-ipc-open", 0))["NCCL_CAR_TEST_FAULT"], "-")
+        self.assertEqual(env_of(self.rank_log("setup-fault-ipc-open", "fault-ipc-open", 1))["NCCL_CAR_TEST_FAULT"],
+                         "ipc-open")
+
+    def test_a_recovery_scenario_the_nccl_cannot_run_is_skipped(self):
+        status = self.run_scenario("recovery-shrink-abort", FAKE_EXIT_RANK_0="77",
+                                   FAKE_OUTPUT="rank {0}: shrink-abort: SKIPPED (NCCL 22703 lacks the call)")
+        self.assertEqual(status, SKIPPED)
+        self.assertIn("recovery-shrink-abort: shrink-abort: SKIPPED (rank 0: shrink-abort: SKIPPED", "\n".join(self.said))
+        # recovery_e2e SCENARIO RANK ID_FILE
+        argv = self.rank_log("recovery-shrink-abort", "shrink-abort", 1).splitlines()[1].split()
+        self.assertEqual(argv[:3], ["argv", "shrink-abort", "1"])
+
+    def test_the_launch_error_fault_goes_to_rank_0_of_ineligible_abort(self):
+        self.run_scenario("recovery-ineligible-abort")
+        self.assertEqual(env_of(self.rank_log("recovery-ineligible-abort", "ineligible-abort", 0))
+                         ["NCCL_CAR_TEST_FAULT"], "launch-error")
+        self.assertEqual(env_of(self.rank_log("recovery-ineligible-abort", "ineligible-abort", 1))
+                         ["NCCL_CAR_TEST_FAULT"], "-")
+
+    def test_missing_hardware_skips_before_anything_runs(self):
+        for machine, reason in ((FakeMachine(gpus=0), "needs a GPU, none visible"),
+                                (FakeMachine(commands=()), "no nvidia-cuda-mps-control on PATH"),
+                                (FakeMachine(nccl_lib_dir=None), "no libnccl.so.2 found")):
+            with self.subTest(reason=reason):
+                self.said.clear()
+                self.assertEqual(self.run_scenario("allreduce-2ranks", machine=machine), SKIPPED)
+                self.assertIn(reason, self.said[-1])
+        self.assertFalse(os.path.exists(self.mps_calls))
+        self.assertFalse(os.path.exists(os.path.join(self.logs, "allreduce-2ranks")))
+
+    def test_a_missing_library_fails(self):
+        os.remove(self.build.library)
+        self.assertEqual(self.run_scenario("allreduce-2ranks"), FAIL)
+        self.assertIn("is not built", self.said[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()

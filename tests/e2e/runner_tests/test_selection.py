@@ -1,0 +1,131 @@
+"""Which scenarios there are, how they are picked and labelled, what the machine is taken
+to offer, and the runner's exit codes (ctest reads 77 as skipped)."""
+
+import contextlib
+import io
+import os
+import stat
+import tempfile
+import unittest
+from unittest import mock
+
+from fake_machine import FakeMachine
+from runner_support import FAIL, PASS, SKIPPED
+from e2e_runner import environments, requirements
+from e2e_runner.all_scenarios import SCENARIOS, select
+from e2e_runner.build import Build
+from e2e_runner.machine import Machine
+from e2e_runner.main import exit_code, main
+
+
+def run_main(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+class SelectionTest(unittest.TestCase):
+    def test_patterns_and_labels(self):
+        self.assertEqual([scenario.name for scenario in select(["recovery-destroy-*"])],
+                         ["recovery-destroy-abort", "recovery-destroy-alone"])
+        multi = select(label="multi-gpu")
+        self.assertTrue(multi)
+        self.assertTrue(all(scenario.name.startswith("multi-gpu-") for scenario in multi))
+        self.assertEqual(select(["cycles", "abort-watchdog"]), [SCENARIOS["abort-watchdog"], SCENARIOS["cycles"]])
+        self.assertEqual(len(select(label="e2e")), len(SCENARIOS))
+
+    def test_every_scenario_needs_a_gpu_first(self):
+        # On a machine without one (CI), every scenario is skipped for that reason alone.
+        for scenario in SCENARIOS.values():
+            with self.subTest(scenario=scenario.name):
+                self.assertIn(scenario.needs[0], ("gpu", "2 gpus", "3 gpus"))
+                self.assertIn("gpu", scenario.labels)
+                reason = requirements.missing(scenario.needs, FakeMachine(gpus=0), Build("/nonexistent"))
+                self.assertTrue(reason.startswith("needs"), reason)
+
+    def test_labels_follow_the_gpus_needed(self):
+        self.assertEqual(requirements.labels(("gpu", "mps")), ["e2e", "gpu"])
+        self.assertEqual(requirements.labels(("2 gpus", "nccl")), ["e2e", "gpu", "multi-gpu"])
+        self.assertEqual(requirements.labels(("3 gpus",)), ["e2e", "gpu", "multi-gpu"])
+
+    def test_the_ctest_list_names_every_scenario_with_its_limit_and_labels(self):
+        code, out, _ = run_main("--ctest-list")
+        self.assertEqual(code, 0)
+        rows = [line.split(" ") for line in out.splitlines()]
+        self.assertEqual([row[0] for row in rows], list(SCENARIOS))
+        for name, limit, labels in rows:
+            self.assertEqual(int(limit), SCENARIOS[name].limit)
+            self.assertEqual(labels.split(","), SCENARIOS[name].labels)
+
+    def test_list_and_unknown_names(self):
+        code, out, _ = run_main("--list", "torch-*")
+        self.assertEqual(code, 0)
+        self.assertEqual(len(out.splitlines()), 4)
+        self.assertIn("torch-watchdog-abort", out)
+        code, _, err = run_main("no-such-scenario")
+        self.assertEqual(code, 2)
+        self.assertIn("no scenario matches no-such-scenario", err)
+
+
+class ExitCodeTest(unittest.TestCase):
+    def test_skipped_only_is_77_a_failure_wins(self):
+        self.assertEqual(exit_code([SKIPPED, SKIPPED]), 77)
+        self.assertEqual(exit_code([SKIPPED, PASS]), 0)
+        self.assertEqual(exit_code([PASS, FAIL, SKIPPED]), 1)
+
+    def test_a_machine_without_gpus_skips_everything_with_77(self):
+        # CUDA_VISIBLE_DEVICES empty: no GPU, whatever this machine has.
+        with tempfile.TemporaryDirectory() as logs, mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": ""}):
+            code, out, _ = run_main("--build", logs, "--logs", logs, "allreduce-2ranks", "multi-gpu-torch")
+        self.assertEqual(code, 77)
+        self.assertIn("allreduce-2ranks: SKIPPED (needs a GPU, none visible)", out)
+        self.assertIn("e2e: 0 passed, 0 failed, 2 skipped", out)
+
+
+class MachineTest(unittest.TestCase):
+    def test_visible_devices_decide_the_gpu_count(self):
+        self.assertEqual(Machine(env={"CUDA_VISIBLE_DEVICES": "0,1", "PATH": ""}).gpus, 2)
+        self.assertEqual(Machine(env={"CUDA_VISIBLE_DEVICES": "", "PATH": ""}).gpus, 0)
+        self.assertEqual(Machine(env={"PATH": ""}).gpus, 0)  # no nvidia-smi
+
+    def test_all_reduce_perf_from_the_variable_before_the_option(self):
+        with tempfile.TemporaryDirectory() as folder:
+            perf, other = (os.path.join(folder, name) for name in ("all_reduce_perf", "other"))
+            for path in (perf, other):
+                open(path, "w").close()
+            os.chmod(perf, stat.S_IRWXU)
+            self.assertEqual(Machine(env={}, all_reduce_perf=perf).all_reduce_perf, perf)
+            self.assertEqual(Machine(env={"ALL_REDUCE_PERF": perf}, all_reduce_perf=other).all_reduce_perf, perf)
+            self.assertIsNone(Machine(env={}, all_reduce_perf=other).all_reduce_perf)  # not executable
+            self.assertIsNone(Machine(env={}).all_reduce_perf)
+
+    def test_nccl_home_names_the_library_folder(self):
+        with tempfile.TemporaryDirectory() as home:
+            os.makedirs(os.path.join(home, "lib"))
+            open(os.path.join(home, "lib", "libnccl.so.2"), "w").close()
+            self.assertEqual(Machine(env={"NCCL_HOME": home, "PATH": ""}).nccl_lib_dir, os.path.join(home, "lib"))
+
+    def test_the_multiprocessor_count_can_be_given(self):
+        self.assertEqual(Machine(env={"RIG_SMS": "78", "PATH": ""}).multiprocessors, 78)
+
+
+class EnvironmentsTest(unittest.TestCase):
+    def test_rig_blocks(self):
+        self.assertEqual([environments.rig_blocks(132, ranks) for ranks in (2, 3, 4, 8)], [36, 36, 33, 16])
+        self.assertEqual(environments.rig_blocks(4, 8), 1)
+
+    def test_the_rig_keeps_a_chosen_mps_pipe_and_turns_multicast_off(self):
+        env = environments.rig({"CUDA_MPS_PIPE_DIRECTORY": "/run/mps", "LD_LIBRARY_PATH": "/usr/lib"}, "/nccl")
+        self.assertEqual(env["CUDA_MPS_PIPE_DIRECTORY"], "/run/mps")
+        self.assertEqual(env["CUDA_MPS_LOG_DIRECTORY"], environments.MPS_LOG_DIRECTORY)
+        self.assertEqual(env["LD_LIBRARY_PATH"], "/nccl:/usr/lib")
+        self.assertEqual(env["NCCL_NVLS_ENABLE"], "0")
+
+    def test_with_library_leaves_out_unset_settings(self):
+        env = environments.with_library({}, "/lib.so", NCCL_CAR_MAX_BLOCKS=4, NCCL_CAR_TEST_FAULT=None)
+        self.assertEqual(env, {"LD_PRELOAD": "/lib.so", "NCCL_CAR_DEBUG": "INFO", "NCCL_CAR_MAX_BLOCKS": "4"})
+
+
+if __name__ == "__main__":
+    unittest.main()
