@@ -1,5 +1,5 @@
 // End-to-end check through the real NCCL: one process per rank (launched by
-// tests/e2e/run-e2e.sh), ncclAllReduce of fp16/bf16/fp32 over sizes on both sides of the
+// tests/e2e/run_e2e.py), ncclAllReduce of fp16/bf16/fp32 over sizes on both sides of the
 // 8 MiB limit, out-of-place and in-place, eager and replayed from a CUDA graph. Inputs are
 // small integers, so every sum is exact in every type and every order: any difference
 // is an error. Prints one summary line; exits 1 on any wrong element.

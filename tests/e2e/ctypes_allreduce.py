@@ -1,7 +1,7 @@
 """One rank of an all-reduce made through ctypes only, as vLLM's and SGLang's PyNccl do:
 NCCL from ctypes.CDLL(LIBRARY) and every function looked up on that handle; device memory
 and streams from the CUDA driver API (libcuda.so.1, always there with the driver). Run by
-tests/e2e/run-ctypes-e2e.sh, one process per rank, under LD_AUDIT or the drop-in folder.
+tests/e2e/run_e2e.py (ctypes-*), one process per rank, under LD_AUDIT or the drop-in folder.
 
     python3 ctypes_allreduce.py RANK NRANKS ID_FILE [LIBRARY] [DEVICE]
 

@@ -1,6 +1,6 @@
 """JAX psum across the GPUs of one machine, one process (jax.pmap): XLA loads NCCL itself
 and calls it through dlsym on its handle, so only LD_AUDIT (or the drop-in folder) brings
-libnccl-car.so in. Run by tests/e2e/run-jax-e2e.sh as
+libnccl-car.so in. Run by tests/e2e/run_e2e.py (scenario multi-gpu-jax) as
 
     tools/nccl-car run -- python3 tests/e2e/jax_psum.py
 

@@ -1,5 +1,5 @@
 // NCCL's recovery paths with the library loaded, through the real NCCL: two ranks, one
-// process each (tests/e2e/run-recovery-e2e.sh runs them on one GPU under MPS). In most
+// process each (tests/e2e/run_e2e.py runs them on one GPU under MPS). In most
 // scenarios rank 1 joins the communicator but never the all-reduce that rank 0's kernel of
 // ours then waits in; rank 0 ends the wait through one recovery path and must get control
 // back in bounded time. Prints "rank R: SCENARIO: PASS|FAIL ..." and exits 0 (PASS), 1

@@ -1,4 +1,4 @@
-// When our buffer blocks are freed, through the real NCCL (tests/e2e/run-recovery-e2e.sh):
+// When our buffer blocks are freed, through the real NCCL (run_e2e.py, release-* scenarios):
 // never while a peer still maps them, and never with a destroy that waits for long.
 //
 //   release_e2e processes RANK ID_FILE [DEVICE]
@@ -112,7 +112,7 @@ int processes(int rank, const char* idFile) {
   const std::string who = "rank " + std::to_string(rank) + ": ";
 
   // Rank 1 closes its mapping 1 s after rank 0's destroy began: rank 0 waits for it (its
-  // log says so: run-recovery-e2e.sh checks the lines, the times here are bounds only).
+  // log says so: the runner checks the lines, the times here are bounds only).
   const double waited = destroyAfter(self, 1.0);
   report(who + "destroy with a peer 1 s behind", waited >= 0 && waited < 10, seconds(waited));
 

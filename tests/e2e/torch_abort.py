@@ -2,9 +2,9 @@
 error instead of hanging: PyTorch's watchdog calls ncclCommAbort, our kernel (spinning
 for the missing peer) returns, and the process ends.
 
-Run by tests/e2e/run-torch-e2e.sh with 2 ranks on one GPU: rank 0 calls all_reduce (ours)
-and blocks on it; rank 1 never calls it. The script prints the seconds rank 0 spent
-blocked; the watchdog's timeout is 5 s.
+Run by tests/e2e/run_e2e.py (scenario torch-watchdog-abort) with 2 ranks on one GPU: rank 0
+calls all_reduce (ours) and blocks on it; rank 1 never calls it. The script prints the
+seconds rank 0 spent blocked; the watchdog's timeout is 5 s.
 """
 import datetime
 import os

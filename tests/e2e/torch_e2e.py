@@ -1,6 +1,6 @@
 """PyTorch end to end through libnccl-car.so, one process per rank, all on one GPU.
 
-Run by tests/e2e/run-torch-e2e.sh under torchrun with LD_PRELOAD set. Every all-reduce
+Run by tests/e2e/run_e2e.py (torch-*) under torchrun with LD_PRELOAD set. Every all-reduce
 has an exact expected value (small integers sum exactly in fp16, bf16 and fp32), so any
 difference is an error. Phases:
   eager     all_reduce of fp16/bf16/fp32 across the 8 MiB limit, lazy communicator init

@@ -75,7 +75,8 @@ class ScenarioTest(unittest.TestCase):
         status = self.run_scenario("recovery-shrink-abort", FAKE_EXIT_RANK_0="77",
                                    FAKE_OUTPUT="rank {0}: shrink-abort: SKIPPED (NCCL 22703 lacks the call)")
         self.assertEqual(status, SKIPPED)
-        self.assertIn("recovery-shrink-abort: shrink-abort: SKIPPED (rank 0: shrink-abort: SKIPPED", "\n".join(self.said))
+        self.assertIn("recovery-shrink-abort: shrink-abort: SKIPPED (rank 0: shrink-abort: SKIPPED",
+                      "\n".join(self.said))
         # recovery_e2e SCENARIO RANK ID_FILE
         argv = self.rank_log("recovery-shrink-abort", "shrink-abort", 1).splitlines()[1].split()
         self.assertEqual(argv[:3], ["argv", "shrink-abort", "1"])

@@ -6,7 +6,8 @@ from runner_support import FAIL, PASS, info, log, released, setup
 from e2e_runner import verdicts_frameworks as verdicts
 from e2e_runner.launch import TIMED_OUT
 
-ROW = "{size:>12} {count:>13}  bfloat16     sum      -1    11.07    0.74    0.74  {wrong_out:>6}    10.88    0.75    0.75  {wrong_in:>6}"
+ROW = ("{size:>12} {count:>13}  bfloat16     sum      -1    11.07    0.74    0.74  {wrong_out:>6}"
+       "    10.88    0.75    0.75  {wrong_in:>6}")
 
 
 def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible=2, exit_line=True):
@@ -98,7 +99,8 @@ class TorchWatchdogAbortTest(unittest.TestCase):
 
     def test_each_condition_fails_alone(self):
         self.assertIn("the job fails", verdicts.torch_watchdog_abort(0, 19, self.GOOD, TIMED_OUT).detail)
-        self.assertIn("not by our time limit", verdicts.torch_watchdog_abort(TIMED_OUT, 60, self.GOOD, TIMED_OUT).detail)
+        self.assertIn("not by our time limit",
+                      verdicts.torch_watchdog_abort(TIMED_OUT, 60, self.GOOD, TIMED_OUT).detail)
         self.assertIn("ends within 50 s", verdicts.torch_watchdog_abort(1, 55, self.GOOD, TIMED_OUT).detail)
         no_error = self.GOOD.replace("Watchdog caught collective operation timeout", "something")
         self.assertIn("a timeout error reported", verdicts.torch_watchdog_abort(1, 19, no_error, TIMED_OUT).detail)
@@ -155,8 +157,8 @@ class JaxTest(unittest.TestCase):
         verdict = verdicts.jax_through_tool(0, self.AUTO)
         self.assertEqual(verdict.status, PASS)
         self.assertIn("2 eligible, 140 calls taken; jax psum 2 devices: PASS", verdict.detail)
-        self.assertIn("mode audit chosen", verdicts.jax_through_tool(0, self.AUTO.replace("mode audit", "mode "
-                                                                                                       "preload")).detail)
+        preloaded = self.AUTO.replace("mode audit", "mode preload")
+        self.assertIn("mode audit chosen", verdicts.jax_through_tool(0, preloaded).detail)
         wrong = self.AUTO.replace("devices: PASS", "devices: FAIL")
         self.assertIn("every device's sums right", verdicts.jax_through_tool(1, wrong).detail)
 

@@ -10,7 +10,8 @@ from e2e_runner import verdicts_programs as verdicts
 def allreduce_log(rank, ranks, eligible=True, wrong=0):
     return log(setup(rank, ranks, eligible=eligible),
                f"rank {rank}/{ranks}: 156 checks, {wrong} wrong ({wrong * 3} elements)",
-               released(rank, ranks, taken=(80, 16, 0, 0), forwarded=60, reasons="too-large=48 size-not-16B-multiple=12"))
+               released(rank, ranks, taken=(80, 16, 0, 0), forwarded=60,
+                        reasons="too-large=48 size-not-16B-multiple=12"))
 
 
 class AllreduceRanksTest(unittest.TestCase):
@@ -60,7 +61,8 @@ class SetupFaultTest(unittest.TestCase):
 
 class AbortWatchdogTest(unittest.TestCase):
     def test_exit_code_decides_and_the_time_is_shown(self):
-        text = log("rank 0: watchdog called ncclCommAbort -> 0", "rank 0: stream returned (no error) 0.01 s after the abort")
+        text = log("rank 0: watchdog called ncclCommAbort -> 0",
+                   "rank 0: stream returned (no error) 0.01 s after the abort")
         passed = verdicts.abort_watchdog(0, text)
         self.assertEqual((passed.status, passed.notes), (PASS, ["rank 0: stream returned (no error) 0.01 s after "
                                                                 "the abort"]))
