@@ -1,4 +1,4 @@
-// When and how a communicator gets its IPC buffers: the life-cycle rules of DESIGN.md.
+// When and how a communicator gets its IPC buffers (docs/design.md, "When set-up happens").
 //  - blocking init outside a group: right after the real call returns;
 //  - init inside ncclGroupStart/End: at the outer ncclGroupEnd, all of the thread's new
 //    communicators together, their handshakes in one group (a blocking handshake per

@@ -2,7 +2,8 @@
 //  - each step's call reaches NCCL exactly once with the caller's exact arguments, and the
 //    caller gets back exactly what NCCL returned and produced;
 //  - the only other calls NCCL sees are the shim's own setup traffic (queries and the
-//    handshake's grouped all-gathers), and only where DESIGN.md says setup happens.
+//    handshake's grouped all-gathers), and only where set-up happens (docs/design.md,
+//    "When set-up happens").
 #pragma once
 
 #include <set>

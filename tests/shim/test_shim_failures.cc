@@ -1,6 +1,7 @@
 // When the real NCCL fails around a communicator's creation (the group that created it,
 // or its nonblocking initialisation), the shim does not set it up, forwards its
-// all-reduces, and (per DESIGN.md) says at INFO why the communicator is not eligible.
+// all-reduces, and says at INFO why the communicator is not eligible (docs/design.md,
+// "When set-up happens").
 #include <catch2/catch.hpp>
 #include <nccl.h>
 

@@ -74,7 +74,8 @@ TEST_CASE("no NCCL: NCCL_CAR_NCCL_LIB names the library to use", "[shim][nonccl]
 }
 
 TEST_CASE("no NCCL: a libnccl.so.2 the program loaded privately is found and used", "[shim][nonccl]") {
-  // PyTorch's case (DESIGN.md): dlsym(RTLD_NEXT) cannot see it, dlopen(RTLD_NOLOAD) can.
+  // PyTorch's case (docs/design.md, "The real NCCL"): dlsym(RTLD_NEXT) cannot see it,
+  // dlopen(RTLD_NOLOAD) can.
   const ChildResult run = runNolib({}, true, {"--load", standinLibrary()});
   const std::vector<Segment> segments = checkSteps(run);
   checkSetupPlacement(segments, {"init", "init.cfg", "init.scal", "initall", "split", "shrink"});
