@@ -21,10 +21,9 @@ void copyText(char* field, std::size_t size, const std::string& value) {
   field[size - 1] = '\0';
 }
 
-// Learns rank, size and device, allocates the buffer block, its release board and the
-// handshake scratch, and fills our record. A failure after the scratch exists still takes
-// part (status says so), so the peers are not left waiting in the all-gather.
-void prepare(const RealNccl& real, Slot& slot) {
+// Asks NCCL (through the gate) for our rank, the rank count and the device. False, with
+// the slot's failure set, when it cannot or the count is not ours to take.
+bool learnCommunicator(const RealNccl& real, Slot& slot) {
   CommState& state = *slot.state;
   bool known = false;
   const bool asked = state.gate.pass([&] {
@@ -34,26 +33,38 @@ void prepare(const RealNccl& real, Slot& slot) {
   });
   if (!asked || !known) {
     slot.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
-    return;
+    return false;
   }
   if (state.ranks < 2 || state.ranks > kMaxRanks) {
     // Every rank sees the same count, so every rank skips the handshake alike.
     slot.failure = fmt::format("{} ranks (we take 2 to {})", state.ranks, kMaxRanks);
-    return;
+    return false;
   }
-  DeviceGuard guard(state.device);
-  if (guard.error() != cudaSuccess ||
-      cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking) != cudaSuccess ||
-      (slot.scratch = takeScratch(state.device)) == nullptr) {
-    cudaGetLastError();
-    slot.failure = "CUDA unusable for the handshake";
-    CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.",
-             describe(state), slot.failure);
-    slot.warned = true;
-    return;
-  }
-  slot.inHandshake = true;
+  return true;
+}
 
+// The handshake's own stream and scratch, on the communicator's device (`onDevice`). Once
+// both exist the rank takes part in both exchanges whatever fails later, so the peers are
+// not left waiting.
+bool openHandshake(Slot& slot, const DeviceGuard& onDevice) {
+  CommState& state = *slot.state;
+  if (onDevice.error() == cudaSuccess &&
+      cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking) == cudaSuccess &&
+      (slot.scratch = takeScratch(state.device)) != nullptr) {
+    return true;
+  }
+  cudaGetLastError();
+  slot.failure = "CUDA unusable for the handshake";
+  CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
+           slot.failure);
+  slot.warned = true;
+  return false;
+}
+
+// Our record: who we are, where, with which settings. A device that cannot be asked
+// makes the status NoDevice.
+void fillRecord(Slot& slot) {
+  const CommState& state = *slot.state;
   const ProcessIdentity& self = processIdentity();
   HandshakeRecord& record = slot.record;
   record.magic = kHandshakeMagic;
@@ -75,17 +86,29 @@ void prepare(const RealNccl& real, Slot& slot) {
     record.status = RankStatus::NoDevice;
   }
   record.computeCapability = major * 10 + minor;
+}
 
+// The release board peers attach before they map our block. False (status NoBoard) when
+// none could be made.
+bool createBoard(Slot& slot) {
+  CommState& state = *slot.state;
   std::string problem;
   state.board = SysvReleaseBoard::create(&problem);
   if (!state.board) {
-    record.status = RankStatus::NoBoard;
+    slot.record.status = RankStatus::NoBoard;
     CAR_WARN(state.device, "{}: {}; all-reduces go to NCCL", describe(state), problem);
     slot.warned = true;
-    return;
+    return false;
   }
-  record.boardId = state.board->id();
+  slot.record.boardId = state.board->id();
+  return true;
+}
 
+// The engine (our buffer block and its IPC handle, in the record). Status NoBuffers when
+// it cannot be made or exported.
+void createEngine(Slot& slot) {
+  CommState& state = *slot.state;
+  HandshakeRecord& record = slot.record;
   EngineOptions options;
   options.device = state.device;
   options.rank = state.rank;
@@ -105,6 +128,17 @@ void prepare(const RealNccl& real, Slot& slot) {
   }
   record.blockAddress = reinterpret_cast<std::uint64_t>(engine->block().base());
   state.setEngine(std::move(engine));
+}
+
+// Everything before the first exchange. A failure after the scratch exists still takes
+// part (the record's status says so), so the peers are not left waiting.
+void prepare(const RealNccl& real, Slot& slot) {
+  if (!learnCommunicator(real, slot)) return;
+  DeviceGuard guard(slot.state->device);  // what follows runs on the communicator's device
+  if (!openHandshake(slot, guard)) return;
+  slot.inHandshake = true;
+  fillRecord(slot);
+  if (createBoard(slot)) createEngine(slot);
 }
 
 // Tries to reach every peer, if the records allow it, and writes our link report.

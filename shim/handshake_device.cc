@@ -70,7 +70,7 @@ char* takeScratch(int device) {
   }
   DeviceGuard guard(device);
   void* scratch = nullptr;
-  if (guard.error() != cudaSuccess || cudaMalloc(&scratch, scratchBytes(kMaxRanks)) != cudaSuccess) {
+  if (guard.error() != cudaSuccess || cudaMalloc(&scratch, ScratchLayout::forRanks(kMaxRanks).bytes) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }

@@ -15,13 +15,14 @@
 
 #include "comm_state.h"
 #include "handshake_record.h"
+#include "handshake_scratch.h"
 #include "real_nccl.h"
 #include "verdict.h"
 
 namespace car {
 
-// One communicator's part of the batch: scratch for both all-gathers
-// ([record | records x n | report | reports x n]) and a private stream.
+// One communicator's part of the batch: scratch for both all-gathers (laid out by
+// ScratchLayout) and a private stream.
 struct Slot {
   std::shared_ptr<CommState> state;
   cudaStream_t stream = nullptr;
@@ -41,10 +42,6 @@ struct Slot {
 // A slot's failure when an abort, destroy or finalize closed its gate.
 constexpr const char* kStoppedDuringSetup = "stopped: the communicator was aborted, destroyed or finalized during set-up";
 
-std::size_t recordsOffset(int ranks);
-std::size_t reportOffset(int ranks);
-std::size_t reportsOffset(int ranks);
-std::size_t scratchBytes(int ranks);
 
 // What the exchange does on the device for one slot (a host-memory fake in the CPU tests).
 class HandshakeDevice {

@@ -88,7 +88,7 @@ struct Batch {
   std::vector<std::vector<char>> scratch;
   std::vector<Slot> slots;
   Batch(int communicators, int ranks, bool nonblocking) {
-    scratch.assign(communicators, std::vector<char>(scratchBytes(kMaxRanks)));
+    scratch.assign(communicators, std::vector<char>(ScratchLayout::forRanks(kMaxRanks).bytes));
     slots.resize(communicators);
     for (int i = 0; i < communicators; ++i) {
       Slot& slot = slots[i];
@@ -117,6 +117,22 @@ void resetNccl() {
 }
 
 }  // namespace
+
+TEST_CASE("scratch layout: our item, then every rank's, for records then reports; the pool's size fits all",
+          "[exchange]") {
+  const std::size_t poolBytes = ScratchLayout::forRanks(kMaxRanks).bytes;
+  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+    CAPTURE(ranks);
+    const ScratchLayout layout = ScratchLayout::forRanks(ranks);
+    CHECK(layout.records.send == 0);
+    CHECK(layout.records.receive == sizeof(HandshakeRecord));
+    CHECK(layout.records.receiveBytes(ranks) == sizeof(HandshakeRecord) * ranks);
+    CHECK(layout.reports.send == layout.records.end(ranks));
+    CHECK(layout.reports.receive == layout.reports.send + sizeof(LinkReport));
+    CHECK(layout.bytes == layout.reports.end(ranks));
+    CHECK(layout.bytes <= poolBytes);
+  }
+}
 
 TEST_CASE("exchange: every communicator's records come back, all in one group", "[exchange]") {
   resetNccl();
