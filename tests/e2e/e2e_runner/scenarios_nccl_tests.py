@@ -82,22 +82,15 @@ def gpus_mpi(context):
     yield from _gpus_runs(context, runs)
 
 
-def gpus_one_process(context):
-    """One process driving every GPU (-g N), eager and in a CUDA graph."""
+def gpus_one_process(context, option, name, types):
+    """One process for every GPU, all driven from one thread (-g N) or one thread each
+    (-t N): the first type eager, the second in a CUDA graph."""
     gpus = str(context.machine.gpus)
     perf = context.machine.all_reduce_perf
-    yield from _gpus_runs(context, [(f"one-process-g{gpus}-bfloat16", [perf] + _SIZES + ["-d", "bfloat16", "-g", gpus]),
-                                    (f"one-process-g{gpus}-float-G10",
-                                     [perf] + _SIZES + ["-d", "float", "-g", gpus, "-G", "10"])])
-
-
-def gpus_threads(context):
-    """One thread per GPU in one process (-t N), eager and in a CUDA graph."""
-    gpus = str(context.machine.gpus)
-    perf = context.machine.all_reduce_perf
-    yield from _gpus_runs(context, [(f"threads-t{gpus}-float", [perf] + _SIZES + ["-d", "float", "-t", gpus]),
-                                    (f"threads-t{gpus}-half-G10",
-                                     [perf] + _SIZES + ["-d", "half", "-t", gpus, "-G", "10"])])
+    eager, graph = types
+    yield from _gpus_runs(context, [(f"{name}{gpus}-{eager}", [perf] + _SIZES + ["-d", eager, option, gpus]),
+                                    (f"{name}{gpus}-{graph}-G10",
+                                     [perf] + _SIZES + ["-d", graph, option, gpus, "-G", "10"])])
 
 
 for _ranks in (2, 4, 8):
@@ -106,6 +99,8 @@ for _ranks in (2, 4, 8):
 register("multi-gpu-nccl-tests-mpi", "all_reduce_perf -c 1, one MPI process per GPU",
          ("2 gpus", "nccl", "mpirun", "nccl-tests"), 1500, gpus_mpi)
 register("multi-gpu-nccl-tests-one-process", "all_reduce_perf -c 1 -g N: one process drives every GPU",
-         ("2 gpus", "nccl", "nccl-tests"), 400, gpus_one_process)
+         ("2 gpus", "nccl", "nccl-tests"), 400,
+         functools.partial(gpus_one_process, option="-g", name="one-process-g", types=("bfloat16", "float")))
 register("multi-gpu-nccl-tests-threads", "all_reduce_perf -c 1 -t N: one thread per GPU",
-         ("2 gpus", "nccl", "nccl-tests"), 400, gpus_threads)
+         ("2 gpus", "nccl", "nccl-tests"), 400,
+         functools.partial(gpus_one_process, option="-t", name="threads-t", types=("float", "half")))

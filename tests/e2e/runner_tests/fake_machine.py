@@ -7,6 +7,7 @@ import stat
 import sys
 
 import runner_support
+from cli_support import stand_in_library  # noqa: E402  (runner_support puts tests/cli on the path)
 from e2e_runner.build import Build
 from e2e_runner.machine import Machine
 
@@ -37,15 +38,6 @@ class FakeMachine(Machine):
         return module in self._modules
 
 
-def _loaded_libm():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if os.path.basename(path).startswith("libm.so"):
-                return path
-    raise RuntimeError("this interpreter has no libm mapped")
-
-
 def _executable(path, text):
     with open(path, "w") as script:
         script.write(text)
@@ -71,12 +63,12 @@ sys.exit(int(os.environ.get("FAKE_EXIT_RANK_" + str(rank), "0")))
 
 
 def fake_build(folder, programs=("allreduce_e2e", "recovery_e2e")):
-    """A build folder under `folder`: the library (a link to libm, which preloads harmlessly)
+    """A build folder under `folder`: the library (the CLI tests' stand-in, which preloads harmlessly)
     and stand-ins for `programs`."""
     build = Build(os.path.join(folder, "build"))
     os.makedirs(os.path.dirname(build.library))
     os.makedirs(os.path.dirname(build.program("x")))
-    os.symlink(_loaded_libm(), build.library)
+    stand_in_library(os.path.dirname(build.library))
     for program in programs:
         _executable(build.program(program), _PROGRAM.format(python=sys.executable,
                                                             support=os.path.dirname(runner_support.__file__)))
@@ -89,3 +81,22 @@ def fake_mps(folder):
     script = os.path.join(folder, "mps.sh")
     _executable(script, f'#!/usr/bin/env bash\necho "$1 $CUDA_MPS_PIPE_DIRECTORY" >> {calls}\n')
     return script, calls
+
+
+# A stand-in for nccl-tests' all_reduce_perf: its arguments, then a checked table whose
+# #wrong column is FAKE_WRONG (0 by default).
+_ALL_REDUCE_PERF = """#!{python}
+import os, sys
+wrong = os.environ.get("FAKE_WRONG", "0")
+print("# argv", " ".join(sys.argv[1:]))
+for size in (1024, 2048):
+    print(f"{{size:>12}} {{size // 4:>13}}     float     sum      -1     9.81    0.10    0.10  {{wrong:>6}}"
+          "     9.46    0.11    0.11       0")
+print("# Out of bounds values : " + ("0 OK" if wrong == "0" else wrong + " FAILED"))
+"""
+
+
+def fake_all_reduce_perf(folder):
+    path = os.path.join(folder, "all_reduce_perf")
+    _executable(path, _ALL_REDUCE_PERF.format(python=sys.executable))
+    return path

@@ -1,12 +1,14 @@
-"""Shared by the runner's tests: the runner on the import path, and log lines as the library
-and our programs print them, to build canned logs from."""
+"""Shared by the runner's tests: the runner (and the CLI tests' helpers) on the import path,
+and log lines as the library and our programs print them, to build canned logs from."""
 
 import os
 import sys
 
 E2E_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if E2E_DIR not in sys.path:
-    sys.path.insert(0, E2E_DIR)
+CLI_TESTS_DIR = os.path.join(os.path.dirname(E2E_DIR), "cli")
+for folder in (E2E_DIR, CLI_TESTS_DIR):  # the runner; the CLI tests' helpers
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
 
 from e2e_runner.verdict import FAIL, PASS, SKIPPED  # noqa: E402,F401  (needs the path above)
 

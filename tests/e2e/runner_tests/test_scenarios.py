@@ -6,7 +6,7 @@ import os
 import tempfile
 import unittest
 
-from fake_machine import FakeMachine, fake_build, fake_mps
+from fake_machine import FakeMachine, fake_all_reduce_perf, fake_build, fake_mps
 from runner_support import FAIL, PASS, SKIPPED
 from e2e_runner.all_scenarios import SCENARIOS
 from e2e_runner.main import run_scenario
@@ -87,6 +87,17 @@ class ScenarioTest(unittest.TestCase):
                          ["NCCL_CAR_TEST_FAULT"], "launch-error")
         self.assertEqual(env_of(self.rank_log("recovery-ineligible-abort", "ineligible-abort", 1))
                          ["NCCL_CAR_TEST_FAULT"], "-")
+
+    def test_nccl_tests_one_thread_per_gpu_on_two_gpus(self):
+        perf = fake_all_reduce_perf(self.folder)
+        machine = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf))
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-threads", machine=machine), PASS)
+        with open(os.path.join(self.logs, "multi-gpu-nccl-tests-threads", "nt-threads-t2-half-G10.log")) as log:
+            self.assertIn("# argv -b 4 -e 64M -f 4 -c 1 -n 5 -w 2 -d half -t 2 -G 10", log.read())
+        self.assertFalse(os.path.exists(self.mps_calls))  # one process per GPU: no MPS
+        wrong = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf, FAKE_WRONG="3"))
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-one-process", machine=wrong), FAIL)
+        self.assertIn("one-process-g2-bfloat16: FAIL", "\n".join(self.said))
 
     def test_missing_hardware_skips_before_anything_runs(self):
         for machine, reason in ((FakeMachine(gpus=0), "needs a GPU, none visible"),
