@@ -11,13 +11,13 @@ from . import verdicts_frameworks as verdicts
 from .scenario import register
 from .tools_path import NCCL_CAR_TOOL
 
-_RANK_HOST_ID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank_host_id.py")
+RANK_HOST_ID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank_host_id.py")
 # Seconds one all_reduce_perf run may take.
 _RIG_RUN_LIMIT = 150
 _GPUS_RUN_LIMIT = 180
 
 
-def _mpirun(processes, passed_on, **settings):
+def mpirun_command(processes, passed_on, **settings):
     """mpirun of `processes` ranks that hands them the variables named in `passed_on` as they
     are in mpirun's environment, and `settings` as given."""
     argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(processes)]
@@ -32,15 +32,15 @@ def rig(context, ranks):
     """-b 16 -e 16M in each type, eager and in a CUDA graph (NT_DTYPES, NT_GRAPH narrow it)."""
     perf = context.machine.all_reduce_perf
     env = context.rig_env()
-    launcher = _mpirun(ranks, ("LD_LIBRARY_PATH", "NCCL_SOCKET_IFNAME", "NCCL_NVLS_ENABLE", "CUDA_MPS_PIPE_DIRECTORY"),
-                       LD_PRELOAD=context.build.library, NCCL_TESTS_DEVICE=0, NCCL_CAR_DEBUG="INFO",
-                       NCCL_CAR_MAX_BLOCKS=context.rig_blocks(ranks))
+    passed_on = ("LD_LIBRARY_PATH", "NCCL_SOCKET_IFNAME", "NCCL_NVLS_ENABLE", "CUDA_MPS_PIPE_DIRECTORY")
+    launcher = mpirun_command(ranks, passed_on, LD_PRELOAD=context.build.library, NCCL_TESTS_DEVICE=0,
+                              NCCL_CAR_DEBUG="INFO", NCCL_CAR_MAX_BLOCKS=context.rig_blocks(ranks))
     with context.mps():
         for dtype in context.machine.env.get("NT_DTYPES", "half bfloat16 float").split():
             for graph in context.machine.env.get("NT_GRAPH", "0 10").split():
                 context.restart_mps()
                 run = context.run_one(f"nt-n{ranks}-{dtype}-G{graph}",
-                                      launcher + [sys.executable, _RANK_HOST_ID, perf, "-b", "16", "-e", "16M", "-f",
+                                      launcher + [sys.executable, RANK_HOST_ID, perf, "-b", "16", "-e", "16M", "-f",
                                                   "4", "-d", dtype, "-c", "1", "-n", "5", "-w", "2", "-G", graph],
                                       env, _RIG_RUN_LIMIT)
                 yield f"{ranks} ranks {dtype} -G {graph}", verdicts.nccl_tests(run.returncode, run.text,
@@ -74,7 +74,7 @@ def gpus_mpi(context):
     """One MPI process per GPU: each type eager and -G 10, then every op and type."""
     _record_topology(context)
     gpus = context.machine.gpus
-    launcher = _mpirun(gpus, ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCL_NVLS_ENABLE", "NCCL_CAR_DEBUG"))
+    launcher = mpirun_command(gpus, ("LD_PRELOAD", "LD_LIBRARY_PATH", "NCCL_NVLS_ENABLE", "NCCL_CAR_DEBUG"))
     perf = context.machine.all_reduce_perf
     runs = [(f"mpi-{dtype}-G{graph}", launcher + [perf] + _SIZES + ["-d", dtype, "-G", graph, "-g", "1"])
             for dtype in ("half", "bfloat16", "float") for graph in ("0", "10")]

@@ -54,7 +54,7 @@ def torch_watchdog_abort(context):
     yield "2 ranks, one never joins", verdicts.torch_watchdog_abort(run.returncode, run.seconds, run.text, TIMED_OUT)
 
 
-def _ctypes_command(context, mode, client):
+def ctypes_command(context, mode, client):
     """One rank's command line and extra environment when the library comes in by `mode`."""
     build = context.build
     if mode == "audit-name":
@@ -81,10 +81,10 @@ def ctypes_client(context, mode):
 
         def command_of(rank, id_file, ranks=ranks):
             client = [context.machine.python, CTYPES_CLIENT, str(rank), str(ranks), id_file]
-            return _ctypes_command(context, mode, client)[0]
+            return ctypes_command(context, mode, client)[0]
 
         def env_of(rank, ranks=ranks):
-            extra = _ctypes_command(context, mode, [])[1]
+            extra = ctypes_command(context, mode, [])[1]
             return dict(context.rig_env(), NCCL_HOSTID=f"ctypes-rank-{rank}", NCCL_CAR_DEBUG="INFO",
                         NCCL_CAR_MAX_BLOCKS=str(blocks), PYTHONUNBUFFERED="1", **extra)
 

@@ -3,13 +3,18 @@ script. What each rank is started with, that MPS is up around the runs and down 
 and what the runner decides and prints."""
 
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
 from fake_machine import FakeMachine, fake_all_reduce_perf, fake_build, fake_mps
 from runner_support import FAIL, PASS, SKIPPED
+from e2e_runner import scenarios_nccl_tests, scenarios_python
 from e2e_runner.all_scenarios import SCENARIOS
+from e2e_runner.context import Context
 from e2e_runner.main import run_scenario
+from e2e_runner.tools_path import NCCL_CAR_TOOL
 
 
 def env_of(log_text):
@@ -114,6 +119,41 @@ class ScenarioTest(unittest.TestCase):
         os.remove(self.build.library)
         self.assertEqual(self.run_scenario("allreduce-2ranks"), FAIL)
         self.assertIn("is not built", self.said[-1])
+
+
+class CommandLineTest(unittest.TestCase):
+    """What the scenarios that cannot run here as a whole hand to the programs."""
+
+    def test_each_ctypes_mode_brings_the_library_in_its_own_way(self):
+        with tempfile.TemporaryDirectory() as folder:
+            build = fake_build(folder, programs=())
+            context = Context(build, FakeMachine(env={"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/usr/lib"}),
+                              os.path.join(folder, "logs"))
+            client = ["python3", "ctypes_allreduce.py", "0", "2", "id"]
+
+            def mode(name):
+                return scenarios_python.ctypes_command(context, name, client)
+
+            self.assertEqual(mode("audit-name"), (client + ["libnccl.so.2"], {"LD_AUDIT": build.audit_module}))
+            self.assertEqual(mode("audit-path"), (client + ["/opt/nccl/lib/libnccl.so.2"],
+                                                  {"LD_AUDIT": build.audit_module}))
+            self.assertEqual(mode("dropin-name"), (client + ["libnccl.so.2"], {
+                "LD_LIBRARY_PATH": f"{build.dropin_folder}:/opt/nccl/lib:/usr/lib"}))
+            self.assertEqual(mode("tool-auto"), (["python3", NCCL_CAR_TOOL, "run", "--lib", build.library, "--"] +
+                                                 client + ["libnccl.so.2"], {}))
+            self.assertEqual(mode("preload"), (client + ["libnccl.so.2"], {"LD_PRELOAD": build.library}))
+
+    def test_nccl_tests_ranks_get_their_host_id_from_the_mpi_rank(self):
+        wrapper = scenarios_nccl_tests.RANK_HOST_ID
+        shown = subprocess.run([sys.executable, wrapper, sys.executable, "-c",
+                                "import os; print(os.environ['NCCL_HOSTID'])"],
+                               env=dict(os.environ, OMPI_COMM_WORLD_RANK="3"), capture_output=True, text=True)
+        self.assertEqual(shown.stdout, "nt-rank-3\n")
+
+    def test_mpirun_hands_on_named_variables_and_given_values(self):
+        self.assertEqual(scenarios_nccl_tests.mpirun_command(4, ("LD_LIBRARY_PATH",), NCCL_CAR_DEBUG="INFO"),
+                         ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "LD_LIBRARY_PATH",
+                          "-x", "NCCL_CAR_DEBUG=INFO"])
 
 
 if __name__ == "__main__":
