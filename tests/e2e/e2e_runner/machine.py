@@ -12,7 +12,17 @@ import glob, sys
 hits = [hit for base in sys.path for hit in glob.glob(base + "/nvidia/nccl/lib/libnccl.so.2")]
 print(hits[0] if hits else "")
 """
-# Multiprocessors assumed when PyTorch cannot say (an H200 has 132).
+# GPU 0's multiprocessor count from the CUDA driver (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+# is 16), asked in a process of its own: the runner itself never becomes a CUDA client.
+_ASK_MULTIPROCESSORS = """
+import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+device, count = ctypes.c_int(), ctypes.c_int()
+assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+assert cuda.cuDeviceGetAttribute(ctypes.byref(count), 16, device) == 0
+print(count.value)
+"""
+# Multiprocessors assumed when the driver cannot say (an H200 has 132).
 _DEFAULT_MULTIPROCESSORS = 132
 
 
@@ -64,14 +74,14 @@ class Machine:
 
     @property
     def multiprocessors(self):
-        """GPU 0's multiprocessor count. Read before MPS starts: RIG_SMS, else PyTorch."""
+        """GPU 0's multiprocessor count: RIG_SMS, else the CUDA driver's answer. Read before
+        MPS starts."""
         return self._once("multiprocessors", self._read_multiprocessors)
 
     def _read_multiprocessors(self):
         if self.env.get("RIG_SMS", "").isdigit():
             return int(self.env["RIG_SMS"])
-        answer = _python_answers(self.python, "import torch; print(torch.cuda.get_device_properties(0)"
-                                              ".multi_processor_count)", self.env)
+        answer = _python_answers(self.python, _ASK_MULTIPROCESSORS, self.env)
         return int(answer) if answer and answer.isdigit() else _DEFAULT_MULTIPROCESSORS
 
     @property

@@ -44,12 +44,12 @@ def run_scenario(scenario, machine, build, logs_root, say=_say, **context_option
     """Runs one scenario (or skips it); returns PASS, FAIL or SKIPPED."""
     say(f"== {scenario.name}: {scenario.summary}")
     reason = requirements.missing(scenario.needs, machine, build)
-    if reason is None and not os.path.isfile(build.library):
-        say(f"{scenario.name}: FAIL ({build.library} is not built)")
-        return FAIL
     if reason is not None:
         say(f"{scenario.name}: SKIPPED ({reason})")
         return SKIPPED
+    if not os.path.isfile(build.library):
+        say(f"{scenario.name}: FAIL ({build.library} is not built)")
+        return FAIL
     context = Context(build, machine, os.path.join(logs_root, scenario.name), say, **context_options)
     statuses = []
     try:
