@@ -70,11 +70,17 @@ class SaveAndFrom(BenchCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("bench.json", result.stderr)
         self.assertIn("not a folder written by nccl-car bench --save", result.stderr)
-        with open(self.path("bench.json"), "w") as stream:
-            json.dump({"format": 1, "driver": "car_nccl_bench"}, stream)
-        result = self.bench("--from", self.folder, library=False)
-        self.assertEqual(result.returncode, 2)
-        self.assertIn("is not what nccl-car bench --save writes", result.stderr)
+        for manifest in ({"format": 1, "driver": "car_nccl_bench"}, {"format": 1, "driver": "car_nccl_bench", "runs": []},
+                         {"format": 2}, "not an object",
+                         {"format": 1, "driver": "car_nccl_bench", "configs": ["nccl", "car-9shot"], "dtypes": [],
+                          "modes": [], "repeats": 1, "place": "out-of-place", "runs": []}):
+            with self.subTest(manifest=manifest):
+                with open(self.path("bench.json"), "w") as stream:
+                    json.dump(manifest, stream)
+                result = self.bench("--from", self.folder, library=False)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn("bench.json", result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
 
     def test_from_takes_the_options_from_the_folder(self):
         result = self.bench("--from", self.folder, "--dtypes", "half", "--repeats", "2")

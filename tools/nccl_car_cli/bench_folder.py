@@ -14,6 +14,8 @@ from .errors import UsageError
 
 MANIFEST = "bench.json"
 FORMAT = 1
+# What the report reads from the header (the rest is for people).
+HEADER_KEYS = ("driver", "configs", "dtypes", "modes", "repeats", "place", "runs")
 
 
 class SavedRuns:
@@ -55,8 +57,15 @@ def load(folder):
     try:
         with open(path) as stream:
             manifest = json.load(stream)
+        if not isinstance(manifest, dict):
+            raise TypeError("not a JSON object")
         if manifest.get("format") != FORMAT:
             raise UsageError(f"{path} is in format {manifest.get('format')}, this bench reads {FORMAT}")
+        missing = [key for key in HEADER_KEYS if key not in manifest]
+        if missing:
+            raise KeyError(", ".join(missing))
+        for name in manifest["configs"]:
+            by_name(name)   # a configuration this bench does not know: ValueError
         records = []
         for entry in manifest["runs"]:
             job = Job(by_name(entry["config"]), entry["dtype"], entry["mode"], entry["repeat"] - 1)
