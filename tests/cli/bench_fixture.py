@@ -64,6 +64,11 @@ class BenchCase(unittest.TestCase):
         return run_tool("bench", *arguments, *options,
                         env=clean_env(FAKE_BENCH_CONFIG=self.canned, FAKE_BENCH_LOG=self.log, **env))
 
+    def quick(self, *options, gpus="2", canned=None, **env):
+        """One repeat of one dtype at 1 KiB (options given here come later, so they win)."""
+        return self.bench(*(["--gpus", gpus] if gpus else []), "--dtypes", "half", "--repeats", "1",
+                          "--max-bytes", "1K", *options, canned=canned or flat_times(), **env)
+
     def runs(self):
         if not os.path.exists(self.log):
             return []

@@ -144,7 +144,7 @@ class Failures(BenchCase):
 
     def test_failed_run_is_reported_and_the_others_still_count(self):
         canned = dict(flat_times(nccl_R2=4), exit={"nccl-R2": 3})
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K", canned=canned)
+        result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
         self.assertIn("[2/5] half nccl-R2, repeat 1/1 ... FAILED: exited with 3", result.stderr)
         self.assertIn("command: ", result.stderr)
@@ -155,22 +155,21 @@ class Failures(BenchCase):
 
     def test_no_rows_is_a_failure(self):
         canned = dict(flat_times(), nothing=["car"])
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K", canned=canned)
+        result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
         self.assertIn("[5/5] half car, repeat 1/1 ... FAILED: printed no result rows", result.stderr)
         self.assertIn("stdout: car_nccl_bench: needs 2 or more GPUs", result.stderr)
 
     def test_a_wrong_result_fails_whatever_the_exit_status(self):
         canned = dict(flat_times(), wrong={name: 1024 for name in FIVE}, exit={name: 0 for name in FIVE})
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K", canned=canned)
+        result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
         self.assertIn("FAILED: wrong result at 1024 bytes", result.stderr)   # exit 0 does not hide it
 
     def test_timeout_kills_the_run_and_goes_on(self):
         canned = dict(flat_times(), sleep={"nccl-gm0": 60})
         started = time.monotonic()
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K",
-                            "--timeout", "1", canned=canned)
+        result = self.quick("--timeout", "1", canned=canned)
         self.assertLess(time.monotonic() - started, 30)
         self.assertEqual(result.returncode, 1)
         self.assertIn("[3/5] half nccl-gm0, repeat 1/1 ... FAILED: timed out after 1 s", result.stderr)
@@ -188,14 +187,12 @@ class LibraryLog(BenchCase):
         self.assertNotIn("warning", result.stdout)
 
     def test_car_runs_without_library_lines_are_flagged(self):
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K",
-                            canned=dict(flat_times(), silent=["car"]))
+        result = self.quick(canned=dict(flat_times(), silent=["car"]))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("warning: the library logged nothing in the car runs", result.stdout)
 
     def test_baselines_with_library_lines_are_flagged(self):
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K",
-                            canned=dict(flat_times(), leaky=["nccl-R2", "nccl-gm0"]))
+        result = self.quick(canned=dict(flat_times(), leaky=["nccl-R2", "nccl-gm0"]))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("warning: the NCCL-only runs (nccl-R2, nccl-gm0) printed NCCL-CAR lines", result.stdout)
 

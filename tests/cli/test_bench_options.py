@@ -3,38 +3,34 @@
 import os
 import unittest
 
-from bench_fixture import BenchCase, flat_times
+from bench_fixture import BenchCase
 
 
 class DriverChoice(BenchCase):
     def roles(self):
         return {run["role"] for run in self.runs()}
 
-    def quick(self, *options, **env):
-        return self.bench("--dtypes", "half", "--modes", "eager", "--repeats", "1", "--max-bytes", "1K",
-                          *options, canned=flat_times(), **env)
-
     def test_all_reduce_perf_on_path_when_our_program_is_missing(self):
         os.remove(self.program)
-        result = self.quick("--gpus", "2", PATH=os.path.dirname(self.perf))
+        result = self.quick(PATH=os.path.dirname(self.perf))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(self.roles(), {"all_reduce_perf"})
 
     def test_an_all_reduce_perf_option_chooses_all_reduce_perf(self):
-        result = self.quick("--gpus", "2", "--in-place", PATH=os.path.dirname(self.perf))
+        result = self.quick("--in-place", PATH=os.path.dirname(self.perf))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(self.roles(), {"all_reduce_perf"})
 
     def test_a_program_named_on_the_command_line(self):
         elsewhere = self.path("elsewhere")
         os.rename(self.program, elsewhere)
-        result = self.quick("--gpus", "2", "--car-nccl-bench", elsewhere)
+        result = self.quick("--car-nccl-bench", elsewhere)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(self.roles(), {"car_nccl_bench"})
 
     def test_nothing_to_run_with(self):
         os.remove(self.program)
-        result = self.quick("--gpus", "2", PATH=self.path("empty"))
+        result = self.quick(PATH=self.path("empty"))
         self.assertEqual(result.returncode, 3)
         self.assertIn(f"no car_nccl_bench at {self.program}", result.stderr)
         self.assertIn("git clone https://github.com/NVIDIA/nccl-tests", result.stderr)
@@ -42,9 +38,9 @@ class DriverChoice(BenchCase):
 
     def test_missing_prerequisites(self):
         cases = [
-            (["--gpus", "2", "--car-nccl-bench", self.path("nowhere")], {}, "--car-nccl-bench: no executable at"),
-            (["--gpus", "2", "--all-reduce-perf", self.path("nowhere")], {}, "--all-reduce-perf: no executable at"),
-            (["--gpus", "2", "--lib", self.path("no/libnccl-car.so"), "--car-nccl-bench", self.program], {},
+            (["--car-nccl-bench", self.path("nowhere")], {}, "--car-nccl-bench: no executable at"),
+            (["--all-reduce-perf", self.path("nowhere")], {}, "--all-reduce-perf: no executable at"),
+            (["--lib", self.path("no/libnccl-car.so"), "--car-nccl-bench", self.program], {},
              "scripts/build.sh"),
             ([], {"CUDA_VISIBLE_DEVICES": ""}, "car_nccl_bench needs 2 or more GPUs; 0 visible"),
             (["--all-reduce-perf", self.perf], {"CUDA_VISIBLE_DEVICES": ""}, "no GPU visible"),
@@ -53,7 +49,7 @@ class DriverChoice(BenchCase):
         ]
         for options, env, message in cases:
             with self.subTest(options=options):
-                result = self.quick(*options, **env)
+                result = self.quick(*options, gpus=None, **env)
                 self.assertEqual(result.returncode, 3, result.stderr)
                 self.assertIn(message, result.stderr)
         self.assertEqual(self.runs(), [])
@@ -76,8 +72,7 @@ class UsageErrors(BenchCase):
         self.assertEqual(self.runs(), [])
 
     def test_naming_the_five_in_configs_changes_nothing(self):
-        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "1K",
-                            "--configs", "car,nccl-R2", canned=flat_times())
+        result = self.quick("--configs", "car,nccl-R2")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual([run["config"] for run in self.runs()], ["nccl", "nccl-R2", "nccl-gm0", "nccl-R2-gm0", "car"])
 
