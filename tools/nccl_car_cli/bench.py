@@ -63,10 +63,8 @@ def _run_all(args, driver, library, header):
 
 
 def _print_logs(analysis, configs):
-    for config in configs:
+    for config in (config for config in configs if config.with_car):
         tally = analysis.logs[config.name]
-        if not config.with_car:
-            continue
         print(f"library lines in the {config.name} runs:")
         for line in tally.summary_lines():
             print("  " + line)
