@@ -159,9 +159,14 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   const bool capturing = capture != cudaStreamCaptureStatusNone;
 
   // Calls of one engine share areas, staging and Signal: each starts after the previous one
-  // ended, on whatever stream that was (docs/design.md, "The launch path"). Inside capture the
-  // graph's own order applies, and an event of the eager world cannot be waited on.
-  if (!capturing && haveLastLaunch_) {
+  // ended, on whatever stream that was (docs/design.md, "The launch path"). On the stream of
+  // the previous launch, stream order already says so. Inside capture the graph's own order
+  // applies, and an event of the eager world cannot be waited on.
+  unsigned long long streamId = 0;
+  const bool streamIdKnown = !capturing && cudaStreamGetId(call.stream, &streamId) == cudaSuccess;
+  if (!streamIdKnown) cudaGetLastError();
+  const bool sameStream = streamIdKnown && lastStreamIdKnown_ && streamId == lastStreamId_;
+  if (!capturing && haveLastLaunch_ && !sameStream) {
     CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaStreamWaitEvent(call.stream, lastLaunch_, 0));
   }
   LaunchArgs args;
@@ -174,8 +179,12 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   *launched = true;
 
   if (!capturing) {
+    // Forget the stream first: should the record fail, the next call waits (on the old event).
+    lastStreamIdKnown_ = false;
     CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventRecord(lastLaunch_, call.stream));
     haveLastLaunch_ = true;
+    lastStreamId_ = streamId;
+    lastStreamIdKnown_ = streamIdKnown;
   }
   return cudaSuccess;
 }

@@ -104,12 +104,15 @@ class RankEngine {
   EngineOptions options_;
   std::unique_ptr<BufferBlock> block_;
   std::uint32_t* abortWord_;  // pinned, mapped host memory the kernels poll
-  // Recorded after every eager launch and waited on before the next one: calls of one engine
-  // share areas, staging and Signal, so each must start after the previous one ended, and
-  // stream handles cannot tell streams apart (cudaStreamPerThread of two threads, handles
-  // reused after cudaStreamDestroy).
+  // Recorded after every eager launch, and waited on before the next one unless that comes on
+  // the very same stream: calls of one engine share areas, staging and Signal, so each must
+  // start after the previous one ended. Streams are told apart by CUDA's unique stream id,
+  // never by handle (cudaStreamPerThread of two threads is one handle for two streams;
+  // handles are reused after cudaStreamDestroy; ids are not).
   cudaEvent_t lastLaunch_;
   bool haveLastLaunch_ = false;
+  unsigned long long lastStreamId_ = 0;
+  bool lastStreamIdKnown_ = false;
   bool pdl_ = false;          // NCCL_CAR_PDL and this GPU is sm_90 or newer
   bool attached_ = false;
   bool fullNvlink_ = false;

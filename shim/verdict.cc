@@ -98,8 +98,31 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
       }
     }
   }
+  if (const std::optional<int> rank = processOnSeveralGpusWithIpcPeers(records)) {
+    verdict.reason = fmt::format("the process of rank {} drives several GPUs and has peers in other processes "
+                                 "(nccl-tests -g N under MPI): CUDA IPC mappings are not shared across its GPUs here",
+                                 *rank);
+    return verdict;
+  }
   verdict.eligible = true;
   return verdict;
+}
+
+std::optional<int> processOnSeveralGpusWithIpcPeers(const std::vector<HandshakeRecord>& records) {
+  const int ranks = static_cast<int>(records.size());
+  for (int a = 0; a < ranks; ++a) {
+    bool severalGpus = false;
+    bool ipcPeer = false;
+    for (int b = 0; b < ranks; ++b) {
+      if (!sameProcess(records[a], records[b])) {
+        ipcPeer = true;
+      } else if (fieldText(records[a].busId) != fieldText(records[b].busId)) {
+        severalGpus = true;
+      }
+    }
+    if (severalGpus && ipcPeer) return a;
+  }
+  return std::nullopt;
 }
 
 Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vector<LinkReport>& reports) {

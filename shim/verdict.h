@@ -2,6 +2,7 @@
 // rank holds identically, so every rank reaches the same verdict without a further vote.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct Verdict {
 
 // Same process: same host, same pid namespace and same pid.
 bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b);
+
+// The first rank whose process holds ranks on several GPUs while other ranks live in other
+// processes (nccl-tests -g N under MPI), or nullopt. Such a process would use one peer's
+// CUDA IPC mapping from several GPUs, which faulted on 2 H200s (an illegal address in the
+// first kernel): those communicators forward.
+std::optional<int> processOnSeveralGpusWithIpcPeers(const std::vector<HandshakeRecord>& records);
 
 // After the first all-gather: can we even try? (status, one host, same settings, IPC
 // namespaces of peers in other processes). Also the GPUs' common compute capability.

@@ -4,12 +4,14 @@
 // issue one eager call. Run it as is for NCCL alone, under LD_PRELOAD=libnccl-car.so for NCCL
 // with nccl-car; --symmetric registers the buffers as NCCL symmetric windows (nccl-tests'
 // -R 2). `tools/nccl-car bench` runs the configurations in alternation and prints the table.
-// Every size is checked once (exact small-integer inputs) before it is timed.
+// Every size is checked once (exact small-integer inputs) before it is timed; at a wrong
+// size every rank stops, after a '# wrong: <bytes> bytes, <n> element(s) ...' line.
 //
 //   car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B]
 //                  [--calls N] [--samples N] [--symmetric]
 //
-// Output: '#' lines, then CSV: bytes,eager_us,graph_us,host_us (each the largest over ranks).
+// Output: '#' lines, then CSV: bytes,eager_us,graph_us,host_us (each the largest over ranks);
+// the exit status is non-zero after a wrong result or a failed call.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -134,8 +136,10 @@ class Rank {
     ncclCommDestroy(comm_);
   }
 
-  // Fills the input, runs one call, checks every element, then times eager and graph.
-  std::vector<double> measure(std::size_t bytes) {
+  // Fills the input, runs one call and compares every element. Returns the wrong elements
+  // of the worst rank, known to every rank: all stop together at a wrong size, rather than
+  // the right ones waiting forever in a collective for a rank that left.
+  double wrongElements(std::size_t bytes) {
     const std::size_t count = bytes / options_.elementBytes;
     std::vector<float> mine(count), expected(count, 0.0f);
     for (std::size_t i = 0; i < count; ++i) {
@@ -149,8 +153,16 @@ class Rank {
     CUDA_OK(cudaStreamSynchronize(stream_));
     std::vector<unsigned char> got(bytes);
     CUDA_OK(cudaMemcpy(got.data(), recv_, bytes, cudaMemcpyDeviceToHost));
-    BENCH_CHECK(got == encode(options_, expected), "the all-reduce result check");
+    const std::vector<unsigned char> want = encode(options_, expected);
+    double wrong = 0;
+    for (std::size_t at = 0; at < bytes; at += options_.elementBytes)
+      wrong += std::memcmp(&got[at], &want[at], options_.elementBytes) != 0;
+    return largestOverRanks({wrong})[0];
+  }
 
+  // Times eager and graph calls of a size that passed wrongElements.
+  std::vector<double> measure(std::size_t bytes) {
+    const std::size_t count = bytes / options_.elementBytes;
     for (int i = 0; i < options_.calls; ++i) allReduce(count);  // warm-up
     std::vector<double> eager, host, graph;
     for (int s = 0; s < options_.samples; ++s) {
@@ -254,6 +266,14 @@ int runRank(const Options& options, int rank, int ranks, const std::string& idPa
     std::fflush(stdout);
   }
   for (std::size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
+    const double wrong = self.wrongElements(bytes);
+    if (wrong > 0) {
+      if (rank == 0) {
+        std::printf("# wrong: %zu bytes, %.0f element(s) differ on the worst rank\n", bytes, wrong);
+        std::fflush(stdout);
+      }
+      return 2;
+    }
     const std::vector<double> times = self.measure(bytes);
     if (rank == 0) {
       std::printf("%zu,%.2f,%.2f,%.2f\n", bytes, times[0], times[1], times[2]);

@@ -1,220 +1,217 @@
-"""nccl-car bench, end to end, with a fake all_reduce_perf that prints a canned table."""
+"""nccl-car bench end to end with its default driver, car_nccl_bench (a fake one)."""
 
-import csv
-import json
 import os
-import sys
-import tempfile
+import re
+import time
 import unittest
 import xml.etree.ElementTree as ElementTree
 
-from cli_support import clean_env, run_tool, stand_in_library, write_script
+from bench_fixture import FIVE, BenchCase, flat_times
 
-# Stands in for nccl-tests' all_reduce_perf. Every run appends what it was given to
-# $FAKE_PERF_LOG. Its out-of-place time for size S is base * S / 1 KiB, base taken from
-# $FAKE_PERF_CONFIG's "without" or "with" list (is libnccl-car.so in LD_PRELOAD?), indexed
-# by how many runs of that side, dtype and -G value came before. In-place times are 1000x.
-FAKE_PERF = """\
-#!{python}
-import json, os, sys, time
-options = dict(zip(sys.argv[1::2], sys.argv[2::2]))
-config = json.load(open(os.environ["FAKE_PERF_CONFIG"]))
-log = os.environ["FAKE_PERF_LOG"]
-with_car = "libnccl-car.so" in os.environ.get("LD_PRELOAD", "")
-side = "with" if with_car else "without"
-earlier = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
-index = sum(1 for r in earlier if (r["d"], r["G"], r["with"]) == (options["-d"], options["-G"], with_car))
-with open(log, "a") as stream:
-    stream.write(json.dumps({{"argv": sys.argv[1:], "d": options["-d"], "G": options["-G"], "with": with_car,
-                             "preload": os.environ.get("LD_PRELOAD"),
-                             "debug": os.environ.get("NCCL_CAR_DEBUG")}}) + "\\n")
-time.sleep(config.get("sleep", 0))
-if config.get("fail_" + side):
-    print("node: Test NCCL failure common.cu:1005 'unhandled system error'")
-    sys.exit(2)
-wrong = config.get("wrong_" + side, 0)
-base = config[side][index]
-element = {{"half": 2, "bfloat16": 2, "float": 4}}[options["-d"]]
-print("# nThread 1 nGpus " + options["-g"] + " minBytes " + options["-b"] + " maxBytes " + options["-e"])
-print("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
-print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
-size = int(options["-b"])
-while size <= int(options["-e"]):
-    t = base * size / 1024
-    print(f"{{size:>12}} {{size // element:>13}} {{options['-d']:>9}}     sum      -1 {{t:8.2f}}    0.10    0.20 {{wrong:>6}} "
-          f"{{1000 * t:8.2f}}    0.10    0.20 {{wrong:>6}}")
-    size *= int(options["-f"])
-print("# Out of bounds values : 0 OK")
-print("# Avg bus bandwidth    : 0.2")
-if with_car:
-    sys.stderr.write("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: eligible (same-process peers, full nvlink, "
-                     "up to 8388608 bytes)\\n"
-                     "node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=0 2shot=0 1stage=5 2stage=1 (4096 bytes) "
-                     "forwarded 2 (too-large=2)\\n")
-"""
-
-# Stands in for mpirun: records its own LD_PRELOAD, drops "-np N" and runs the rest.
-FAKE_LAUNCHER = """\
-#!/bin/sh
-echo "${{LD_PRELOAD:-none}}" >> {record}
-shift 2
-exec "$@"
-"""
+SVG = "{http://www.w3.org/2000/svg}"
 
 
-class BenchTest(unittest.TestCase):
-    def setUp(self):
-        self.folder = tempfile.TemporaryDirectory()
-        folder = self.folder.name
-        self.library = stand_in_library(folder)
-        self.perf = write_script(os.path.join(folder, "all_reduce_perf"), FAKE_PERF.format(python=sys.executable))
-        self.log = os.path.join(folder, "runs.jsonl")
-        self.config = os.path.join(folder, "config.json")
-        self.csv = os.path.join(folder, "out.csv")
-        self.svg = os.path.join(folder, "out.svg")
-
-    def tearDown(self):
-        self.folder.cleanup()
-
-    def bench(self, *options, config=None, perf_option=True, **env):
-        with open(self.config, "w") as stream:
-            json.dump(config or {"without": [10, 30, 20], "with": [5, 100, 6]}, stream)
-        perf = ["--all-reduce-perf", self.perf] if perf_option else []
-        return run_tool("bench", *perf, "--lib", self.library, "--csv", self.csv, "--svg", self.svg, *options,
-                        env=clean_env(FAKE_PERF_CONFIG=self.config, FAKE_PERF_LOG=self.log, **env))
-
-    def runs(self):
-        with open(self.log) as stream:
-            return [json.loads(line) for line in stream]
-
-    def csv_rows(self):
-        with open(self.csv, newline="") as stream:
-            return list(csv.DictReader(stream))
-
-    def test_alternates_and_reports_medians(self):
-        result = self.bench("--gpus", "2", "--dtypes", "half,fp32", "--max-bytes", "4K",
-                            LD_PRELOAD=self.library)  # left over from the user: not in the baseline
+class OrderAndEnvironment(BenchCase):
+    def test_every_configuration_once_per_repeat_in_a_fixed_order(self):
+        result = self.bench("--gpus", "2", "--dtypes", "half,fp32", "--max-bytes", "4K", "--repeats", "2",
+                            LD_PRELOAD=self.library,              # left over: not in the baselines
+                            NCCL_GRAPH_MIXING_SUPPORT="1",        # the configurations choose it
+                            NCCL_CAR_MAX_BYTES="4096")            # the user's: reaches the car runs
         self.assertEqual(result.returncode, 0, result.stderr)
         runs = self.runs()
-        self.assertEqual(len(runs), 2 * 2 * 3 * 2)  # dtypes x modes x repeats x sides
-        self.assertEqual([r["with"] for r in runs], [False, True] * 12)
-        self.assertEqual([(r["d"], r["G"]) for r in runs[::6]],
-                         [("half", "0"), ("half", "10"), ("float", "0"), ("float", "10")])
+        self.assertEqual([r["config"] for r in runs], FIVE * 4)
+        self.assertEqual([r["dtype"] for r in runs[::5]], ["fp16", "fp16", "fp32", "fp32"])
         for run in runs:
-            argv = " ".join(run["argv"])
-            for expected in ("-b 1024", "-e 4096", "-f 2", "-g 2", "-c 1", "-o sum"):
-                self.assertIn(expected, argv)
-            if run["with"]:
-                self.assertEqual((run["preload"], run["debug"]), (self.library, "INFO"))
-            else:
-                self.assertIsNone(run["preload"])
-                self.assertIsNone(run["debug"])
+            args, env = " ".join(run["args"]), run["env"]
+            with self.subTest(config=run["config"]):
+                self.assertIn("--gpus 2 --min-bytes 1024 --max-bytes 4096", args)
+                self.assertEqual("--symmetric" in args, "R2" in run["config"])
+                self.assertEqual(env["NCCL_GRAPH_MIXING_SUPPORT"], "0" if "gm0" in run["config"] else None)
+                self.assertEqual(env["NCCL_CAR_MAX_BYTES"], "4096")
+                if run["config"] == "car":
+                    self.assertEqual((env["LD_PRELOAD"], env["NCCL_CAR_DEBUG"]), (self.library, "INFO"))
+                else:
+                    self.assertEqual((env["LD_PRELOAD"], env["NCCL_CAR_DEBUG"]), (None, None))
+        self.assertIn("[1/20] half nccl, repeat 1/2 ...", result.stderr)
+        self.assertIn("[20/20] float car, repeat 2/2 ...", result.stderr)
 
-        rows = self.csv_rows()
-        self.assertEqual(len(rows), 2 * 2 * 3)
-        by_key = {(r["dtype"], r["mode"], int(r["size_bytes"])): r for r in rows}
-        row = by_key[("float", "graph", 2048)]
-        self.assertEqual((float(row["nccl_us"]), float(row["nccl_car_us"])), (40.0, 12.0))  # medians of 3
-        self.assertAlmostEqual(float(row["speedup"]), 40 / 12, places=3)
-        self.assertEqual((row["nccl_wrong"], row["nccl_car_wrong"], row["nccl_car_runs"]), ("0", "0", "3"))
-        self.assertEqual(row["place"], "out-of-place")
+    def test_the_default_program_is_the_one_beside_the_library(self):
+        result = self.bench("--gpus", "2", "--dtypes", "bf16", "--repeats", "1", "--max-bytes", "1K")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual({r["role"] for r in self.runs()}, {"car_nccl_bench"})
+        self.assertIn("car_nccl_bench on 2 GPU(s)", result.stdout)
 
-        self.assertRegex(result.stdout, r"float\s+graph\s+2K\s+40\.00\s+12\.00\s+3\.33x\s+0\s+0")
-        self.assertIn("[1/24] half eager NCCL only, repeat 1/3 ...", result.stderr)
-        self.assertIn("[24/24] float graph with nccl-car, repeat 3/3 ...", result.stderr)
-        self.assertIn("taken: 72 call(s) (1shot 0, 2shot 0, 1stage 60, 2stage 12)", result.stdout)
-        self.assertIn("forwarded to NCCL: 24 call(s) (too-large 24)", result.stdout)
+    def test_variants_run_after_car_in_the_fixed_order(self):
+        result = self.bench("--gpus", "2", "--dtypes", "bf16", "--repeats", "1", "--max-bytes", "1K",
+                            "--configs", "car-2stage,car-pdl0,car-1shot", NCCL_CAR_DEBUG="TRACE",
+                            canned=flat_times(car=5, car_pdl0=20, car_1shot=4, car_2stage=8))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        runs = self.runs()
+        self.assertEqual([r["config"] for r in runs], FIVE + ["car-pdl0", "car-1shot", "car-2stage"])
+        by_config = {r["config"]: r["env"] for r in runs}
+        self.assertEqual(by_config["car-pdl0"]["NCCL_CAR_PDL"], "0")
+        self.assertEqual(by_config["car-1shot"]["NCCL_CAR_ALGO"], "1shot")
+        self.assertEqual(by_config["car-2stage"]["NCCL_CAR_DEBUG"], "TRACE")  # at least INFO: TRACE stays
+        self.assertIsNone(by_config["car"]["NCCL_CAR_ALGO"])
+        # Each variant gets its time and its ratio to NCCL's best (10 us).
+        self.assertRegex(result.stdout, r"1K\s+10\.00\s+10\.00\s+nccl\s+5\.00\s+0\.50\s+20\.00\s+2\.00\s+"
+                                        r"4\.00\s+0\.40\s+8\.00\s+0\.80\s+0\s+0")
+        row = self.csv_row("bfloat16", "eager", 1024)
+        self.assertEqual((float(row["car-pdl0_us"]), row["car-1shot_runs"]), (20.0, "1"))
+        self.assertIn("library lines in the car-pdl0 runs:", result.stdout)
+        # Only car itself is in the verdict: the variants are experiments.
+        self.assertIn("nccl-car is not slower than NCCL's best", result.stdout)
+
+
+class BestOfNccl(BenchCase):
+    def setUp(self):
+        super().setUp()
+        self.result = self.bench("--gpus", "2", "--dtypes", "fp16", "--max-bytes", "64K")
+
+    def test_medians_best_configuration_and_ratio(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+        expected_best = {1: "nccl-R2", 2: "nccl-R2", 4: "nccl-R2", 8: "nccl", 16: "nccl",
+                         32: "nccl-gm0", 64: "nccl-gm0"}
+        for kib, best in expected_best.items():
+            with self.subTest(kib=kib):
+                row = self.csv_row("half", "eager", kib * 1024)
+                self.assertEqual(row["nccl_best_config"], best)   # on a tie, the first in the order
+                best_us = min(20 + kib, 12 + 2 * kib, 40 + kib / 4, 50 + kib)
+                self.assertAlmostEqual(float(row["nccl_best_us"]), best_us)
+                self.assertAlmostEqual(float(row["car_us"]), 7 + kib)       # the outlier repeat left out
+                self.assertAlmostEqual(float(row["car_over_nccl_best"]), (7 + kib) / best_us, places=5)
+                self.assertAlmostEqual(float(row["car_over_nccl"]), (7 + kib) / (20 + kib), places=5)
+                self.assertEqual(float(row["nccl-R2-gm0_us"]), 50 + kib)
+                self.assertEqual(row["car_runs"], "3")
+        graph = self.csv_row("half", "graph", 65536)
+        self.assertEqual((float(graph["car_us"]), float(graph["nccl_best_us"])), (35.5, 28.0))
+
+    def test_table(self):
+        out = self.result.stdout
+        self.assertIn("half eager: time per all-reduce (us)", out)
+        self.assertRegex(out, r"\n\s+1K\s+21\.00\s+14\.00\s+nccl-R2\s+8\.00\s+0\.57\s+0\s+0\n")
+        self.assertRegex(out, r"\n\s+64K\s+42\.00\s+28\.00\s+nccl-gm0\s+35\.50\s+1\.27\s+0\s+0\n")
+        # Host time: NCCL alone against nccl-car, not against a best.
+        self.assertIn("half host: time to issue one eager call (us)", out)
+        self.assertRegex(out, r"\n\s+16K\s+3\.00\s+1\.50\s+0\.50\n")
+
+    def test_says_where_nccl_car_is_slower(self):
+        self.assertIn("nccl-car is SLOWER than NCCL's best at: half eager 64K (1.268x, best nccl-gm0); "
+                      "half graph 64K (1.268x, best nccl-gm0)\n", self.result.stdout)
+
+    def test_chart(self):
         root = ElementTree.parse(self.svg).getroot()
-        self.assertEqual(len(root.findall(".//{http://www.w3.org/2000/svg}polyline")), 4 * 3)
+        # eager and graph: NCCL's best, nccl-car, ratio; host: NCCL, nccl-car.
+        self.assertEqual(len(root.findall(f".//{SVG}polyline")), 2 * 3 + 2)
+        texts = [t.text for t in root.iter(SVG + "text")]
+        for label in ("half eager", "half graph", "half host", "host time to issue one eager call"):
+            self.assertIn(label, texts)
 
-    def test_in_place_graph_iters_and_extra_args(self):
-        result = self.bench("--gpus", "1", "--dtypes", "bf16", "--modes", "graph", "--repeats", "1",
-                            "--min-bytes", "2K", "--max-bytes", "2K", "--graph-iters", "25", "--in-place",
-                            "--extra-args=-n 50 -w 5")
+
+class Verdicts(BenchCase):
+    def test_never_slower(self):
+        result = self.bench("--gpus", "2", "--dtypes", "bf16", "--repeats", "1", "--max-bytes", "4K",
+                            canned=flat_times(car=10))   # a tie is not slower
         self.assertEqual(result.returncode, 0, result.stderr)
-        runs = self.runs()
-        self.assertEqual(len(runs), 2)
-        self.assertEqual(runs[0]["argv"][-4:], ["-n", "50", "-w", "5"])
-        self.assertEqual(runs[0]["G"], "25")
-        row, = self.csv_rows()
-        self.assertEqual((row["dtype"], row["place"], float(row["nccl_us"])), ("bfloat16", "in-place", 20000.0))
+        self.assertIn("nccl-car is not slower than NCCL's best at any of the 6 size(s) measured with both",
+                      result.stdout)
+        self.assertNotIn("SLOWER", result.stdout)
 
-    def test_launcher_runs_one_gpu_per_rank(self):
-        record = os.path.join(self.folder.name, "launcher-preload")
-        launcher = write_script(os.path.join(self.folder.name, "fake-mpirun"), FAKE_LAUNCHER.format(record=record))
-        result = self.bench("--launcher", f"{launcher} -np 2", "--dtypes", "float", "--modes", "eager",
-                            "--repeats", "1", "--max-bytes", "1K")
+    def test_slower_than_the_best_but_not_than_nccl_alone(self):
+        result = self.bench("--gpus", "2", "--dtypes", "bf16", "--repeats", "1", "--max-bytes", "1K",
+                            "--modes", "graph", canned=flat_times(nccl=12, nccl_R2_gm0=8, car=9))
         self.assertEqual(result.returncode, 0, result.stderr)
-        runs = self.runs()
-        self.assertEqual([r["with"] for r in runs], [False, True])
-        self.assertIn("-g 1", " ".join(runs[0]["argv"]))
-        self.assertEqual(runs[1]["preload"], self.library)
-        with open(record) as stream:
-            self.assertEqual(stream.read().split(), ["none", "none"])  # the launcher itself never preloads
+        self.assertIn("nccl-car is SLOWER than NCCL's best at: bfloat16 graph 1K (1.125x, best nccl-R2-gm0)",
+                      result.stdout)
+        self.assertNotIn("bfloat16 eager", result.stdout)   # --modes graph: eager not reported
+        self.assertAlmostEqual(float(self.csv_row("bfloat16", "graph", 1024)["car_over_nccl"]), 0.75)
 
-    def test_wrong_results_fail(self):
-        result = self.bench("--gpus", "2", "--repeats", "1", "--dtypes", "half", "--modes", "eager",
-                            "--max-bytes", "2K", config={"without": [10], "with": [5], "wrong_with": 4})
+
+class Failures(BenchCase):
+    def test_wrong_result_fails_and_is_counted_at_its_size(self):
+        canned = dict(flat_times(car=5), wrong={"car": 2048})
+        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "2", "--max-bytes", "4K", canned=canned)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("wrong results", result.stdout)
-        self.assertEqual([r["nccl_car_wrong"] for r in self.csv_rows()], ["4", "4"])
+        self.assertIn("FAILED: exited with 2; wrong result at 2048 bytes (3 element(s))", result.stderr)
+        self.assertIn("2 run(s) failed:", result.stdout)
+        self.assertIn("wrong results: see the #wrong columns", result.stdout)
+        self.assertEqual(self.csv_row("half", "eager", 2048)["car_wrong"], "6")   # 3 in each of 2 runs
+        self.assertEqual(self.csv_row("half", "eager", 2048)["car_us"], "")
+        self.assertEqual(self.csv_row("half", "eager", 1024)["car_wrong"], "0")
+        self.assertRegex(result.stdout, r"\n\s+2K\s+10\.00\s+10\.00\s+nccl\s+-\s+-\s+0\s+6\n")
+        self.assertIn("no nccl-car time (its runs failed) at: half eager 2K, 4K; half graph 2K, 4K",
+                      result.stdout)
 
-    def test_failed_run_fails_but_reports_the_rest(self):
-        result = self.bench("--gpus", "2", "--repeats", "2", "--dtypes", "half", "--modes", "eager",
-                            "--max-bytes", "1K", config={"without": [10, 12], "with": [5], "fail_with": True})
+    def test_failed_run_is_reported_and_the_others_still_count(self):
+        canned = dict(flat_times(nccl_R2=4), exit={"nccl-R2": 3})
+        result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("FAILED: exited with 2", result.stderr)
-        self.assertIn("stdout: node: Test NCCL failure", result.stderr)
-        self.assertIn("2 run(s) failed", result.stdout)
-        row, = self.csv_rows()
-        self.assertEqual((float(row["nccl_us"]), row["nccl_car_us"]), (11.0, ""))
+        self.assertIn("[2/5] half nccl-R2, repeat 1/1 ... FAILED: exited with 3", result.stderr)
+        self.assertIn("command: ", result.stderr)
+        self.assertIn("stdout: bytes,eager_us,graph_us,host_us", result.stderr)
+        self.assertIn("half nccl-R2, repeat 1/1: exited with 3", result.stdout)
+        # The run printed its rows before failing: they count.
+        self.assertEqual(self.csv_row("half", "eager", 1024)["nccl_best_config"], "nccl-R2")
 
-    def test_timeout(self):
-        result = self.bench("--gpus", "1", "--repeats", "1", "--dtypes", "half", "--modes", "eager",
-                            "--timeout", "1", config={"without": [1], "with": [1], "sleep": 30})
+    def test_no_rows_is_a_failure(self):
+        canned = dict(flat_times(), nothing=["car"])
+        result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("timed out after 1 s", result.stderr)
+        self.assertIn("[5/5] half car, repeat 1/1 ... FAILED: printed no result rows", result.stderr)
+        self.assertIn("stdout: car_nccl_bench: needs 2 or more GPUs", result.stderr)
 
-    def test_library_printing_nothing_is_reported(self):
-        # Under another name the fake does not see the library, and so logs nothing for it.
-        other = os.path.join(self.folder.name, "libother.so")
-        os.rename(self.library, other)
-        result = self.bench("--gpus", "1", "--repeats", "1", "--dtypes", "half", "--modes", "eager",
-                            "--max-bytes", "1K", "--lib", other, config={"without": [1, 1], "with": []})
+    def test_a_wrong_result_fails_whatever_the_exit_status(self):
+        canned = dict(flat_times(), wrong={name: 1024 for name in FIVE}, exit={name: 0 for name in FIVE})
+        result = self.quick(canned=canned)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("FAILED: wrong result at 1024 bytes", result.stderr)   # exit 0 does not hide it
+
+    def test_timeout_kills_the_run_and_goes_on(self):
+        canned = dict(flat_times(), sleep={"nccl-gm0": 60})
+        started = time.monotonic()
+        result = self.quick("--timeout", "1", canned=canned)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("[3/5] half nccl-gm0, repeat 1/1 ... FAILED: timed out after 1 s", result.stderr)
+        self.assertEqual([r["config"] for r in self.runs()], FIVE)
+        self.assertEqual(self.csv_row("half", "eager", 1024)["nccl-gm0_runs"], "0")
+
+
+class LibraryLog(BenchCase):
+    def test_summary_of_the_car_runs(self):
+        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "2", "--max-bytes", "1K",
+                            canned=flat_times())
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual([r["preload"] for r in self.runs()], [None, other])
-        self.assertIn("no NCCL-CAR line was seen", result.stdout)
-        self.assertIn("warning: the library logged nothing in the runs with nccl-car", result.stdout)
+        self.assertIn("library lines in the car runs:", result.stdout)
+        self.assertIn("taken: 8 call(s) (1shot 6, 2shot 0, 1stage 2, 2stage 0)", result.stdout)
+        self.assertNotIn("warning", result.stdout)
 
-    def test_missing_prerequisites(self):
-        result = self.bench("--gpus", "1", perf_option=False, PATH=self.folder.name + "/empty")
-        self.assertEqual(result.returncode, 3)
-        self.assertIn("git clone https://github.com/NVIDIA/nccl-tests", result.stderr)
-        self.assertIn("make -C nccl-tests MPI=0", result.stderr)
-        result = self.bench("--gpus", "1", PATH=self.folder.name, perf_option=False)  # found on PATH
+    def test_car_runs_without_library_lines_are_flagged(self):
+        result = self.quick(canned=dict(flat_times(), silent=["car"]))
         self.assertEqual(result.returncode, 0, result.stderr)
-        result = run_tool("bench", "--all-reduce-perf", self.perf, "--lib", "/nonexistent/libnccl-car.so")
-        self.assertEqual(result.returncode, 3)
-        self.assertIn("scripts/build.sh", result.stderr)
-        result = self.bench("--launcher", "/nonexistent/mpirun -np 2")
-        self.assertEqual(result.returncode, 3)
-        self.assertIn("launcher not found", result.stderr)
+        self.assertIn("warning: the library logged nothing in the car runs", result.stdout)
 
-    def test_no_gpu_needs_gpus_or_launcher(self):
-        result = self.bench(CUDA_VISIBLE_DEVICES="")
-        self.assertEqual(result.returncode, 3)
-        self.assertIn("no GPU visible", result.stderr)
+    def test_baselines_with_library_lines_are_flagged(self):
+        result = self.quick(canned=dict(flat_times(), leaky=["nccl-R2", "nccl-gm0"]))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("warning: the NCCL-only runs (nccl-R2, nccl-gm0) printed NCCL-CAR lines", result.stdout)
 
-    def test_usage_errors(self):
-        for options in (["--min-bytes", "2M", "--max-bytes", "1M"], ["--dtypes", "int8"], ["--dtypes", ""],
-                        ["--modes", "lazy"], ["--repeats", "0"], ["--graph-iters", "-1"],
-                        ["--min-bytes", "1X"], ["--max-bytes", "0"], ["--gpus", "2", "--launcher", "mpirun"],
-                        ["--launcher", ""], ["--timeout", "0"], ["--extra-args", "'unclosed"]):
-            with self.subTest(options=options):
-                result = self.bench(*options)
-                self.assertEqual(result.returncode, 2, result.stderr)
-                self.assertIn("error:", result.stderr)
-        self.assertFalse(os.path.exists(self.log))  # nothing ran
+
+class Outputs(BenchCase):
+    def test_csv_columns(self):
+        result = self.bench("--gpus", "2", "--dtypes", "half", "--repeats", "1", "--max-bytes", "2K",
+                            "--configs", "car-1stage", canned=flat_times())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = self.csv_rows()
+        self.assertEqual([(r["mode"], r["size_bytes"]) for r in rows],
+                         [(m, s) for m in ("eager", "graph", "host") for s in ("1024", "2048")])
+        names = FIVE + ["car-1stage"]
+        self.assertEqual(list(rows[0]), ["dtype", "mode", "place", "size_bytes"] + [f"{n}_us" for n in names]
+                         + ["nccl_best_us", "nccl_best_config", "car_over_nccl_best", "car_over_nccl"]
+                         + [f"{n}_wrong" for n in names] + [f"{n}_runs" for n in names])
+        self.assertEqual(rows[0]["place"], "out-of-place")
+        self.assertTrue(re.search(r"wrote .*out\.csv and .*out\.svg", result.stdout))
+        self.assertTrue(os.path.getsize(self.svg) > 0)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,17 @@ class LogTallyTest(unittest.TestCase):
                          [{"1shot": 0, "2shot": 0, "1stage": 12, "2stage": 3}] * 2 +
                          [{"1shot": 0, "2shot": 0, "1stage": 0, "2stage": 0}])
 
+    def test_trace_lines_count_the_calls_taken(self):
+        tally = tally_of("h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 4096 x bf16 (8192 bytes) -> 1shot\n"
+                         "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 4194304 x fp32 (16777216 bytes) -> 2shot\n"
+                         "[1,1]<stderr>:h:3:3 [1] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 (8192 bytes) "
+                         "-> 1shot\n"
+                         "h:1:2 [0] NCCL-CAR INFO rank 0 all-reduce 16 x bf16 (32 bytes) -> 1shot\n")
+        self.assertEqual(dict(tally.traced), {"1shot": 2, "2shot": 1})
+        self.assertEqual(tally.taken_calls, 0)  # released: lines alone count as taken
+        # The TRACE line in SAMPLE is in an older shape: not counted.
+        self.assertEqual(sum(tally_of(SAMPLE).traced.values()), 0)
+
     def test_forwarded_zero_has_no_reasons(self):
         tally = tally_of("h:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=0 2shot=0 1stage=5 "
                          "2stage=0 (80 bytes) forwarded 0\n")

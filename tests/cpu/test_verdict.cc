@@ -240,3 +240,28 @@ TEST_CASE("health: only a communicator NCCL still calls whole runs our kernel", 
     CHECK_FALSE(ncclAllowsOurKernel(error, ncclSuccess));  // cannot even ask
   }
 }
+
+TEST_CASE("verdict: a process driving several GPUs with peers in other processes forwards", "[verdict]") {
+  // nccl-tests -g 2 under MPI: processes A (ranks 0, 1 on GPUs 0, 1) and B (ranks 2, 3 on GPUs 0, 1).
+  auto all = records(4);
+  all[1].pid = all[0].pid;
+  all[3].pid = all[2].pid;
+  std::strcpy(all[2].busId, all[0].busId);
+  std::strcpy(all[3].busId, all[1].busId);
+  Verdict verdict = judgeRecords(all);
+  CHECK_FALSE(verdict.eligible);
+  CHECK(verdict.reason.find("drives several GPUs") != std::string::npos);
+  CHECK(processOnSeveralGpusWithIpcPeers(all) == 0);
+
+  // One GPU per process (torchrun), or several GPUs in one process alone (nccl-tests -g 4): ours.
+  CHECK(judgeRecords(records(4)).eligible);
+  auto oneProcess = records(4);
+  for (auto& record : oneProcess) record.pid = oneProcess[0].pid;
+  CHECK(judgeRecords(oneProcess).eligible);
+  // Two ranks of one process on ONE GPU with a peer elsewhere (the one-GPU rig's threads): ours.
+  auto sharedGpu = records(3);
+  sharedGpu[1].pid = sharedGpu[0].pid;
+  std::strcpy(sharedGpu[1].busId, sharedGpu[0].busId);
+  CHECK_FALSE(processOnSeveralGpusWithIpcPeers(sharedGpu).has_value());
+  CHECK(judgeRecords(sharedGpu).eligible);
+}

@@ -11,8 +11,14 @@ export CUDA_DEVICE_MAX_CONNECTIONS=32
 tests="$build/tests/car_gpu_tests"
 [ -x "$tests" ] || tests="$build/car_gpu_tests"
 status=0
-gpus=$(nvidia-smi -L | grep -c "^GPU")
-second=$(( gpus > 1 ? 1 : 0 ))
+# The GPUs this script may use: CUDA_VISIBLE_DEVICES when set (nvidia-smi ignores it).
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  read -r -a visible <<<"${CUDA_VISIBLE_DEVICES//,/ }"
+else
+  read -r -a visible <<<"$(nvidia-smi -L | grep "^GPU" | awk -F'[ :]' '{printf "%s ", $2}')"
+fi
+first=${visible[0]:-0}
+second=${visible[1]:-$first}
 
 step() {  # step NAME GPU TIMEOUT COMMAND...
   local name=$1 gpu=$2 limit=$3
@@ -27,12 +33,12 @@ step() {  # step NAME GPU TIMEOUT COMMAND...
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-step launch-path 0 60 "$tests" "[launch-path]"
+step launch-path "$first" 60 "$tests" "[launch-path]"
 # Two lanes: each runs its steps in order; the lanes run at once when there are two GPUs.
 lane0() {
-  step special-unaligned-36 0 150 "$tests" "[correctness]~[push]~[pull]" --durations yes
-  step push-sweep 0 420 "$tests" "[push]" --durations yes
-  step long-runs 0 300 "$tests" "[long],[graph],[wrap]" --durations yes
+  step special-unaligned-36 "$first" 150 "$tests" "[correctness]~[push]~[pull]" --durations yes
+  step push-sweep "$first" 420 "$tests" "[push]" --durations yes
+  step long-runs "$first" 300 "$tests" "[long],[graph],[wrap]" --durations yes
 }
 lane1() {
   for tool in memcheck racecheck synccheck; do
@@ -41,7 +47,7 @@ lane1() {
   step pull-sweep-copy-engine "$second" 300 "$tests" "[pull][copy-engine]" --durations yes
   step pull-sweep-alternating "$second" 300 "$tests" "[pull][alternating]" --durations yes
 }
-if [ "$second" = 1 ]; then
+if [ "$second" != "$first" ]; then
   lane1 >"$logs/lane1.out" 2>&1 &
   lane1_pid=$!
   lane0

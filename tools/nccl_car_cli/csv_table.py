@@ -1,11 +1,18 @@
-"""Writes the comparisons as CSV: one row per (dtype, mode, size), empty cells for
-values no run produced."""
+"""Writes bench's rows as CSV: one row per (dtype, mode, size) with every configuration's
+median, NCCL's best and nccl-car's ratios; empty cells for values no run produced."""
 
 import csv
 
-FIELDS = ("dtype", "mode", "place", "size_bytes", "nccl_us", "nccl_car_us", "speedup",
-          "nccl_busbw_gbps", "nccl_car_busbw_gbps", "nccl_wrong", "nccl_car_wrong",
-          "nccl_runs", "nccl_car_runs")
+from .bench_configs import CAR
+
+LEADING = ("dtype", "mode", "place", "size_bytes")
+SUMMARY = ("nccl_best_us", "nccl_best_config", "car_over_nccl_best", "car_over_nccl")
+
+
+def fields(configs):
+    names = [config.name for config in configs]
+    return (LEADING + tuple(f"{name}_us" for name in names) + SUMMARY
+            + tuple(f"{name}_wrong" for name in names) + tuple(f"{name}_runs" for name in names))
 
 
 def _value(value):
@@ -14,11 +21,14 @@ def _value(value):
     return f"{value:.6g}" if isinstance(value, float) else value
 
 
-def write_csv(path, comparisons, place):
+def write_csv(path, rows, configs, place):
+    names = [config.name for config in configs]
     with open(path, "w", newline="") as stream:
         writer = csv.writer(stream)
-        writer.writerow(FIELDS)
-        for c in comparisons:
-            writer.writerow([_value(v) for v in (
-                c.dtype, c.mode, place, c.size, c.nccl_us, c.car_us, c.speedup, c.nccl_busbw,
-                c.car_busbw, c.nccl_wrong, c.car_wrong, c.nccl_runs, c.car_runs)])
+        writer.writerow(fields(configs))
+        for row in rows:
+            best_name, best_us = row.best
+            values = ([row.dtype, row.mode, place, row.size] + [row.medians[name] for name in names]
+                      + [best_us, best_name, row.over_best(CAR.name), row.over_nccl(CAR.name)]
+                      + [row.wrong[name] for name in names] + [row.runs[name] for name in names])
+            writer.writerow([_value(value) for value in values])

@@ -3,7 +3,7 @@
 EXIT_OK = 0
 EXIT_FAILED = 1        # the check failed, a run failed, or a result was wrong
 EXIT_USAGE = 2         # bad options (argparse also exits with 2)
-EXIT_MISSING = 3       # a prerequisite is missing: the library, all_reduce_perf, a GPU
+EXIT_MISSING = 3       # a prerequisite is missing: the library, the benchmark program, GPUs
 
 
 class CliError(Exception):

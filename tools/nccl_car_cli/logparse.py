@@ -7,6 +7,7 @@
     host:pid:tid [dev] file.cc:123 NCCL-CAR WARN <text>
     host:pid:tid [-1] NCCL-CAR INFO real NCCL found as <where>   (first NCCL call of a process)
     host:pid:tid [-1] NCCL-CAR INFO audit: <file> is served by <libnccl-car.so>; ...
+    host:pid:tid [dev] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 (8192 bytes) -> 1shot
 
 Every rank logs its own lines, so calls are counted once per rank that made them."""
 
@@ -20,6 +21,9 @@ _LINE = re.compile(r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>-?
                    r"(?:(?P<where>\S+:\d+) )?NCCL-CAR (?P<level>WARN|INFO|TRACE) (?P<text>.*)")
 _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
                    r"(?P<event>setup|released): (?P<detail>.*)")
+# At TRACE, one line per call our kernels take: counts even for communicators never
+# released (JAX never destroys its own).
+_TRACED = re.compile(r"rank \d+ all-reduce \d+ x \S+ \(\d+ bytes\) -> (?P<kernel>\S+)")
 _RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
 # The kernels in the order the library prints them.
@@ -42,6 +46,7 @@ class LogTally:
         self.releases = 0
         self.taken = Counter()          # kernel name ("1shot", ...) -> calls
         self.released = []              # per released: line, its own kernel -> calls
+        self.traced = Counter()         # kernel -> calls, from TRACE lines
         self.taken_bytes = 0
         self.forwarded = 0
         self.forward_reasons = Counter()
@@ -65,6 +70,10 @@ class LogTally:
             self.real_nccl_found += 1
         elif match["text"].startswith("audit: ") and " is served by " in match["text"]:
             self.audit_served += 1
+        traced = _TRACED.fullmatch(match["text"]) if match["level"] == "TRACE" else None
+        if traced is not None:
+            self.traced[traced["kernel"]] += 1
+            return
         comm = _COMM.fullmatch(match["text"])
         if comm is None:
             return  # other INFO/TRACE lines carry nothing the summary counts

@@ -9,7 +9,7 @@ from .errors import EXIT_USAGE, CliError, UsageError
 SUBCOMMANDS = {
     "doctor": (doctor, "what this machine offers and what the library would do here"),
     "run": (run, "run a command with the library preloaded, then summarise what it did"),
-    "bench": (bench, "all_reduce_perf with and without the library, side by side"),
+    "bench": (bench, "nccl-car against NCCL's best configuration, side by side"),
 }
 
 DESCRIPTION = """\
@@ -17,7 +17,7 @@ nccl-car runs small intra-node all-reduces on its own CUDA kernels (libnccl-car.
 preloaded) and forwards every other NCCL call to NCCL. See docs/cli.md.
 
 exit codes: 0 ok, 1 the check or a run failed, 2 usage error, 3 missing prerequisite
-(the library, all_reduce_perf, a GPU); `run` passes on its command's exit code."""
+(the library, the benchmark program, GPUs); `run` passes on its command's exit code."""
 
 
 def build_parser():

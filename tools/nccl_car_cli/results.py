@@ -1,89 +1,102 @@
-"""From many all_reduce_perf runs to one comparison per (dtype, mode, size): medians of
-the NCCL-only runs against medians of the runs with nccl-car."""
+"""From many runs to one row per (dtype, mode, size): the median time of every
+configuration, NCCL's best (the fastest NCCL configuration) and nccl-car against it."""
 
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .units import short_size
+from .bench_configs import CAR, NCCL_CONFIGS
+
+NCCL_NAMES = tuple(config.name for config in NCCL_CONFIGS)
+# The time to issue a call, not to complete it: compared with NCCL alone, not with a best.
+HOST_MODE = "host"
+
+
+@dataclass(frozen=True)
+class Sample:
+    dtype: str
+    mode: str            # eager, graph or host
+    size: int
+    config: str
+    time_us: float | None  # None: the size failed before it was timed
+    wrong: int | None      # None: not checked (N/A)
 
 
 @dataclass
-class Comparison:
+class Row:
     dtype: str
     mode: str
     size: int
-    nccl_us: float | None        # median; None when no run produced this size
-    car_us: float | None
-    nccl_busbw: float | None
-    car_busbw: float | None
-    nccl_wrong: int | None       # summed over the runs; None when never checked (N/A)
-    car_wrong: int | None
-    nccl_runs: int
-    car_runs: int
+    medians: dict   # configuration name -> median microseconds, None without a timing
+    runs: dict      # configuration name -> timings taken
+    wrong: dict     # configuration name -> wrong elements summed over runs, None if never checked
 
     @property
-    def speedup(self):
-        """NCCL time over nccl-car time: above 1 means nccl-car is faster."""
-        if self.nccl_us is None or not self.car_us:
+    def best(self):
+        """(NCCL configuration, its median): the fastest of NCCL's, the first on a tie;
+        (None, None) when none has a time."""
+        timed = [(self.medians[name], index, name) for index, name in enumerate(NCCL_NAMES)
+                 if self.medians.get(name) is not None]
+        if not timed:
+            return None, None
+        time, _index, name = min(timed)
+        return name, time
+
+    def over(self, config, baseline_us):
+        """config's time over a baseline: below 1 means config is faster."""
+        time = self.medians.get(config)
+        if time is None or not baseline_us:
             return None
-        return self.nccl_us / self.car_us
+        return time / baseline_us
+
+    def over_best(self, config=CAR.name):
+        return self.over(config, self.best[1])
+
+    def over_nccl(self, config=CAR.name):
+        return self.over(config, self.medians.get("nccl"))
+
+    def wrong_total(self, names):
+        checked = [self.wrong[name] for name in names if self.wrong.get(name) is not None]
+        return sum(checked) if checked else None
 
 
-class Samples:
-    """Timings collected per (dtype, mode, size, with nccl-car or not)."""
-
-    def __init__(self):
-        self._timings = defaultdict(list)
-
-    def add(self, dtype, mode, with_car, output, in_place):
-        for row in output.rows:
-            self._timings[(dtype, mode, row.size, with_car)].append(row.timing(in_place))
-
-    def compare(self, dtypes, modes):
-        """One Comparison per size seen, in the order of dtypes, then modes, then size."""
-        rows = []
-        for dtype in dtypes:
-            for mode in modes:
-                sizes = sorted({size for (d, m, size, _with) in self._timings if (d, m) == (dtype, mode)})
-                for size in sizes:
-                    nccl = self._timings.get((dtype, mode, size, False), [])
-                    car = self._timings.get((dtype, mode, size, True), [])
-                    rows.append(Comparison(dtype, mode, size, _median(t.time_us for t in nccl),
-                                           _median(t.time_us for t in car),
-                                           _median(t.busbw for t in nccl), _median(t.busbw for t in car),
-                                           _wrong_total(nccl), _wrong_total(car), len(nccl), len(car)))
-        return rows
+def rows_of(samples, configs, dtypes, modes):
+    """One Row per size seen, in the order of dtypes, then modes, then size."""
+    times, wrongs = defaultdict(list), defaultdict(list)
+    for sample in samples:
+        key = (sample.dtype, sample.mode, sample.size, sample.config)
+        if sample.time_us is not None:
+            times[key].append(sample.time_us)
+        if sample.wrong is not None:
+            wrongs[key].append(sample.wrong)
+    names = [config.name for config in configs]
+    rows = []
+    for dtype in dtypes:
+        for mode in modes:
+            sizes = sorted({s.size for s in samples if (s.dtype, s.mode) == (dtype, mode)})
+            for size in sizes:
+                keys = {name: (dtype, mode, size, name) for name in names}
+                rows.append(Row(dtype, mode, size,
+                                {name: _median(times[key]) for name, key in keys.items()},
+                                {name: len(times[key]) for name, key in keys.items()},
+                                {name: sum(wrongs[key]) if wrongs[key] else None for name, key in keys.items()}))
+    return rows
 
 
 def _median(values):
-    values = list(values)
     return statistics.median(values) if values else None
 
 
-def _wrong_total(timings):
-    checked = [t.wrong for t in timings if t.wrong is not None]
-    return sum(checked) if checked else None
+def any_wrong(rows):
+    return any(row.wrong_total(row.wrong) for row in rows)
 
 
-def any_wrong(comparisons):
-    return any(c.nccl_wrong or c.car_wrong for c in comparisons)
+def slower_than_best(rows):
+    """The eager and graph rows where nccl-car's median is above NCCL's best."""
+    return [row for row in rows if row.mode != HOST_MODE and (row.over_best() or 0) > 1]
 
 
-def _cell(value, spec):
-    if value is None:
-        return "-"
-    return format(value, spec)
-
-
-def format_table(comparisons):
-    header = (f"{'dtype':<9} {'mode':<6} {'size':>6} {'NCCL us':>10} {'nccl-car us':>12} "
-              f"{'speedup':>8} {'#wrong NCCL':>12} {'#wrong nccl-car':>16}")
-    lines = [header, "-" * len(header)]
-    for c in comparisons:
-        speedup = "-" if c.speedup is None else f"{c.speedup:.2f}x"
-        wrong_nccl = "N/A" if c.nccl_wrong is None else str(c.nccl_wrong)
-        wrong_car = "N/A" if c.car_wrong is None else str(c.car_wrong)
-        lines.append(f"{c.dtype:<9} {c.mode:<6} {short_size(c.size):>6} {_cell(c.nccl_us, '.2f'):>10} "
-                     f"{_cell(c.car_us, '.2f'):>12} {speedup:>8} {wrong_nccl:>12} {wrong_car:>16}")
-    return "\n".join(lines)
+def without_car_time(rows):
+    """The eager and graph rows where NCCL has a time and nccl-car none (its runs failed)."""
+    return [row for row in rows if row.mode != HOST_MODE and row.best[1] is not None
+            and row.medians.get(CAR.name) is None]

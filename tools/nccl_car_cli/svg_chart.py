@@ -1,20 +1,24 @@
-"""Draws the comparisons as a hand-written SVG: latency against size (log2 x, log10 y),
-NCCL dashed and nccl-car solid, and speedup against size; one colour per dtype/mode."""
+"""Draws bench's rows as a hand-written SVG, one colour per dtype/mode, size on a log2 axis:
+time per all-reduce (NCCL's best dashed, nccl-car solid), nccl-car's time over NCCL's best,
+and, where the driver measures it, the host time per call (NCCL alone dashed)."""
 
 import math
 from xml.sax.saxutils import escape
 
+from .bench_configs import CAR
+from .results import HOST_MODE
 from .units import short_size
 
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-_WIDTH, _HEIGHT = 1000, 470
+_HEIGHT = 470
 _PANEL_WIDTH, _PANEL_HEIGHT, _PANEL_TOP = 360, 300, 60
-_LATENCY_LEFT, _SPEEDUP_LEFT = 80, 560
+_LEFT, _PANEL_STEP = 80, 480   # the first panel's left edge; from one panel to the next
 _MAX_X_LABELS = 10
 
 
 class _Canvas:
-    def __init__(self):
+    def __init__(self, width):
+        self.width = width
         self.parts = []
 
     def line(self, x1, y1, x2, y2, stroke="#000", width=1, dash=None):
@@ -34,10 +38,10 @@ class _Canvas:
                           f'stroke-width="2"{dashed}/>')
 
     def svg(self, title):
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" '
-                f'viewBox="0 0 {_WIDTH} {_HEIGHT}" font-family="sans-serif">\n'
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{_HEIGHT}" '
+                f'viewBox="0 0 {self.width} {_HEIGHT}" font-family="sans-serif">\n'
                 f'<title>{escape(title)}</title>\n'
-                f'<rect width="{_WIDTH}" height="{_HEIGHT}" fill="#fff"/>\n'
+                f'<rect width="{self.width}" height="{_HEIGHT}" fill="#fff"/>\n'
                 + "\n".join(self.parts) + "\n</svg>\n")
 
 
@@ -108,69 +112,92 @@ class _Panel:
             self.canvas.polyline(segment, colour, dash)
 
 
-def _series_keys(comparisons):
+def _series_keys(rows):
     keys = []
-    for c in comparisons:
-        if (c.dtype, c.mode) not in keys:
-            keys.append((c.dtype, c.mode))
+    for row in rows:
+        if (row.dtype, row.mode) not in keys:
+            keys.append((row.dtype, row.mode))
     return keys
 
 
-def render_svg(comparisons, title):
-    canvas = _Canvas()
-    canvas.text(_WIDTH / 2, 24, title, size=16)
-    sizes = sorted({c.size for c in comparisons})
-    times = [t for c in comparisons for t in (c.nccl_us, c.car_us) if t]
-    if not sizes or not times:
-        canvas.text(_WIDTH / 2, _HEIGHT / 2, "no data: every run failed or printed no results")
-        return canvas.svg(title)
-
+def _log_range(times):
     low = 10 ** math.floor(math.log10(min(times)))
     high = 10 ** math.ceil(math.log10(max(times)))
-    high = high * 10 if high == low else high
-    latency = _Panel(canvas, _LATENCY_LEFT, "latency (lower is better)", "time per all-reduce (us)",
-                     low, high, True, sizes)
+    return low, (high * 10 if high == low else high)
+
+
+def _log_panel(canvas, left, title, times, sizes):
+    low, high = _log_range(times)
+    panel = _Panel(canvas, left, title, "microseconds", low, high, True, sizes)
     for exponent in range(round(math.log10(low)), round(math.log10(high)) + 1):
         # "1e6" rather than "1e+06"; plain numbers while they stay short.
         label = f"{10.0 ** exponent:g}" if -3 <= exponent <= 4 else f"1e{exponent}"
-        latency.y_tick(10.0 ** exponent, label)
+        panel.y_tick(10.0 ** exponent, label)
+    return panel
 
-    speedups = [c.speedup for c in comparisons if c.speedup is not None]
-    top = max([1.5] + [s * 1.1 for s in speedups])
+
+def _ratio_panel(canvas, left, ratios, sizes):
+    top = max([1.5] + [r * 1.1 for r in ratios])
     step = _nice_step(top)
     top = math.ceil(top / step) * step
-    speedup = _Panel(canvas, _SPEEDUP_LEFT, "speedup: NCCL time / nccl-car time", "speedup (x)",
-                     0, top, False, sizes)
+    panel = _Panel(canvas, left, "nccl-car / NCCL's best (below 1: faster)", "time ratio", 0, top, False, sizes)
     for index in range(int(round(top / step)) + 1):
-        speedup.y_tick(index * step, f"{index * step:g}")
-    canvas.line(speedup.left, speedup.y(1), speedup.left + _PANEL_WIDTH, speedup.y(1),
-                stroke="#555", dash="2,3")
+        panel.y_tick(index * step, f"{index * step:g}")
+    canvas.line(panel.left, panel.y(1), panel.left + _PANEL_WIDTH, panel.y(1), stroke="#555", dash="2,3")
+    return panel
 
-    keys = _series_keys(comparisons)
-    for index, key in enumerate(keys):
+
+def _times(rows, names):
+    return [t for row in rows for t in (row.medians.get(name) for name in names) if t]
+
+
+def render_svg(rows, title):
+    device = [row for row in rows if row.mode != HOST_MODE]
+    host = [row for row in rows if row.mode == HOST_MODE]
+    device_times = [t for row in device for t in (row.best[1], row.medians.get(CAR.name)) if t]
+    host_times = _times(host, ("nccl", CAR.name))
+    width = _PANEL_STEP * (2 + bool(host_times))
+    canvas = _Canvas(width)
+    canvas.text(width / 2, 24, title, size=16)
+    sizes = sorted({row.size for row in rows})
+    if not sizes or not device_times:
+        canvas.text(width / 2, _HEIGHT / 2, "no data: every run failed or printed no results")
+        return canvas.svg(title)
+
+    latency = _log_panel(canvas, _LEFT, "time per all-reduce (lower is better)", device_times, sizes)
+    ratio = _ratio_panel(canvas, _LEFT + _PANEL_STEP,
+                         [r for r in (row.over_best() for row in device) if r is not None], sizes)
+    issue = (_log_panel(canvas, _LEFT + 2 * _PANEL_STEP, "host time to issue one eager call",
+                        host_times, sizes) if host_times else None)
+    for index, key in enumerate(_series_keys(rows)):
         colour = _PALETTE[index % len(_PALETTE)]
-        rows = [c for c in comparisons if (c.dtype, c.mode) == key]
-        latency.series([(c.size, c.nccl_us) for c in rows], colour, dash="6,4")
-        latency.series([(c.size, c.car_us) for c in rows], colour)
-        speedup.series([(c.size, c.speedup) for c in rows], colour)
+        series = [row for row in rows if (row.dtype, row.mode) == key]
+        if key[1] == HOST_MODE:
+            if issue is None:
+                continue
+            issue.series([(row.size, row.medians.get("nccl")) for row in series], colour, dash="6,4")
+            issue.series([(row.size, row.medians.get(CAR.name)) for row in series], colour)
+        else:
+            latency.series([(row.size, row.best[1]) for row in series], colour, dash="6,4")
+            latency.series([(row.size, row.medians.get(CAR.name)) for row in series], colour)
+            ratio.series([(row.size, row.over_best()) for row in series], colour)
         _legend_entry(canvas, index, f"{key[0]} {key[1]}", colour)
     legend_y = _HEIGHT - 22
-    canvas.line(_LATENCY_LEFT, legend_y - 4, _LATENCY_LEFT + 30, legend_y - 4, stroke="#000", width=2)
-    canvas.text(_LATENCY_LEFT + 36, legend_y, "nccl-car", anchor="start")
-    canvas.line(_LATENCY_LEFT + 120, legend_y - 4, _LATENCY_LEFT + 150, legend_y - 4, stroke="#000",
-                width=2, dash="6,4")
-    canvas.text(_LATENCY_LEFT + 156, legend_y, "NCCL", anchor="start")
+    canvas.line(_LEFT, legend_y - 4, _LEFT + 30, legend_y - 4, stroke="#000", width=2)
+    canvas.text(_LEFT + 36, legend_y, "nccl-car", anchor="start")
+    canvas.line(_LEFT + 120, legend_y - 4, _LEFT + 150, legend_y - 4, stroke="#000", width=2, dash="6,4")
+    canvas.text(_LEFT + 156, legend_y, "NCCL's best (host: NCCL alone)", anchor="start")
     return canvas.svg(title)
 
 
 def _legend_entry(canvas, index, label, colour):
-    # One row: there are at most 6 series (3 dtypes x 2 modes).
-    x = _LATENCY_LEFT + index * 140
+    # One row: at most 9 series (3 dtypes x eager, graph, host).
+    x = _LEFT + index * 140
     y = _PANEL_TOP + _PANEL_HEIGHT + 68
     canvas.line(x, y - 4, x + 30, y - 4, stroke=colour, width=3)
     canvas.text(x + 36, y, label, anchor="start")
 
 
-def write_svg(path, comparisons, title):
+def write_svg(path, rows, title):
     with open(path, "w") as stream:
-        stream.write(render_svg(comparisons, title))
+        stream.write(render_svg(rows, title))

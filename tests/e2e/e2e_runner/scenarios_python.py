@@ -110,7 +110,8 @@ def jax_gpus(context):
     tool = [context.machine.python, NCCL_CAR_TOOL, "run", "--lib", context.build.library]
     program = ["--", context.machine.python, JAX_PSUM]
     env = dict(context.gpu_env(), PYTHONUNBUFFERED="1")
-    run = context.run_one("jax-auto", tool + program, env, 900)
+    # TRACE: one line per call our kernels take (JAX never destroys its communicators).
+    run = context.run_one("jax-auto", tool + program, dict(env, NCCL_CAR_DEBUG="TRACE"), 900)
     yield "nccl-car run (auto)", verdicts.jax_through_tool(run.returncode, run.text)
     run = context.run_one("jax-preload", tool + ["--mode", "preload"] + program, env, 900)
     yield "nccl-car run --mode preload", verdicts.jax_preloaded(run.returncode, run.text)

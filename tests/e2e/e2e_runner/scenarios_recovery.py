@@ -57,8 +57,9 @@ def release_initall(context):
 
 
 def release_devices(context):
-    """release_e2e devices: 2 processes driving GPUs 0 and 1 each (as nccl-tests -g 2),
-    E2E_CYCLES (default 100) split/all-reduce/destroy cycles."""
+    """release_e2e devices: 2 processes driving GPUs 0 and 1 each (as nccl-tests -g 2 under
+    MPI), E2E_CYCLES (default 100) split/all-reduce/destroy cycles: not ours, so every one
+    must forward and stay right."""
     program = context.build.program("release_e2e")
     cycles = context.machine.env.get("E2E_CYCLES", "100")
     blocks = context.rig_blocks(2)
@@ -76,5 +77,5 @@ for _scenario in verdicts.RECOVERY_EVIDENCE:
 register("release-processes", "release_e2e processes: late peers at destroy and abort", RIG, 180, release_processes)
 register("multi-gpu-release-initall", "release_e2e initall: ncclCommInitAll over every GPU, one process",
          ("2 gpus", "mps", "nccl", "e2e programs"), 240, release_initall)
-register("multi-gpu-release-devices", "release_e2e devices: 2 processes driving 2 GPUs each",
+register("multi-gpu-release-devices", "release_e2e devices: 2 processes driving 2 GPUs each forward",
          ("2 gpus", "mps", "nccl", "e2e programs"), 600, release_devices)

@@ -144,10 +144,20 @@ class ReleaseTest(unittest.TestCase):
         self.assertEqual(verdicts.release_initall(ranks, 0, fewer).status, FAIL)
         self.assertEqual(verdicts.release_initall(ranks, 1, enough).status, FAIL)
 
-    def test_devices_needs_more_than_four_eligible_set_ups(self):
-        five = [log(*[setup(0, 4, comm=c) for c in range(3)]), log(setup(1, 4), setup(2, 4))]
+    def test_devices_must_all_be_refused_as_several_gpus_per_process(self):
+        why = "the process of rank {} drives several GPUs and has peers in other processes"
+
+        def refusals(rank, count):
+            return [setup(rank, 4, comm=c, eligible=False, why=why.format(rank)) for c in range(count)]
+
+        five = [log(*refusals(0, 3)), log(*refusals(2, 2))]
         self.assertEqual(verdicts.release_devices([0, 0], five).status, PASS)
-        self.assertEqual(verdicts.release_devices([0, 0], five[:1] + [log(setup(1, 4))]).status, FAIL)
+        self.assertIn("more than 4 set-ups refused", verdicts.release_devices([0, 0], five[:1]).detail)
+        taken = verdicts.release_devices([0, 0], five + [log(setup(1, 4))])
+        self.assertIn("not met: no eligible set-up", taken.detail)
+        other = [log(*[setup(0, 4, comm=c, eligible=False, why="ranks span 2 hosts") for c in range(6)])]
+        self.assertEqual(verdicts.release_devices([0, 0], other).status, FAIL)
+        self.assertEqual(verdicts.release_devices([0, 1], five).status, FAIL)
 
 
 class NoNvmlTest(unittest.TestCase):

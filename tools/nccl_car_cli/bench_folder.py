@@ -1,0 +1,82 @@
+"""--save DIR and --from DIR: every run's raw stdout and stderr as <config>.<repeat>.out and
+.err, in one folder per dtype (per dtype and mode for all_reduce_perf), and bench.json saying
+what was run: the driver, the options that shape the table, and per run its files, command,
+the variables its configuration set and how it ended. bench.json is rewritten after every
+run, so an interrupted bench still leaves a folder that --from can read."""
+
+import json
+import os
+
+from .bench_configs import by_name
+from .bench_plan import Job
+from .bench_runs import RunRecord
+from .errors import UsageError
+
+MANIFEST = "bench.json"
+FORMAT = 1
+# What the report reads from the header (the rest is for people).
+HEADER_KEYS = ("driver", "configs", "dtypes", "modes", "repeats", "place", "runs")
+
+
+class SavedRuns:
+    def __init__(self, folder, header):
+        self.folder = folder
+        self.header = dict(header, format=FORMAT)
+        self.entries = []
+        os.makedirs(folder, exist_ok=True)
+
+    def add(self, record):
+        files = {"stdout": record.job.stem + ".out", "stderr": record.job.stem + ".err"}
+        os.makedirs(os.path.join(self.folder, os.path.dirname(record.job.stem)), exist_ok=True)
+        for stream, name in files.items():
+            with open(os.path.join(self.folder, name), "w") as out:
+                out.write(getattr(record, stream))
+        job = record.job
+        self.entries.append(dict(files, config=job.config.name, dtype=job.dtype, mode=job.mode,
+                                 repeat=job.repeat + 1, command=record.command, variables=record.changes,
+                                 failure=record.failure, seconds=round(record.seconds, 3)))
+        # Written aside, then renamed: a reader never sees half a file.
+        path = os.path.join(self.folder, MANIFEST)
+        with open(path + ".new", "w") as out:
+            json.dump(dict(self.header, runs=self.entries), out, indent=1)
+            out.write("\n")
+        os.replace(path + ".new", path)
+
+
+def _read(folder, name):
+    try:
+        with open(os.path.join(folder, name), errors="replace") as stream:
+            return stream.read(), None
+    except OSError as error:
+        return "", f"saved output unreadable ({error.strerror}: {name})"
+
+
+def load(folder):
+    """(header, [RunRecord]) from a folder that --save wrote."""
+    path = os.path.join(folder, MANIFEST)
+    try:
+        with open(path) as stream:
+            manifest = json.load(stream)
+        if not isinstance(manifest, dict):
+            raise TypeError("not a JSON object")
+        if manifest.get("format") != FORMAT:
+            raise UsageError(f"{path} is in format {manifest.get('format')}, this bench reads {FORMAT}")
+        missing = [key for key in HEADER_KEYS if key not in manifest]
+        if missing:
+            raise KeyError(", ".join(missing))
+        for name in manifest["configs"]:
+            by_name(name)   # a configuration this bench does not know: ValueError
+        records = []
+        for entry in manifest["runs"]:
+            job = Job(by_name(entry["config"]), entry["dtype"], entry["mode"], entry["repeat"] - 1)
+            stdout, stdout_problem = _read(folder, entry["stdout"])
+            stderr, stderr_problem = _read(folder, entry["stderr"])
+            failures = [f for f in (entry["failure"], stdout_problem, stderr_problem) if f]
+            records.append(RunRecord(job, entry["command"], entry["variables"], stdout, stderr,
+                                     "; ".join(failures) or None, entry["seconds"]))
+    except OSError as error:
+        raise UsageError(f"cannot read {path} ({error.strerror}): not a folder written by "
+                         "nccl-car bench --save") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path} is not what nccl-car bench --save writes ({error!r})") from None
+    return manifest, records
