@@ -73,24 +73,26 @@ def ctypes_command(context, mode, client):
 CTYPES_MODES = ("audit-name", "audit-path", "dropin-name", "tool-auto", "preload")
 
 
+def _ctypes_run(context, mode, ranks):
+    """`ranks` processes of the ctypes client, the library brought in by `mode`."""
+    extra = ctypes_command(context, mode, [])[1]
+    env = dict(context.rig_env(), NCCL_CAR_DEBUG="INFO", NCCL_CAR_MAX_BLOCKS=str(context.rig_blocks(ranks)),
+               PYTHONUNBUFFERED="1", **extra)
+
+    def command_of(rank, id_file):
+        return ctypes_command(context, mode, [context.machine.python, CTYPES_CLIENT, str(rank), str(ranks), id_file])[0]
+
+    with context.mps():
+        context.restart_mps()
+        return context.run_ranks(f"ctypes-{mode}-n{ranks}", ranks, command_of,
+                                 lambda rank: dict(env, NCCL_HOSTID=f"ctypes-rank-{rank}"), limit=300)
+
+
 def ctypes_client(context, mode):
     """ctypes_allreduce.py (NCCL from ctypes.CDLL, every function looked up on that handle),
     2 and 4 processes: 5 sizes up to 8 MiB x 3 types x 3 taken, one size forwarded."""
     for ranks in (2, 4):
-        blocks = context.rig_blocks(ranks)
-
-        def command_of(rank, id_file, ranks=ranks):
-            client = [context.machine.python, CTYPES_CLIENT, str(rank), str(ranks), id_file]
-            return ctypes_command(context, mode, client)[0]
-
-        def env_of(rank, ranks=ranks):
-            extra = ctypes_command(context, mode, [])[1]
-            return dict(context.rig_env(), NCCL_HOSTID=f"ctypes-rank-{rank}", NCCL_CAR_DEBUG="INFO",
-                        NCCL_CAR_MAX_BLOCKS=str(blocks), PYTHONUNBUFFERED="1", **extra)
-
-        with context.mps():
-            context.restart_mps()
-            finished = context.run_ranks(f"ctypes-{mode}-n{ranks}", ranks, command_of, env_of, limit=300)
+        finished = _ctypes_run(context, mode, ranks)
         yield f"{mode}, {ranks} ranks", verdicts.ctypes_client(mode, ranks, *outcomes(finished))
 
 

@@ -50,7 +50,7 @@ _PROGRAM = """#!{python}
 import os, sys
 sys.path.insert(0, {support!r})
 from runner_support import log, released, setup
-shown = ("NCCL_HOSTID", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "NCCL_CAR_TEST_FAULT", "LD_PRELOAD",
+shown = ("NCCL_HOSTID", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "NCCL_CAR_TEST_FAULT", "LD_PRELOAD", "LD_AUDIT",
          "NCCL_SOCKET_IFNAME", "CUDA_DEVICE_MAX_CONNECTIONS", "LD_LIBRARY_PATH", "CUDA_MPS_PIPE_DIRECTORY")
 print("env", " ".join(name + "=" + os.environ.get(name, "-") for name in shown))
 print("argv", " ".join(sys.argv[1:]))

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 from fake_machine import FakeMachine, fake_all_reduce_perf, fake_build, fake_mps
 from runner_support import FAIL, PASS, SKIPPED
@@ -20,6 +21,10 @@ from e2e_runner.tools_path import NCCL_CAR_TOOL
 def env_of(log_text):
     line = next(line for line in log_text.splitlines() if line.startswith("env "))
     return dict(word.split("=", 1) for word in line.split()[1:])
+
+
+def argv_of(log_text):
+    return next(line for line in log_text.splitlines() if line.startswith("argv ")).split()[1:]
 
 
 class ScenarioTest(unittest.TestCase):
@@ -83,8 +88,7 @@ class ScenarioTest(unittest.TestCase):
         self.assertIn("recovery-shrink-abort: shrink-abort: SKIPPED (rank 0: shrink-abort: SKIPPED",
                       "\n".join(self.said))
         # recovery_e2e SCENARIO RANK ID_FILE
-        argv = self.rank_log("recovery-shrink-abort", "shrink-abort", 1).splitlines()[1].split()
-        self.assertEqual(argv[:3], ["argv", "shrink-abort", "1"])
+        self.assertEqual(argv_of(self.rank_log("recovery-shrink-abort", "shrink-abort", 1))[:2], ["shrink-abort", "1"])
 
     def test_the_launch_error_fault_goes_to_rank_0_of_ineligible_abort(self):
         self.run_scenario("recovery-ineligible-abort")
@@ -103,6 +107,28 @@ class ScenarioTest(unittest.TestCase):
         wrong = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf, FAKE_WRONG="3"))
         self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-one-process", machine=wrong), FAIL)
         self.assertIn("one-process-g2-bfloat16: FAIL", "\n".join(self.said))
+
+    def test_a_ctypes_client_per_rank_brought_in_by_audit(self):
+        client = fake_build(os.path.join(self.folder, "client"), programs=("ctypes_allreduce",))
+        with mock.patch.object(scenarios_python, "CTYPES_CLIENT", client.program("ctypes_allreduce")):
+            status = self.run_scenario("ctypes-audit-name", FAKE_OUTPUT="rank {0}/{1}: PASS (fake)")
+        self.assertEqual(status, PASS)
+        for ranks in (2, 4):
+            log = self.rank_log("ctypes-audit-name", f"ctypes-audit-name-n{ranks}", ranks - 1)
+            env = env_of(log)
+            self.assertEqual((env["LD_AUDIT"], env["LD_PRELOAD"]), (self.build.audit_module, "-"))
+            self.assertEqual(env["NCCL_HOSTID"], f"ctypes-rank-{ranks - 1}")
+            argv = argv_of(log)
+            self.assertEqual(argv[:2] + argv[-1:], [str(ranks - 1), str(ranks), "libnccl.so.2"])
+        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"] * 2)
+
+    def test_a_ctypes_client_reached_through_ld_preload_fails(self):
+        # The stand-in client logs a set-up, as if LD_PRELOAD had reached a ctypes handle.
+        client = fake_build(os.path.join(self.folder, "client"), programs=("ctypes_allreduce",))
+        with mock.patch.object(scenarios_python, "CTYPES_CLIENT", client.program("ctypes_allreduce")):
+            status = self.run_scenario("ctypes-preload", FAKE_OUTPUT="rank {0}/{1}: PASS (fake)")
+        self.assertEqual(status, FAIL)
+        self.assertIn("not met: no communicator set up", "\n".join(self.said))
 
     def test_missing_hardware_skips_before_anything_runs(self):
         for machine, reason in ((FakeMachine(gpus=0), "needs a GPU, none visible"),
