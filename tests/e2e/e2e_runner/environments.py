@@ -29,6 +29,10 @@ def rig(base, nccl_lib_dir):
     # client's extra hardware queues come out of one shared pool, and 4 such clients
     # already failed with "out of memory".
     env.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
+    # Several ranks share the GPU's multiprocessors: with programmatic dependent launch a
+    # rank's next kernel may hold some while it waits, and a peer's current kernel could then
+    # find none (rig_blocks leaves room for one grid per rank, not two).
+    env["NCCL_CAR_PDL"] = "0"
     return env
 
 

@@ -121,6 +121,7 @@ class EnvironmentsTest(unittest.TestCase):
         self.assertEqual(env["CUDA_MPS_LOG_DIRECTORY"], environments.MPS_LOG_DIRECTORY)
         self.assertEqual(env["LD_LIBRARY_PATH"], "/nccl:/usr/lib")
         self.assertEqual(env["NCCL_NVLS_ENABLE"], "0")
+        self.assertEqual(env["NCCL_CAR_PDL"], "0")  # rig_blocks has room for one grid per rank
 
     def test_with_library_leaves_out_unset_settings(self):
         env = environments.with_library({}, "/lib.so", NCCL_CAR_MAX_BLOCKS=4, NCCL_CAR_TEST_FAULT=None)
