@@ -34,6 +34,15 @@ void guarded(const char* where, Body&& body) {
   }
 }
 
+// A hook of a function older NCCLs lack: true, with a WARN naming it, when the real NCCL
+// has none (the hook then returns ncclInvalidUsage, as NCCL would for a bad call).
+template <typename Function>
+bool lacks(const RealNccl& real, Function function, const char* name) {
+  if (function != nullptr) return false;
+  CAR_WARN(-1, "{} is not in the real NCCL ({})", name, real.origin);
+  return true;
+}
+
 bool passThrough() { return shimConfig().disable; }
 
 // NCCL_COMM_BLOCKING=0 makes communicators without an explicit setting nonblocking.
@@ -183,10 +192,7 @@ CAR_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks
                                                  ncclUniqueId* commIds, ncclConfig_t* config) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  if (real->commInitRankScalable == nullptr) {
-    CAR_WARN(-1, "ncclCommInitRankScalable is not in the real NCCL ({})", real->origin);
-    return ncclInvalidUsage;
-  }
+  if (lacks(*real, real->commInitRankScalable, "ncclCommInitRankScalable")) return ncclInvalidUsage;
   const ncclResult_t result = real->commInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
   adoptAndSchedule(*real, result, newcomm, 1, isNonblocking(config, defaultNonblocking()));
   return result;
@@ -213,10 +219,7 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
                                        ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  if (real->commShrink == nullptr) {
-    CAR_WARN(-1, "ncclCommShrink is not in the real NCCL ({})", real->origin);
-    return ncclInvalidUsage;
-  }
+  if (lacks(*real, real->commShrink, "ncclCommShrink")) return ncclInvalidUsage;
   const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
   // NCCL_SHRINK_ABORT ends the parent's operations in flight: ours first, as an abort does.
   if ((shrinkFlags & NCCL_SHRINK_ABORT) != 0 && !passThrough()) {
@@ -256,10 +259,7 @@ CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 CAR_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  if (real->commRevoke == nullptr) {
-    CAR_WARN(-1, "ncclCommRevoke is not in the real NCCL ({})", real->origin);
-    return ncclInvalidUsage;
-  }
+  if (lacks(*real, real->commRevoke, "ncclCommRevoke")) return ncclInvalidUsage;
   if (!passThrough()) guarded("ncclCommRevoke", [&] { stopBeforeNccl(comm, "ncclCommRevoke"); });
   return real->commRevoke(comm, revokeFlags);
 }
@@ -284,10 +284,7 @@ CAR_EXPORT ncclResult_t ncclGroupEnd() {
 CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  if (real->groupSimulateEnd == nullptr) {
-    CAR_WARN(-1, "ncclGroupSimulateEnd is not in the real NCCL ({})", real->origin);
-    return ncclInvalidUsage;
-  }
+  if (lacks(*real, real->groupSimulateEnd, "ncclGroupSimulateEnd")) return ncclInvalidUsage;
   const ncclResult_t result = real->groupSimulateEnd(simInfo);
   guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
   return result;
@@ -298,10 +295,7 @@ CAR_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size
                                                int winFlags) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  if (real->commWindowRegister == nullptr) {
-    CAR_WARN(-1, "ncclCommWindowRegister is not in the real NCCL ({})", real->origin);
-    return ncclInvalidUsage;
-  }
+  if (lacks(*real, real->commWindowRegister, "ncclCommWindowRegister")) return ncclInvalidUsage;
   const ncclResult_t result = real->commWindowRegister(comm, buff, size, win, winFlags);
   if (result == ncclSuccess && win != nullptr && (winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 && !passThrough()) {
     guarded("ncclCommWindowRegister", [&] {
@@ -314,10 +308,7 @@ CAR_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size
 CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  if (real->commWindowDeregister == nullptr) {
-    CAR_WARN(-1, "ncclCommWindowDeregister is not in the real NCCL ({})", real->origin);
-    return ncclInvalidUsage;
-  }
+  if (lacks(*real, real->commWindowDeregister, "ncclCommWindowDeregister")) return ncclInvalidUsage;
   if (!passThrough()) {
     guarded("ncclCommWindowDeregister", [&] {
       if (auto state = Registry::instance().find(comm)) state->symmetricWindows.remove(win);
