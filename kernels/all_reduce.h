@@ -13,7 +13,66 @@
 
 namespace car {
 
-enum class ElementType { Float16, BFloat16, Float32 };
+// Every type NCCL 2.28 reduces. Floating types accumulate in fp32 (fp64 in fp64) and round
+// once; integers wrap in their own width, as NCCL's do.
+enum class ElementType {
+  Int8,
+  UInt8,
+  Int32,
+  UInt32,
+  Int64,
+  UInt64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  Float8E4M3,
+  Float8E5M2,
+  kCount,
+};
+
+constexpr int kElementTypeCount = static_cast<int>(ElementType::kCount);
+
+// NCCL's built-in reductions. Avg is the sum divided by the world size: integers divide
+// the wrapped sum, truncating toward zero (as NCCL does); floating types divide the
+// accumulated sum before the one rounding.
+enum class ReduceOp { Sum, Prod, Min, Max, Avg, kCount };
+
+constexpr int kReduceOpCount = static_cast<int>(ReduceOp::kCount);
+
+constexpr int elementBytes(ElementType type) {
+  switch (type) {
+    case ElementType::Int8:
+    case ElementType::UInt8:
+    case ElementType::Float8E4M3:
+    case ElementType::Float8E5M2: return 1;
+    case ElementType::Float16:
+    case ElementType::BFloat16: return 2;
+    case ElementType::Int32:
+    case ElementType::UInt32:
+    case ElementType::Float32: return 4;
+    case ElementType::Int64:
+    case ElementType::UInt64:
+    case ElementType::Float64: return 8;
+    case ElementType::kCount: break;
+  }
+  return 0;
+}
+
+// Packs on the wire per 16-byte pack of data in the push kernels (kernels/lamport.cuh).
+// fp8, fp16, bf16 and fp32 have a spare bit pattern (a -0.0 that is sent as +0.0) to mark
+// "not arrived yet": one pack each. Integers and fp64 have none: each 32-bit word travels as
+// two 16-bit halves, which never look like the mark, in two packs.
+constexpr int wirePacksPerPack(ElementType type) {
+  switch (type) {
+    case ElementType::Float16:
+    case ElementType::BFloat16:
+    case ElementType::Float32:
+    case ElementType::Float8E4M3:
+    case ElementType::Float8E5M2: return 1;
+    default: return 2;
+  }
+}
 
 // Pull kernels read the peers' staging copies behind barriers; push kernels write into the
 // peers' receive areas and wait for nothing but the data itself (docs/design.md).
@@ -29,7 +88,7 @@ constexpr int kAlgorithmCount = static_cast<int>(Algorithm::kCount);
 
 const char* algorithmName(Algorithm algorithm);
 const char* elementTypeName(ElementType type);
-int elementBytes(ElementType type);
+const char* reduceOpName(ReduceOp op);
 constexpr bool isPush(Algorithm algorithm) {
   return algorithm == Algorithm::OneShotPush || algorithm == Algorithm::TwoShotPush;
 }
@@ -63,6 +122,7 @@ struct LaunchArgs {
   int blocks = 0;
   int threads = kThreadsPerBlock;    // pull kernels: always kThreadsPerBlock
   ElementType type = ElementType::Float32;
+  ReduceOp op = ReduceOp::Sum;
   Algorithm algorithm = Algorithm::OneStage;
   // Programmatic dependent launch (sm_90 and newer): the kernel may be scheduled while the
   // previous kernel on the stream drains; it waits for it before touching memory.

@@ -84,14 +84,34 @@ const char* algorithmName(Algorithm algorithm) {
 
 const char* elementTypeName(ElementType type) {
   switch (type) {
+    case ElementType::Int8: return "int8";
+    case ElementType::UInt8: return "uint8";
+    case ElementType::Int32: return "int32";
+    case ElementType::UInt32: return "uint32";
+    case ElementType::Int64: return "int64";
+    case ElementType::UInt64: return "uint64";
     case ElementType::Float16: return "fp16";
     case ElementType::BFloat16: return "bf16";
     case ElementType::Float32: return "fp32";
+    case ElementType::Float64: return "fp64";
+    case ElementType::Float8E4M3: return "fp8e4m3";
+    case ElementType::Float8E5M2: return "fp8e5m2";
+    case ElementType::kCount: break;
   }
   return "?";
 }
 
-int elementBytes(ElementType type) { return type == ElementType::Float32 ? 4 : 2; }
+const char* reduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::kCount: break;
+  }
+  return "?";
+}
 
 // Whether the push kernel's slots fit in one area (the policy never picks one that does not).
 static bool fitsInArea(const LaunchArgs& args) {

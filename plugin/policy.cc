@@ -129,7 +129,7 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
     return decision;
   };
   if (config.disable) return forward(ForwardReason::Disabled);
-  if (!call.opIsSum) return forward(ForwardReason::Op);
+  if (!call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
   if (call.count == 0) return forward(ForwardReason::Empty);
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));

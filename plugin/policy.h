@@ -18,8 +18,8 @@ enum class ForwardReason {
   Disabled,         // NCCL_CAR_DISABLE=1
   NotEligible,      // the communicator failed setup or its checks (hosts, P2P, NVLink, ...)
   NotReady,         // a nonblocking communicator still initialising
-  Op,               // not ncclSum
-  Type,             // not fp16, bf16 or fp32
+  Op,               // an op made by ncclRedOpCreatePreMulSum (or out of range)
+  Type,             // a type NCCL does not define (out of range)
   Empty,            // zero elements
   NotMultipleOf16,  // bytes not a multiple of 16, above what the push kernels take
   TooLarge,         // above NCCL_CAR_MAX_BYTES
@@ -40,7 +40,7 @@ struct CommunicatorFacts {
 
 struct CallFacts {
   std::optional<ElementType> type;  // nullopt: a type we have no kernel for
-  bool opIsSum = false;
+  std::optional<ReduceOp> op;       // nullopt: an op we have no kernel for
   std::size_t count = 0;  // elements
   // Both buffers lie in windows registered with NCCL_WIN_COLL_SYMMETRIC. Read off this rank's
   // pointers, but shared by NCCL's own contract: windows are registered collectively, and

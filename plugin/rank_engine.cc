@@ -78,7 +78,7 @@ void RankEngine::attachPeers(void* const* bases, bool fullNvlink, int computeCap
 CallDecision RankEngine::plan(const AllReduceCall& call) const {
   CallFacts facts;
   facts.type = call.type;
-  facts.opIsSum = call.opIsSum;
+  facts.op = call.op;
   facts.count = call.count;
   facts.symmetricBuffers = call.symmetricBuffers;
   CallDecision decision = decideCall(CommunicatorFacts{options_.ranks, fullNvlink_, computeCapability_}, facts,
@@ -107,8 +107,8 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
   }
   result.algorithm = decision.algorithm;
   stats_.countTaken(decision.algorithm, decision.bytes);
-  CAR_TRACE(options_.device, "rank {} all-reduce {} x {} ({} bytes) -> {}", options_.rank,
-            call.count, elementTypeName(*call.type), decision.bytes, algorithmName(decision.algorithm));
+  CAR_TRACE(options_.device, "rank {} all-reduce {} x {} {} ({} bytes) -> {}", options_.rank, call.count,
+            elementTypeName(*call.type), reduceOpName(*call.op), decision.bytes, algorithmName(decision.algorithm));
   return result;
 }
 
@@ -119,6 +119,7 @@ cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecis
   args->bytes = static_cast<long long>(decision.bytes);
   args->packs = packsOf(args->bytes);
   args->type = *call.type;
+  args->op = *call.op;
   args->algorithm = decision.algorithm;
   if (isPush(decision.algorithm)) {
     // The kernel reads the caller's input itself, whatever its alignment: no staging copy.

@@ -33,7 +33,7 @@ struct AllReduceCall {
   void* recv = nullptr;        // any alignment
   std::size_t count = 0;
   std::optional<ElementType> type;
-  bool opIsSum = false;
+  std::optional<ReduceOp> op;  // nullopt: an op we have no kernel for
   bool symmetricBuffers = false;  // both buffers in NCCL symmetric windows (CallFacts says more)
   cudaStream_t stream = nullptr;
 };

@@ -134,7 +134,7 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   call.recv = recv;
   call.count = count;
   call.type = elementTypeOf(type);
-  call.opIsSum = isSum(op);
+  call.op = reduceOpOf(op);
   call.stream = stream;
   // Only looked at when the user asked for it: no lookup on the default path.
   if (shimConfig().symmetricNcclBytes > 0 && call.type) {

@@ -63,7 +63,7 @@ bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vecto
     call.recv = recv[r];
     call.count = count;
     call.type = type;
-    call.opIsSum = true;
+    call.op = ReduceOp::Sum;
     call.stream = streams_[r];
     SubmitResult result = engines_[r]->submit(call);
     if (result.launched && !first) first = result.algorithm;

@@ -16,7 +16,7 @@ constexpr std::size_t KiB = 1024;
 CallFacts sumOf(ElementType type, std::size_t count) {
   CallFacts call;
   call.type = type;
-  call.opIsSum = true;
+  call.op = ReduceOp::Sum;
   call.count = count;
   return call;
 }
@@ -181,9 +181,9 @@ TEST_CASE("decideCall forwards with the reason", "[policy]") {
     disabled.disable = true;
     CHECK(decideCall(comm, sumOf(ElementType::Float32, 4), disabled).reason == ForwardReason::Disabled);
   }
-  SECTION("op other than sum") {
+  SECTION("an op NCCL made at run time (ncclRedOpCreatePreMulSum)") {
     CallFacts call = sumOf(ElementType::Float32, 4);
-    call.opIsSum = false;
+    call.op.reset();
     CHECK(decideCall(comm, call, config).reason == ForwardReason::Op);
   }
   SECTION("unsupported type") {

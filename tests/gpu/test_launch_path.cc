@@ -48,7 +48,7 @@ AllReduceCall sumCall(const DeviceBuffers& in, DeviceBuffers& out, int rank, cud
   call.recv = out.at(rank);
   call.count = kCount;
   call.type = ElementType::Float32;
-  call.opIsSum = true;
+  call.op = ReduceOp::Sum;
   call.stream = stream;
   return call;
 }

@@ -7,7 +7,7 @@
     host:pid:tid [dev] file.cc:123 NCCL-CAR WARN <text>
     host:pid:tid [-1] NCCL-CAR INFO real NCCL found as <where>   (first NCCL call of a process)
     host:pid:tid [-1] NCCL-CAR INFO audit: <file> is served by <libnccl-car.so>; ...
-    host:pid:tid [dev] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 (8192 bytes) -> 1shot
+    host:pid:tid [dev] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot
 
 Every rank logs its own lines, so calls are counted once per rank that made them."""
 
@@ -23,7 +23,7 @@ _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
                    r"(?P<event>setup|released): (?P<detail>.*)")
 # At TRACE, one line per call our kernels take: counts even for communicators never
 # released (JAX never destroys its own).
-_TRACED = re.compile(r"rank \d+ all-reduce \d+ x \S+ \(\d+ bytes\) -> (?P<kernel>\S+)")
+_TRACED = re.compile(r"rank \d+ all-reduce \d+ x \S+(?: [a-z]+)? \(\d+ bytes\) -> (?P<kernel>\S+)")
 _RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
 # The kernels in the order the library prints them.

@@ -18,15 +18,25 @@ bool number(const std::string& text, std::uint64_t* value) { return car::parseUn
 
 // "other" stands for a type the library has no kernel for.
 bool elementType(const std::string& name, std::optional<car::ElementType>* type) {
-  for (car::ElementType candidate : {car::ElementType::Float16, car::ElementType::BFloat16, car::ElementType::Float32}) {
+  for (int t = 0; t < car::kElementTypeCount; ++t) {
+    const auto candidate = static_cast<car::ElementType>(t);
     if (name == car::elementTypeName(candidate)) return *type = candidate, true;
   }
   if (name == "other") return *type = std::nullopt, true;
   return false;
 }
 
+bool reduceOp(const std::string& name, std::optional<car::ReduceOp>* op) {
+  for (int o = 0; o < car::kReduceOpCount; ++o) {
+    const auto candidate = static_cast<car::ReduceOp>(o);
+    if (name == car::reduceOpName(candidate)) return *op = candidate, true;
+  }
+  if (name == "other") return *op = std::nullopt, true;
+  return false;
+}
+
 bool parse(const std::vector<std::string>& args, Question* question, std::string* error) {
-  question->call.opIsSum = true;
+  question->call.op = car::ReduceOp::Sum;
   question->call.type = car::ElementType::BFloat16;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -42,8 +52,8 @@ bool parse(const std::vector<std::string>& args, Question* question, std::string
       ++i;
     } else if (arg == "--type" && hasValue && elementType(args[i + 1], &question->call.type)) {
       question->typeName = args[++i];
-    } else if (arg == "--op" && hasValue && (args[i + 1] == "sum" || args[i + 1] == "other")) {
-      question->call.opIsSum = args[++i] == "sum";
+    } else if (arg == "--op" && hasValue && reduceOp(args[i + 1], &question->call.op)) {
+      ++i;
     } else if (number(arg, &value)) {
       question->sizes.push_back(value);
     } else {
@@ -76,7 +86,7 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   json.key("full_nvlink").boolean(question.comm.fullNvlink);
   json.key("compute_capability").number(static_cast<std::uint64_t>(question.comm.computeCapability));
   json.key("type").string(question.typeName);
-  json.key("op").string(question.call.opIsSum ? "sum" : "other");
+  json.key("op").string(question.call.op ? car::reduceOpName(*question.call.op) : "other");
   json.key("decisions").beginArray();
   for (std::uint64_t bytes : question.sizes) {
     car::CallFacts call = question.call;
