@@ -108,12 +108,12 @@ struct LaunchArgs {
   Signal* selfSignal = nullptr;      // == peers.signals[rank], in this rank's own mapping
   PushState* pushState = nullptr;    // this rank's, local
   std::size_t areaBytes = 0;         // bytes of one push area
-  void* output = nullptr;            // caller's output; pull kernels: 16-byte aligned
+  void* output = nullptr;            // caller's output, any alignment
   // The caller's input. Push kernels always read it themselves. Pull kernels: non-null, the
   // kernel copies it into this rank's staging itself (16-byte aligned, one launch instead of
   // copy + kernel); null, the caller has already copied it there. Ranks may differ in this.
   const void* input = nullptr;
-  long long bytes = 0;               // message size; pull kernels: a multiple of 16
+  long long bytes = 0;               // message size; a pull kernel copying input: a multiple of 16
   long long packs = 0;               // packsOf(bytes)
   int rank = 0;
   int ranks = 0;                     // 2..kMaxRanks

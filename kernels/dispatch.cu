@@ -15,6 +15,7 @@ namespace {
 constexpr int kMinRanks = 2;
 
 static_assert(kInstantiatedMaxRanks == kMaxRanks, "CAR_INSTANTIATE_FOR_RANKS must list 2..kMaxRanks");
+static_assert(kInstantiatedTypes == kElementTypeCount, "CAR_FOR_EACH_ELEMENT_TYPE must list every ElementType");
 
 template <typename T, int kRanks>
 AllReduceKernel kernelOf(Algorithm algorithm) {
@@ -42,12 +43,21 @@ AllReduceKernel pickForType(Algorithm algorithm, int ranks) {
                         std::make_integer_sequence<int, kMaxRanks - kMinRanks + 1>{});
 }
 
+// The push kernels' wire format per type must be the one the host sized the areas for.
+#define CAR_CHECK_WIRE(enumerator, T, unused)                                         \
+  static_assert(kWirePacksOf<T> == wirePacksPerPack(ElementType::enumerator), #T); \
+  static_assert(sizeof(T) == elementBytes(ElementType::enumerator), #T);
+CAR_FOR_EACH_ELEMENT_TYPE(CAR_CHECK_WIRE, unused)
+#undef CAR_CHECK_WIRE
+
 AllReduceKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
+#define CAR_PICK_TYPE(enumerator, T, unused) \
+  case ElementType::enumerator: return pickForType<T>(algorithm, ranks);
   switch (type) {
-    case ElementType::Float16: return pickForType<__half>(algorithm, ranks);
-    case ElementType::BFloat16: return pickForType<__nv_bfloat16>(algorithm, ranks);
-    case ElementType::Float32: return pickForType<float>(algorithm, ranks);
+    CAR_FOR_EACH_ELEMENT_TYPE(CAR_PICK_TYPE, unused)
+    case ElementType::kCount: break;
   }
+#undef CAR_PICK_TYPE
   return nullptr;
 }
 
@@ -117,16 +127,17 @@ const char* reduceOpName(ReduceOp op) {
 static bool fitsInArea(const LaunchArgs& args) {
   const std::size_t used = args.algorithm == Algorithm::OneShotPush ? oneShotAreaUse(args.packs, args.ranks)
                                                                     : twoShotAreaUse(args.packs, args.ranks);
-  return used <= args.areaBytes;
+  return used * static_cast<std::size_t>(wirePacksPerPack(args.type)) <= args.areaBytes;
 }
 
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream) {
   const bool push = isPush(args.algorithm);
   const bool shapeOk = push ? args.input != nullptr && args.pushState != nullptr && fitsInArea(args)
-                            : args.threads == kThreadsPerBlock && args.bytes % static_cast<long long>(kPackBytes) == 0;
+                            : args.threads == kThreadsPerBlock &&
+                                  (args.input == nullptr || args.bytes % static_cast<long long>(kPackBytes) == 0);
   if (!shapeOk || args.blocks < 1 || args.blocks > (push ? kMaxPushBlocks : kMaxBlocks) || args.threads < 1 ||
       args.threads > kThreadsPerBlock || args.bytes < 1 || args.packs != packsOf(args.bytes) || args.rank < 0 ||
-      args.rank >= args.ranks) {
+      args.rank >= args.ranks || args.op < ReduceOp::Sum || args.op >= ReduceOp::kCount) {
     return cudaErrorInvalidValue;
   }
   const AllReduceKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
@@ -152,9 +163,9 @@ cudaError_t loadKernels() {
   std::vector<const void*> kernels = {reinterpret_cast<const void*>(&presetSignalKernel),
                                       reinterpret_cast<const void*>(&fillSentinelKernel)};
   for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
-    for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
+    for (int t = 0; t < kElementTypeCount; ++t) {
       for (int a = 0; a < kAlgorithmCount; ++a) {
-        const AllReduceKernel kernel = pickKernel(type, static_cast<Algorithm>(a), ranks);
+        const AllReduceKernel kernel = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
         if (kernel == nullptr) return cudaErrorInvalidValue;
         kernels.push_back(reinterpret_cast<const void*>(kernel));
       }

@@ -5,7 +5,10 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "all_reduce.h"
 #include "packs.cuh"
@@ -51,9 +54,24 @@ AllReduceKernel twoShotPushKernelOf();
   template AllReduceKernel getter<T, 8>();
 constexpr int kInstantiatedMaxRanks = 8;
 
-#define CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(getter) \
-  CAR_INSTANTIATE_FOR_RANKS(getter, __half)         \
-  CAR_INSTANTIATE_FOR_RANKS(getter, __nv_bfloat16)  \
-  CAR_INSTANTIATE_FOR_RANKS(getter, float)
+// Every ElementType with the device type of one element: X(enumerator, type, arg), arg
+// passed through for the caller.
+#define CAR_FOR_EACH_ELEMENT_TYPE(X, arg) \
+  X(Int8, std::int8_t, arg)               \
+  X(UInt8, std::uint8_t, arg)             \
+  X(Int32, std::int32_t, arg)             \
+  X(UInt32, std::uint32_t, arg)           \
+  X(Int64, std::int64_t, arg)             \
+  X(UInt64, std::uint64_t, arg)           \
+  X(Float16, __half, arg)                 \
+  X(BFloat16, __nv_bfloat16, arg)         \
+  X(Float32, float, arg)                  \
+  X(Float64, double, arg)                 \
+  X(Float8E4M3, __nv_fp8_e4m3, arg)       \
+  X(Float8E5M2, __nv_fp8_e5m2, arg)
+constexpr int kInstantiatedTypes = 12;
+
+#define CAR_INSTANTIATE_TYPE(enumerator, T, getter) CAR_INSTANTIATE_FOR_RANKS(getter, T)
+#define CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(getter) CAR_FOR_EACH_ELEMENT_TYPE(CAR_INSTANTIATE_TYPE, getter)
 
 }  // namespace car

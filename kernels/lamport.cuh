@@ -10,10 +10,13 @@
 // 16-byte vector access into four 32-bit accesses, so a word is either old or new, never torn;
 // the pack may arrive word by word, and is used only once all four are new.
 //
-// Integer and fp64 data have no such spare value: they must not use these kernels.
+// Integer and fp64 data have no such spare value. Their packs travel split (WirePack<2>):
+// each 32-bit word as two words holding 16 bits each, which can never be the sentinel. Twice
+// the bytes, the same one-pass latency.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "message_packs.cuh"
 #include "packs.cuh"
@@ -62,6 +65,82 @@ __device__ __forceinline__ Pack peekPack(const Pack* slot) {
                : "=r"(pack.bits.x), "=r"(pack.bits.y), "=r"(pack.bits.z), "=r"(pack.bits.w)
                : "l"(slot));
   return pack;
+}
+
+// One pack of data as it travels: kWire packs (1: as it is, made sentinel-free; 2: split
+// into 16-bit halves). kWire comes from the element type (kWirePacksOf).
+template <int kWire>
+struct WirePack {
+  Pack part[kWire];
+};
+
+template <typename T>
+constexpr int kWirePacksOf = std::is_integral<T>::value || std::is_same<T, double>::value ? 2 : 1;
+
+__device__ __forceinline__ uint4 spreadHalves(std::uint32_t low, std::uint32_t high) {
+  return make_uint4(low & 0xFFFFu, low >> 16, high & 0xFFFFu, high >> 16);
+}
+
+__device__ __forceinline__ std::uint32_t joinHalves(std::uint32_t low16, std::uint32_t high16) {
+  return low16 | high16 << 16;
+}
+
+// The value the receivers will decode, made safe to send: what a rank that also keeps it
+// for itself (the 2shot owner) must store, so that every rank ends with the same bits.
+template <int kWire>
+__device__ __forceinline__ Pack wireSafe(const Pack& pack) {
+  if constexpr (kWire == 1) return sanitized(pack);
+  else return pack;
+}
+
+// `pack` must already be wireSafe.
+template <int kWire>
+__device__ __forceinline__ WirePack<kWire> encodeWire(const Pack& pack) {
+  WirePack<kWire> wire;
+  if constexpr (kWire == 1) {
+    wire.part[0] = pack;
+  } else {
+    wire.part[0].bits = spreadHalves(pack.bits.x, pack.bits.y);
+    wire.part[1].bits = spreadHalves(pack.bits.z, pack.bits.w);
+  }
+  return wire;
+}
+
+template <int kWire>
+__device__ __forceinline__ Pack decodeWire(const WirePack<kWire>& wire) {
+  if constexpr (kWire == 1) {
+    return wire.part[0];
+  } else {
+    Pack pack;
+    pack.bits = make_uint4(joinHalves(wire.part[0].bits.x, wire.part[0].bits.y),
+                           joinHalves(wire.part[0].bits.z, wire.part[0].bits.w),
+                           joinHalves(wire.part[1].bits.x, wire.part[1].bits.y),
+                           joinHalves(wire.part[1].bits.z, wire.part[1].bits.w));
+    return pack;
+  }
+}
+
+// Wire pack `index` of a slot whose packs start at `slot` (kWire packs per data pack).
+template <int kWire>
+__device__ __forceinline__ void pushWire(Pack* slot, long long index, const WirePack<kWire>& wire) {
+#pragma unroll
+  for (int k = 0; k < kWire; ++k) pushPack(slot + index * kWire + k, wire.part[k]);
+}
+
+template <int kWire>
+__device__ __forceinline__ WirePack<kWire> peekWire(const Pack* slot, long long index) {
+  WirePack<kWire> wire;
+#pragma unroll
+  for (int k = 0; k < kWire; ++k) wire.part[k] = peekPack(slot + index * kWire + k);
+  return wire;
+}
+
+template <int kWire>
+__device__ __forceinline__ bool arrivedWire(const WirePack<kWire>& wire) {
+  bool all = true;
+#pragma unroll
+  for (int k = 0; k < kWire; ++k) all = all && arrived(wire.part[k]);
+  return all;
 }
 
 }  // namespace car

@@ -13,9 +13,11 @@ namespace car {
 
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchArgs args) {
+  constexpr int kWire = kWirePacksOf<T>;
   waitForPreviousGrid();
   allowNextGrid();
   const long long packs = args.packs;
+  const long long slotWirePacks = packs * kWire;
   const int rank = args.rank;
   const bool inputAligned = aligned16(args.input);
   const bool outputAligned = aligned16(args.output);
@@ -24,19 +26,21 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchA
   // This thread's first pack is loaded before the rotation is read: the two latencies
   // overlap, and the pack stays in registers as our own contribution. (Usually the only
   // pack: the grid has one thread per pack up to kMaxPushBlocks blocks.)
-  const Pack firstPack = first < packs ? sanitized(loadMessagePack(args.input, first, args.bytes, inputAligned)) : Pack{};
-  const PushRound round = beginPushRound(args.pushState, DirtySlots{static_cast<std::uint64_t>(packs), kRanks, 0});
+  auto ownPack = [&](long long i) { return wireSafe<kWire>(loadMessagePack(args.input, i, args.bytes, inputAligned)); };
+  const Pack firstPack = first < packs ? ownPack(first) : Pack{};
+  const PushRound round =
+      beginPushRound(args.pushState, DirtySlots{static_cast<std::uint64_t>(slotWirePacks), kRanks, 0});
 
   // 1. Our input into slot `rank` of every peer's area.
   Pack* ourSlotAt[kRanks];
 #pragma unroll
-  for (int r = 0; r < kRanks; ++r) ourSlotAt[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area) + rank * packs;
+  for (int r = 0; r < kRanks; ++r) ourSlotAt[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area) + rank * slotWirePacks;
 #pragma unroll 4
   for (long long i = first; i < packs; i += stride) {
-    const Pack pack = i == first ? firstPack : sanitized(loadMessagePack(args.input, i, args.bytes, inputAligned));
+    const WirePack<kWire> wire = encodeWire<kWire>(i == first ? firstPack : ownPack(i));
 #pragma unroll
     for (int r = 0; r < kRanks; ++r) {
-      if (r != rank) pushPack(ourSlotAt[r] + i, pack);
+      if (r != rank) pushWire(ourSlotAt[r], i, wire);
     }
   }
 
@@ -48,10 +52,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchA
   const Pack* slots = areaAt(args.peers.areas[rank], args.areaBytes, round.area);
   for (long long i = first; i < packs; i += stride) {
     // Our own pack is loaded before the wait, so that its latency hides behind it.
-    const Pack own = i == first ? firstPack : sanitized(loadMessagePack(args.input, i, args.bytes, inputAligned));
+    const Pack own = i == first ? firstPack : ownPack(i);
     Pack got[kRanks];
-    if (!awaitPacks<kRanks>(slots, packs, i, peersOf<kRanks>(rank), got, args.abortFlag)) return;
-    storeMessagePack(args.output, i, args.bytes, outputAligned, reduceInRankOrder<T, kRanks>(got, own, rank));
+    if (!awaitPacks<kRanks, kWire>(slots, slotWirePacks, i, peersOf<kRanks>(rank), got, args.abortFlag)) return;
+    storeMessagePack(args.output, i, args.bytes, outputAligned, reduceInRankOrder<T, kRanks>(got, own, rank, args.op));
   }
 }
 

@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs
   if (enterAllReduce<kRanks>(peers, args.selfSignal, args.rank, input, args.abortFlag, copyBlockSlice)) return;
   const bool outputAligned = aligned16(output);
   for (long long i = first; i < packs; i += stride) {
-    storeMessagePack(output, i, args.bytes, outputAligned, reducePacks<T, kRanks>(sources, i));
+    storeMessagePack(output, i, args.bytes, outputAligned, reducePacks<T, kRanks>(sources, i, args.op));
   }
   // The next call's staging copy (by the copy engine, or by the next kernel before its
   // first barrier) runs as soon as this kernel exits, while a slow peer may still be

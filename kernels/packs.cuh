@@ -1,10 +1,18 @@
 // 16-byte packs: the unit every thread loads, reduces and stores (one ld.128 / st.128).
-// A pack holds 8 fp16/bf16 or 4 fp32 elements; the sum is accumulated in fp32 and rounded
-// back to the element type once, so the order of additions is the only source of rounding.
+// A pack holds 16 / sizeof(T) elements of any type. Each element is reduced in its
+// accumulator type (fp32 for the floating types up to 32 bits, fp64 for fp64, the type
+// itself for integers, which wrap as NCCL's do) and rounded back to T once, so the order of
+// the operations is the only source of rounding.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "all_reduce.h"
 
 namespace car {
 
@@ -12,60 +20,116 @@ struct alignas(16) Pack {
   uint4 bits;
 };
 
+// How one element type is reduced: its accumulator, and the conversions to and from it.
+template <typename T, typename Enable = void>
+struct Arithmetic;
+
+// Floating types of up to 32 bits (fp8, fp16, bf16, fp32): fp32 accumulation. The
+// conversions back round to nearest even; fp8's (cuda_fp8.h) saturate to the largest finite
+// value (__NV_SATFINITE).
 template <typename T>
-struct PackOf {
-  static constexpr int kElems = 16 / sizeof(T);
-  struct Accum {
-    float lane[kElems];
-  };
+struct Arithmetic<T, std::enable_if_t<!std::is_integral<T>::value && !std::is_same<T, double>::value>> {
+  using Accum = float;
+  static __device__ __forceinline__ Accum widen(T v) { return static_cast<float>(v); }
+  static __device__ __forceinline__ T narrow(Accum v) { return T(v); }
+};
+template <>
+struct Arithmetic<double> {
+  using Accum = double;
+  static __device__ __forceinline__ Accum widen(double v) { return v; }
+  static __device__ __forceinline__ double narrow(Accum v) { return v; }
+};
+// Integers: computed in the type itself, through its unsigned twin, so a sum or product
+// wraps modulo 2^bits (the only defined overflow, and NCCL's result).
+template <typename T>
+struct Arithmetic<T, std::enable_if_t<std::is_integral<T>::value>> {
+  using Accum = T;
+  static __device__ __forceinline__ Accum widen(T v) { return v; }
+  static __device__ __forceinline__ T narrow(Accum v) { return v; }
 };
 
-__device__ __forceinline__ float toFloat(float v) { return v; }
-__device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
-__device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename A>
+__device__ __forceinline__ A combine(ReduceOp op, A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = std::make_unsigned_t<A>;
+    switch (op) {
+      case ReduceOp::Prod: return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case ReduceOp::Min: return b < a ? b : a;
+      case ReduceOp::Max: return a < b ? b : a;
+      default: return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    }
+  } else {
+    switch (op) {
+      case ReduceOp::Prod: return a * b;
+      case ReduceOp::Min: return fmin(a, b);
+      case ReduceOp::Max: return fmax(a, b);
+      default: return a + b;
+    }
+  }
+}
 
-template <typename T>
-__device__ __forceinline__ T fromFloat(float v);
-template <>
-__device__ __forceinline__ float fromFloat<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
+// Avg divides the reduced sum by the world size: integers truncate toward zero.
+template <typename A>
+__device__ __forceinline__ A finish(ReduceOp op, A value, int ranks) {
+  return op == ReduceOp::Avg ? value / static_cast<A>(ranks) : value;
 }
 
 template <typename T>
-__device__ __forceinline__ void accumulate(typename PackOf<T>::Accum& sum, const Pack& pack,
-                                           bool first) {
+struct PackOf {
+  static constexpr int kElems = 16 / sizeof(T);
+  using Math = Arithmetic<T>;
+  struct Accum {
+    typename Math::Accum lane[kElems];
+  };
+};
+
+template <typename T>
+__device__ __forceinline__ void accumulate(typename PackOf<T>::Accum& sum, const Pack& pack, bool first,
+                                           ReduceOp op) {
   const T* elems = reinterpret_cast<const T*>(&pack.bits);
 #pragma unroll
   for (int i = 0; i < PackOf<T>::kElems; ++i) {
-    sum.lane[i] = first ? toFloat(elems[i]) : sum.lane[i] + toFloat(elems[i]);
+    const auto value = PackOf<T>::Math::widen(elems[i]);
+    sum.lane[i] = first ? value : combine(op, sum.lane[i], value);
   }
 }
 
 template <typename T>
-__device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum) {
+__device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum, ReduceOp op, int ranks) {
   Pack pack;
   T* elems = reinterpret_cast<T*>(&pack.bits);
 #pragma unroll
-  for (int i = 0; i < PackOf<T>::kElems; ++i) elems[i] = fromFloat<T>(sum.lane[i]);
+  for (int i = 0; i < PackOf<T>::kElems; ++i) elems[i] = PackOf<T>::Math::narrow(finish(op, sum.lane[i], ranks));
   return pack;
 }
 
-// Sum of pack `index` over `sources` in the order given. All loads are issued before the
-// first add (the loop is unrolled and the loads are independent), so the remote reads are
-// in flight together.
+// Calls body(std::integral_constant<ReduceOp, op>{}) for the run-time op: the op is uniform
+// across the grid, so each branch is a loop of its own with no per-element switch.
+template <typename Body>
+__device__ __forceinline__ auto withReduceOp(ReduceOp op, Body body) {
+  switch (op) {
+    case ReduceOp::Prod: return body(std::integral_constant<ReduceOp, ReduceOp::Prod>{});
+    case ReduceOp::Min: return body(std::integral_constant<ReduceOp, ReduceOp::Min>{});
+    case ReduceOp::Max: return body(std::integral_constant<ReduceOp, ReduceOp::Max>{});
+    case ReduceOp::Avg: return body(std::integral_constant<ReduceOp, ReduceOp::Avg>{});
+    default: return body(std::integral_constant<ReduceOp, ReduceOp::Sum>{});
+  }
+}
+
+// Reduction of pack `index` over `sources` in the order given. All loads are issued before
+// the first operation (the loop is unrolled and the loads are independent), so the remote
+// reads are in flight together.
 template <typename T, int kRanks>
-__device__ __forceinline__ Pack reducePacks(const Pack* const (&sources)[kRanks], long long index) {
+__device__ __forceinline__ Pack reducePacks(const Pack* const (&sources)[kRanks], long long index, ReduceOp op) {
   Pack loaded[kRanks];
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) loaded[r] = sources[r][index];
-  typename PackOf<T>::Accum sum;
+  return withReduceOp(op, [&](auto constantOp) {
+    typename PackOf<T>::Accum sum;
 #pragma unroll
-  for (int r = 0; r < kRanks; ++r) accumulate<T>(sum, loaded[r], r == 0);
-  return roundToPack<T>(sum);
+    for (int r = 0; r < kRanks; ++r) accumulate<T>(sum, loaded[r], r == 0, constantOp.value);
+    return roundToPack<T>(sum, constantOp.value, kRanks);
+  });
 }
 
 }  // namespace car

@@ -74,30 +74,35 @@ __device__ __forceinline__ void clearStaleSlots(Pack* staleArea, const DirtySlot
   }
 }
 
-// Waits until pack `index` of slot r (at slots + r * slotPacks) has arrived for every rank r
-// in the mask `expected`, and returns it in got[r]; the other entries are left alone. All
-// loads are issued before the first test, so the waits overlap. Returns false if the rank
-// was aborted meanwhile.
-template <int kRanks>
-__device__ __forceinline__ bool awaitPacks(const Pack* slots, long long slotPacks, long long index,
+// Waits until data pack `index` of slot r (whose wire packs start at slots + r * slotWirePacks)
+// has arrived for every rank r in the mask `expected`, and returns it decoded in got[r]; the
+// other entries are left alone. All loads are issued before the first test, so the waits
+// overlap. Returns false if the rank was aborted meanwhile.
+template <int kRanks, int kWire>
+__device__ __forceinline__ bool awaitPacks(const Pack* slots, long long slotWirePacks, long long index,
                                            unsigned expected, Pack (&got)[kRanks],
                                            const volatile std::uint32_t* abortFlag) {
+  WirePack<kWire> wire[kRanks];
   unsigned missing = 0;
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) {
     if ((expected >> r & 1u) == 0) continue;
-    got[r] = peekPack(slots + r * slotPacks + index);
-    if (!arrived(got[r])) missing |= 1u << r;
+    wire[r] = peekWire<kWire>(slots + r * slotWirePacks, index);
+    if (!arrivedWire(wire[r])) missing |= 1u << r;
   }
   unsigned spins = 0;
   while (missing != 0) {
 #pragma unroll
     for (int r = 0; r < kRanks; ++r) {
       if ((missing >> r & 1u) == 0) continue;
-      got[r] = peekPack(slots + r * slotPacks + index);
-      if (arrived(got[r])) missing &= ~(1u << r);
+      wire[r] = peekWire<kWire>(slots + r * slotWirePacks, index);
+      if (arrivedWire(wire[r])) missing &= ~(1u << r);
     }
     if (abortFlag != nullptr && ++spins % kSpinsPerAbortCheck == 0 && *abortFlag != 0) return false;
+  }
+#pragma unroll
+  for (int r = 0; r < kRanks; ++r) {
+    if (expected >> r & 1u) got[r] = decodeWire(wire[r]);
   }
   return true;
 }
@@ -108,22 +113,25 @@ __device__ __forceinline__ unsigned peersOf(int rank) {
   return ((1u << kRanks) - 1u) & ~(1u << rank);
 }
 
-// Sum of got[0..kRanks) in rank order, with got[rank] taken from `own`: the same additions
-// in the same order on every rank, hence the same bits everywhere.
+// Reduction of got[0..kRanks) in rank order, with got[rank] taken from `own`: the same
+// operations in the same order on every rank, hence the same bits everywhere.
 template <typename T, int kRanks>
-__device__ __forceinline__ Pack reduceInRankOrder(const Pack (&got)[kRanks], const Pack& own, int rank) {
-  typename PackOf<T>::Accum sum;
+__device__ __forceinline__ Pack reduceInRankOrder(const Pack (&got)[kRanks], const Pack& own, int rank,
+                                                  ReduceOp op) {
+  return withReduceOp(op, [&](auto constantOp) {
+    typename PackOf<T>::Accum sum;
 #pragma unroll
-  for (int r = 0; r < kRanks; ++r) {
-    // A select of the bits, not of a reference: keeps got[] in registers.
-    Pack source;
-    source.bits.x = r == rank ? own.bits.x : got[r].bits.x;
-    source.bits.y = r == rank ? own.bits.y : got[r].bits.y;
-    source.bits.z = r == rank ? own.bits.z : got[r].bits.z;
-    source.bits.w = r == rank ? own.bits.w : got[r].bits.w;
-    accumulate<T>(sum, source, r == 0);
-  }
-  return roundToPack<T>(sum);
+    for (int r = 0; r < kRanks; ++r) {
+      // A select of the bits, not of a reference: keeps got[] in registers.
+      Pack source;
+      source.bits.x = r == rank ? own.bits.x : got[r].bits.x;
+      source.bits.y = r == rank ? own.bits.y : got[r].bits.y;
+      source.bits.z = r == rank ? own.bits.z : got[r].bits.z;
+      source.bits.w = r == rank ? own.bits.w : got[r].bits.w;
+      accumulate<T>(sum, source, r == 0, constantOp.value);
+    }
+    return roundToPack<T>(sum, constantOp.value, kRanks);
+  });
 }
 
 }  // namespace car

@@ -18,19 +18,22 @@ namespace car {
 
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchArgs args) {
+  constexpr int kWire = kWirePacksOf<T>;
   waitForPreviousGrid();
   allowNextGrid();
   const long long packs = args.packs;
   const long long shard = twoShotShardPacks(packs, kRanks);
+  const long long slotWirePacks = shard * kWire;
   const int rank = args.rank;
   // Slots 0..n-1 of an area: scatter (slot p from rank p); n..2n-1: gather (n + j from rank j).
   const PushRound round =
-      beginPushRound(args.pushState, DirtySlots{static_cast<std::uint64_t>(shard), 2 * kRanks, 0});
+      beginPushRound(args.pushState, DirtySlots{static_cast<std::uint64_t>(slotWirePacks), 2 * kRanks, 0});
 
   const bool inputAligned = aligned16(args.input);
   const bool outputAligned = aligned16(args.output);
   const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  auto ownPack = [&](long long g) { return wireSafe<kWire>(loadMessagePack(args.input, g, args.bytes, inputAligned)); };
 
   Pack* areaOf[kRanks];
 #pragma unroll
@@ -43,7 +46,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
     for (int j = 0; j < kRanks; ++j) {
       const long long g = j * shard + o;
       if (j == rank || g >= packs) continue;
-      pushPack(areaOf[j] + rank * shard + o, sanitized(loadMessagePack(args.input, g, args.bytes, inputAligned)));
+      pushWire(areaOf[j] + rank * slotWirePacks, o, encodeWire<kWire>(ownPack(g)));
     }
   }
 
@@ -57,19 +60,20 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
     const long long g = rank * shard + o;
     if (g >= packs) break;
     // Our own pack is loaded before the wait, so that its latency hides behind it.
-    const Pack own = sanitized(loadMessagePack(args.input, g, args.bytes, inputAligned));
+    const Pack own = ownPack(g);
     Pack got[kRanks];
-    if (!awaitPacks<kRanks>(scatter, shard, o, peersOf<kRanks>(rank), got, args.abortFlag)) return;
-    const Pack reduced = sanitized(reduceInRankOrder<T, kRanks>(got, own, rank));
+    if (!awaitPacks<kRanks, kWire>(scatter, slotWirePacks, o, peersOf<kRanks>(rank), got, args.abortFlag)) return;
+    const Pack reduced = wireSafe<kWire>(reduceInRankOrder<T, kRanks>(got, own, rank, args.op));
+    const WirePack<kWire> wire = encodeWire<kWire>(reduced);
 #pragma unroll
     for (int q = 0; q < kRanks; ++q) {
-      if (q != rank) pushPack(areaOf[q] + (kRanks + rank) * shard + o, reduced);
+      if (q != rank) pushWire(areaOf[q] + (kRanks + rank) * slotWirePacks, o, wire);
     }
     storeMessagePack(args.output, g, args.bytes, outputAligned, reduced);
   }
 
   // 4. Gather: the other shards, reduced by their owners, into our output.
-  const Pack* gather = scatter + kRanks * shard;
+  const Pack* gather = scatter + kRanks * slotWirePacks;
   for (long long o = first; o < shard; o += stride) {
     // Shards that end before offset o (the short last ones) send nothing for it.
     unsigned expected = 0;
@@ -78,7 +82,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
       if (j != rank && j * shard + o < packs) expected |= 1u << j;
     }
     Pack got[kRanks];
-    if (!awaitPacks<kRanks>(gather, shard, o, expected, got, args.abortFlag)) return;
+    if (!awaitPacks<kRanks, kWire>(gather, slotWirePacks, o, expected, got, args.abortFlag)) return;
 #pragma unroll
     for (int j = 0; j < kRanks; ++j) {
       if (expected >> j & 1u) storeMessagePack(args.output, j * shard + o, args.bytes, outputAligned, got[j]);

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
 
   // Stage 1: reduce my shard. Thread t handles shard offsets t, t + stride, ...
   for (long long j = thread; mine.begin + j < mine.end; j += stride) {
-    myShard[j] = reducePacks<T, kRanks>(sources, mine.begin + j);
+    myShard[j] = reducePacks<T, kRanks>(sources, mine.begin + j, args.op);
   }
 
   // The shards were written by this very kernel: publish them with release/acquire.

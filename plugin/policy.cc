@@ -49,7 +49,6 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::Op: return "op";
     case ForwardReason::Type: return "type";
     case ForwardReason::Empty: return "empty";
-    case ForwardReason::NotMultipleOf16: return "size-not-16B-multiple";
     case ForwardReason::TooLarge: return "too-large";
     case ForwardReason::SymmetricWindow: return "symmetric-window";
     case ForwardReason::Failed: return "failed";
@@ -80,17 +79,20 @@ std::size_t oneShotLimit(const CommunicatorFacts& comm) {
   return comm.ranks >= 2 && comm.ranks <= kMaxRanks ? kOneShotUpTo[comm.ranks] : 0;
 }
 
-bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
+bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
+            int wirePacks) {
   if (!topologyServed(comm) || bytes == 0) return false;
+  const long long packs = packsOf(static_cast<long long>(bytes));
+  const std::size_t area = pushAreaBytesFor(config.pushMaxBytes);
+  const std::size_t wire = static_cast<std::size_t>(wirePacks);
   switch (algorithm) {
     case Algorithm::OneStage:
     case Algorithm::TwoStage:
-      return bytes % kPackBytes == 0 && bytes <= pullBufferBytes(config);
+      return bytes <= pullBufferBytes(config);
     case Algorithm::OneShotPush:
-      return bytes <= config.pushMaxBytes &&
-             oneShotAreaUse(packsOf(static_cast<long long>(bytes)), comm.ranks) <= pushAreaBytesFor(config.pushMaxBytes);
+      return bytes <= config.pushMaxBytes && oneShotAreaUse(packs, comm.ranks) * wire <= area;
     case Algorithm::TwoShotPush:
-      return bytes <= config.pushMaxBytes;
+      return bytes <= config.pushMaxBytes && twoShotAreaUse(packs, comm.ranks) * wire <= area;
     case Algorithm::kCount: break;
   }
   return false;
@@ -103,22 +105,31 @@ bool pullKernelsReachable(const Config& config) {
 
 std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(config) ? config.maxBytes : 0; }
 
-AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
+AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
+                                 int wirePacks) {
   if (!topologyServed(comm)) return none(ForwardReason::NotEligible);
-  if (bytes <= oneShotLimit(comm) && canRun(Algorithm::OneShotPush, comm, bytes, config)) {
+  // What decides between 1shot and 2shot is the bytes each rank sends.
+  const std::size_t wireBytes = bytes * static_cast<std::size_t>(wirePacks);
+  if (wireBytes <= oneShotLimit(comm) && canRun(Algorithm::OneShotPush, comm, bytes, config, wirePacks)) {
     return AlgorithmChoice{Algorithm::OneShotPush, ForwardReason::NotEligible};
   }
-  if (canRun(Algorithm::TwoShotPush, comm, bytes, config)) {
+  if (canRun(Algorithm::TwoShotPush, comm, bytes, config, wirePacks)) {
     return AlgorithmChoice{Algorithm::TwoShotPush, ForwardReason::NotEligible};
   }
-  if (bytes % kPackBytes != 0) return none(ForwardReason::NotMultipleOf16);
-  return AlgorithmChoice{pullAlgorithm(comm, bytes), ForwardReason::NotEligible};
+  const std::optional<Algorithm> pull = pullAlgorithm(comm, bytes);
+  if (pull && canRun(*pull, comm, bytes, config, wirePacks)) return AlgorithmChoice{pull, ForwardReason::NotEligible};
+  // Only a type that travels split can get here by default: its push areas hold half the
+  // bytes, and the pull kernels have no buffers unless NCCL_CAR_PUSH_MAX_BYTES was lowered.
+  return none(ForwardReason::TooLarge);
 }
 
-AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config) {
+AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
+                                int wirePacks) {
   const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
-  if (forced && canRun(*forced, comm, bytes, config)) return AlgorithmChoice{forced, ForwardReason::NotEligible};
-  return defaultAlgorithm(comm, bytes, config);
+  if (forced && canRun(*forced, comm, bytes, config, wirePacks)) {
+    return AlgorithmChoice{forced, ForwardReason::NotEligible};
+  }
+  return defaultAlgorithm(comm, bytes, config, wirePacks);
 }
 
 CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
@@ -138,7 +149,7 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   if (call.symmetricBuffers && decision.bytes <= config.symmetricNcclBytes) {
     return forward(ForwardReason::SymmetricWindow);
   }
-  const AlgorithmChoice choice = chooseAlgorithm(comm, decision.bytes, config);
+  const AlgorithmChoice choice = chooseAlgorithm(comm, decision.bytes, config, wirePacksPerPack(*call.type));
   if (!choice.algorithm) return forward(choice.reason);
   decision.ours = true;
   decision.algorithm = *choice.algorithm;

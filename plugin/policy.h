@@ -21,8 +21,7 @@ enum class ForwardReason {
   Op,               // an op made by ncclRedOpCreatePreMulSum (or out of range)
   Type,             // a type NCCL does not define (out of range)
   Empty,            // zero elements
-  NotMultipleOf16,  // bytes not a multiple of 16, above what the push kernels take
-  TooLarge,         // above NCCL_CAR_MAX_BYTES
+  TooLarge,         // above NCCL_CAR_MAX_BYTES, or above what any kernel has room for
   SymmetricWindow,  // both buffers in NCCL symmetric windows, at most NCCL_CAR_SYMMETRIC_NCCL_BYTES
   Failed,           // our launch failed; the communicator is now disabled
   kCount,
@@ -67,22 +66,28 @@ std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_
 std::size_t oneShotLimit(const CommunicatorFacts& comm);
 
 // Whether `algorithm` can run a message of `bytes` bytes at all on this communicator with
-// these settings (pull kernels: whole packs; push kernels: within NCCL_CAR_PUSH_MAX_BYTES and
-// the area). Says nothing about speed.
-bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
+// these settings (pull kernels: within their buffers; push kernels: within
+// NCCL_CAR_PUSH_MAX_BYTES and the area, where each pack takes `wirePacks` packs, see
+// wirePacksPerPack). Says nothing about speed.
+bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
+            int wirePacks = 1);
 
 struct AlgorithmChoice {
   std::optional<Algorithm> algorithm;
   ForwardReason reason = ForwardReason::NotEligible;  // when no algorithm
 };
 
-// The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot up to oneShotLimit), the pull
-// rule above that. More than 2 ranks without full NVLink, or world sizes outside 2..8: none.
-AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
+// The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot while the bytes sent, bytes x
+// wirePacks, stay within oneShotLimit), the pull rule above that where the pull buffers exist;
+// otherwise none (too-large). More than 2 ranks without full NVLink, or world sizes outside
+// 2..8: none.
+AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
+                                 int wirePacks = 1);
 
 // defaultAlgorithm, except that NCCL_CAR_ALGO picks its kernel wherever that kernel can run
 // the call (it cannot make an unsupported topology ours).
-AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config);
+AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
+                                int wirePacks = 1);
 
 // Whether any call can reach a pull kernel with these settings: when NCCL_CAR_ALGO forces one,
 // or when the push kernels stop below NCCL_CAR_MAX_BYTES. Otherwise the pull kernels' staging

@@ -134,9 +134,11 @@ cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecis
   args->threads = kThreadsPerBlock;
   // A small eager call copies its input inside the kernel: one launch instead of two. In a
   // graph the launches cost nothing and the copy engine's copy is the faster one. The
-  // kernel loads 16-byte packs, so an input that is not 16-byte aligned takes the copy engine.
+  // kernel copies whole 16-byte packs, so an input that is not 16-byte aligned, or not a
+  // whole number of packs (it must not read past the caller's buffer), takes the copy engine.
   const bool inputAligned = reinterpret_cast<std::uintptr_t>(call.send) % kPackBytes == 0;
-  if (!capturing && inputAligned && decision.bytes <= options_.config.copyInKernelBytes) {
+  const bool wholePacks = decision.bytes % kPackBytes == 0;
+  if (!capturing && inputAligned && wholePacks && decision.bytes <= options_.config.copyInKernelBytes) {
     args->input = call.send;
     return cudaSuccess;
   }

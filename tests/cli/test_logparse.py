@@ -18,7 +18,7 @@ node-b:300:301 [0] shim.cc:123 NCCL-CAR WARN NCCL_CAR_ALGO differs between rank 
 node-a:100:101 [0] NCCL-CAR TRACE comm 0x55d0c0a0 call 1: 1stage 4096 bytes
 step 10 loss 2.31
 node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 4 (op=1 too-large=3)
-[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 5 (op=1 size-not-16B-multiple=1 too-large=3)
+[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 5 (op=1 empty=1 too-large=3)
 node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 released: taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 20 (ineligible-comm=20)
 """
 
@@ -44,7 +44,7 @@ class LogTallyTest(unittest.TestCase):
         self.assertEqual(tally.taken_bytes, 2 * 1052688)
         self.assertEqual(tally.forwarded, 29)
         self.assertEqual(dict(tally.forward_reasons),
-                         {"op": 2, "too-large": 6, "size-not-16B-multiple": 1, "ineligible-comm": 20})
+                         {"op": 2, "too-large": 6, "empty": 1, "ineligible-comm": 20})
         self.assertEqual(tally.warnings, ["shim.cc:123: NCCL_CAR_ALGO differs between rank 0 and rank 1"])
         self.assertEqual(tally.never_released, 0)
         self.assertEqual(tally.not_understood, [])
@@ -57,7 +57,7 @@ class LogTallyTest(unittest.TestCase):
         self.assertIn("taken: 30 call(s) (1shot 0, 2shot 0, 1stage 24, 2stage 6)", summary)
         self.assertIn("(2105376 bytes)", summary)
         self.assertIn("forwarded to NCCL: 29 call(s) (ineligible-comm 20, too-large 6, op 2, "
-                      "size-not-16B-multiple 1)", summary)
+                      "empty 1)", summary)
         self.assertIn("WARN lines: 1", summary)
 
     def test_each_release_keeps_its_own_counts(self):

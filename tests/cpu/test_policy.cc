@@ -104,10 +104,9 @@ TEST_CASE("default: 1shot up to the table's limit, then 2shot up to NCCL_CAR_PUS
       CHECK(defaultAlgorithm(comm, config.pushMaxBytes, config).algorithm == Algorithm::TwoShotPush);
       CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 16, config).algorithm ==
             pullAlgorithm(comm, config.pushMaxBytes + 16));
-      // Above the push limit only whole packs can go to a pull kernel.
-      const AlgorithmChoice odd = defaultAlgorithm(comm, config.pushMaxBytes + 18, config);
-      CHECK_FALSE(odd.algorithm.has_value());
-      CHECK(odd.reason == ForwardReason::NotMultipleOf16);
+      // Above the push limit a pull kernel takes any byte count too.
+      CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 18, config).algorithm ==
+            pullAlgorithm(comm, config.pushMaxBytes + 18));
     }
   }
 }
@@ -142,8 +141,8 @@ TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy
   config.algorithm = AlgorithmOverride::TwoStage;
   CHECK(chooseAlgorithm({2, true}, 16, config).algorithm == Algorithm::TwoStage);
   CHECK(chooseAlgorithm({8, true}, 16, config).algorithm == Algorithm::TwoStage);
-  // A pull kernel moves whole packs: an odd size runs on the default (push) kernel.
-  CHECK(chooseAlgorithm({8, true}, 18, config).algorithm == Algorithm::OneShotPush);
+  // Pull kernels take any byte count as well.
+  CHECK(chooseAlgorithm({8, true}, 18, config).algorithm == Algorithm::TwoStage);
   config.algorithm = AlgorithmOverride::OneStage;
   CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config).algorithm == Algorithm::OneStage);
   CHECK_FALSE(chooseAlgorithm({4, false}, 16, config).algorithm.has_value());
@@ -172,6 +171,56 @@ TEST_CASE("decideCall takes an eligible sum of a supported type, of any element 
   }
 }
 
+TEST_CASE("every built-in op and every type is taken, any element count, by pull kernels too", "[policy]") {
+  for (const Config& config : {Config{}, pullOnly()}) {
+    for (int t = 0; t < kElementTypeCount; ++t) {
+      for (int o = 0; o < kReduceOpCount; ++o) {
+        for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1001}}) {
+          CallFacts call = sumOf(static_cast<ElementType>(t), count);
+          call.op = static_cast<ReduceOp>(o);
+          CAPTURE(elementTypeName(*call.type), reduceOpName(*call.op), count, config.pushMaxBytes);
+          const CallDecision decision = decideCall({2, true}, call, config);
+          CHECK(decision.ours);
+          CHECK(decision.bytes == count * elementBytes(*call.type));
+          CHECK(isPush(decision.algorithm) == (config.pushMaxBytes > 0));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("types without a spare bit pattern send twice the bytes: push limits halve", "[policy]") {
+  const Config config;
+  const CommunicatorFacts two{2, true, 90};
+  REQUIRE(wirePacksPerPack(ElementType::BFloat16) == 1);
+  REQUIRE(wirePacksPerPack(ElementType::Float8E4M3) == 1);
+  for (ElementType split : {ElementType::Int8, ElementType::Int32, ElementType::UInt64, ElementType::Float64}) {
+    CAPTURE(elementTypeName(split));
+    CHECK(wirePacksPerPack(split) == 2);
+  }
+  const std::size_t limit = oneShotLimit(two);
+  CHECK(defaultAlgorithm(two, limit, config, 1).algorithm == Algorithm::OneShotPush);
+  CHECK(defaultAlgorithm(two, limit, config, 2).algorithm == Algorithm::TwoShotPush);
+  CHECK(defaultAlgorithm(two, limit / 2, config, 2).algorithm == Algorithm::OneShotPush);
+  // 2shot's area holds about 2 x the message, so split packs fit up to about half the limit.
+  CHECK(defaultAlgorithm(two, config.pushMaxBytes / 2 - 64, config, 2).algorithm == Algorithm::TwoShotPush);
+  const AlgorithmChoice above = defaultAlgorithm(two, config.pushMaxBytes, config, 2);
+  CHECK_FALSE(above.algorithm.has_value());
+  CHECK(above.reason == ForwardReason::TooLarge);
+  CallFacts int64 = sumOf(ElementType::Int64, config.pushMaxBytes / 8);
+  CHECK(decideCall(two, int64, config).reason == ForwardReason::TooLarge);
+  CHECK(decideCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
+  // Where the pull kernels have buffers, they take what the areas cannot.
+  Config lowered;
+  lowered.pushMaxBytes = lowered.maxBytes / 2;
+  CHECK(decideCall(two, sumOf(ElementType::Int64, lowered.maxBytes / 8), lowered).algorithm == Algorithm::OneStage);
+  // A forced push kernel runs only what fits its area.
+  Config forced;
+  forced.algorithm = AlgorithmOverride::TwoShot;
+  CHECK_FALSE(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 2));
+  CHECK(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 1));
+}
+
 TEST_CASE("decideCall forwards with the reason", "[policy]") {
   const Config config;
   const CommunicatorFacts comm{4, true};
@@ -193,12 +242,6 @@ TEST_CASE("decideCall forwards with the reason", "[policy]") {
   }
   SECTION("zero elements") {
     CHECK(decideCall(comm, sumOf(ElementType::Float32, 0), config).reason == ForwardReason::Empty);
-  }
-  SECTION("bytes not a multiple of 16, where only a pull kernel could take them") {
-    const Config pull = pullOnly();
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 3), pull).reason == ForwardReason::NotMultipleOf16);
-    CHECK(decideCall(comm, sumOf(ElementType::BFloat16, 12), pull).reason == ForwardReason::NotMultipleOf16);
-    CHECK(decideCall(comm, sumOf(ElementType::BFloat16, 16), pull).ours);
   }
   SECTION("the size limit is inclusive") {
     const std::size_t atLimit = config.maxBytes / 2;

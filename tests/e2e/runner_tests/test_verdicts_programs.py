@@ -11,7 +11,7 @@ def allreduce_log(rank, ranks, eligible=True, wrong=0):
     return log(setup(rank, ranks, eligible=eligible),
                f"rank {rank}/{ranks}: 156 checks, {wrong} wrong ({wrong * 3} elements)",
                released(rank, ranks, taken=(80, 16, 0, 0), forwarded=60,
-                        reasons="too-large=48 size-not-16B-multiple=12"))
+                        reasons="too-large=48 empty=12"))
 
 
 class AllreduceRanksTest(unittest.TestCase):
