@@ -4,16 +4,27 @@
 // issue one eager call. Run it as is for NCCL alone, under LD_PRELOAD=libnccl-car.so for NCCL
 // with nccl-car; --symmetric registers the buffers as NCCL symmetric windows (nccl-tests'
 // -R 2). `tools/nccl-car bench` runs the configurations in alternation and prints the table.
-// Every size is checked once (exact small-integer inputs) before it is timed; at a wrong
-// size every rank stops, after a '# wrong: <bytes> bytes, <n> element(s) ...' line.
+// Every size is checked once before it is timed; at a wrong size every rank stops, after a
+// '# wrong: <bytes> bytes, <n> element(s) ...' line.
 //
-//   car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B]
+// Every NCCL type and built-in op: --type takes the library's names (kernels/all_reduce.h) or
+// nccl-tests' (-d), --op sum|prod|min|max|avg. The inputs are small integers chosen per op
+// (-1, 0, 1 for fp8 sums and averages; at most one factor 2 per product; pairs of ranks that
+// cancel around the average) so that every partial result, in any order, is exact in the
+// type. The check is exact, except for avg of a floating type over a rank count that is not
+// a power of two: 1/ranks is not exact there (NCCL multiplies each input by it), so a result
+// within `ranks` units in the last place of the largest input passes.
+// Sizes are in bytes: each size is rounded down to a whole number of elements (the row shows
+// the bytes reduced, as nccl-tests does), and a size under one element is skipped.
+//
+//   car_nccl_bench [--gpus N] [--type NAME] [--op NAME] [--min-bytes B] [--max-bytes B]
 //                  [--calls N] [--samples N] [--symmetric]
 //
 // Output: '#' lines, then CSV: bytes,eager_us,graph_us,host_us (each the largest over ranks);
 // the exit status is non-zero after a wrong result or a failed call.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <sys/wait.h>
@@ -21,6 +32,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,10 +56,52 @@ int gRank = 0;
 #define CUDA_OK(call) BENCH_CHECK((call) == cudaSuccess, #call)
 #define NCCL_OK(call) BENCH_CHECK((call) == ncclSuccess, #call)
 
+enum class Kind { Signed, Unsigned, Float };
+
+struct TypeInfo {
+  const char* name;       // the library's name (elementTypeName)
+  const char* testsName;  // nccl-tests' -d name
+  ncclDataType_t type;
+  int bytes;
+  Kind kind;
+  int mantissaBits;       // floating types: the bits after the binary point
+};
+
+constexpr TypeInfo kTypes[] = {
+    {"int8", "int8", ncclInt8, 1, Kind::Signed, 0},
+    {"uint8", "uint8", ncclUint8, 1, Kind::Unsigned, 0},
+    {"int32", "int32", ncclInt32, 4, Kind::Signed, 0},
+    {"uint32", "uint32", ncclUint32, 4, Kind::Unsigned, 0},
+    {"int64", "int64", ncclInt64, 8, Kind::Signed, 0},
+    {"uint64", "uint64", ncclUint64, 8, Kind::Unsigned, 0},
+    {"fp16", "half", ncclFloat16, 2, Kind::Float, 10},
+    {"bf16", "bfloat16", ncclBfloat16, 2, Kind::Float, 7},
+    {"fp32", "float", ncclFloat32, 4, Kind::Float, 23},
+    {"fp64", "double", ncclFloat64, 8, Kind::Float, 52},
+    {"fp8e4m3", "f8e4m3", ncclFloat8e4m3, 1, Kind::Float, 3},
+    {"fp8e5m2", "f8e5m2", ncclFloat8e5m2, 1, Kind::Float, 2},
+};
+
+struct OpInfo {
+  const char* name;
+  ncclRedOp_t op;
+};
+
+constexpr OpInfo kOps[] = {{"sum", ncclSum}, {"prod", ncclProd}, {"min", ncclMin}, {"max", ncclMax}, {"avg", ncclAvg}};
+
+constexpr const char* kUsage =
+    "usage: car_nccl_bench [--gpus N] [--type NAME] [--op NAME] [--min-bytes B] [--max-bytes B] "
+    "[--calls N] [--samples N] [--symmetric]\n"
+    "  --type  int8 uint8 int32 uint32 int64 uint64 fp16 bf16 fp32 fp64 fp8e4m3 fp8e5m2 (default bf16);\n"
+    "          nccl-tests' names too: half bfloat16 float double f8e4m3 f8e5m2 (fp8 needs sm_90)\n"
+    "  --op    sum prod min max avg (default sum)\n"
+    "  sizes double from --min-bytes to --max-bytes (default 1K, 8M); each is rounded down to a whole\n"
+    "  number of elements, the bytes reduced are printed, a size under one element is skipped\n";
+
 struct Options {
   int gpus = 0;  // 0: every visible GPU
-  ncclDataType_t type = ncclBfloat16;
-  int elementBytes = 2;
+  const TypeInfo* type = &kTypes[7];  // bf16
+  const OpInfo* op = &kOps[0];        // sum
   std::size_t minBytes = 1 << 10;
   std::size_t maxBytes = 8 << 20;
   int calls = 100;
@@ -63,6 +118,24 @@ std::size_t parseBytes(const char* text) {
   return static_cast<std::size_t>(value);
 }
 
+[[noreturn]] void usage(const char* problem) {
+  if (problem) std::fprintf(stderr, "car_nccl_bench: %s\n", problem);
+  std::fputs(kUsage, problem ? stderr : stdout);
+  std::exit(problem ? 2 : 0);
+}
+
+const TypeInfo* typeNamed(const std::string& name) {
+  for (const TypeInfo& type : kTypes)
+    if (name == type.name || name == type.testsName) return &type;
+  usage(("--type: unknown type '" + name + "'").c_str());
+}
+
+const OpInfo* opNamed(const std::string& name) {
+  for (const OpInfo& op : kOps)
+    if (name == op.name) return &op;
+  usage(("--op: unknown op '" + name + "'").c_str());
+}
+
 Options parseOptions(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -74,42 +147,122 @@ Options parseOptions(int argc, char** argv) {
     else if (arg == "--calls" && hasValue) options.calls = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--samples" && hasValue) options.samples = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--symmetric") options.symmetric = true;
-    else if (arg == "--type" && hasValue) {
-      const std::string type = argv[++i];
-      if (type == "bf16") options.type = ncclBfloat16, options.elementBytes = 2;
-      else if (type == "fp16") options.type = ncclFloat16, options.elementBytes = 2;
-      else if (type == "fp32") options.type = ncclFloat32, options.elementBytes = 4;
-      else {
-        std::fprintf(stderr, "--type: expected bf16, fp16 or fp32\n");
-        std::exit(2);
-      }
-    } else {
-      std::fprintf(stderr,
-                   "usage: car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B] "
-                   "[--calls N] [--samples N] [--symmetric]\n");
-      std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
-    }
+    else if (arg == "--type" && hasValue) options.type = typeNamed(argv[++i]);
+    else if (arg == "--op" && hasValue) options.op = opNamed(argv[++i]);
+    else if (arg == "--help" || arg == "-h") usage(nullptr);
+    else usage(("unknown option or missing value: " + arg).c_str());
   }
+  if (options.minBytes == 0) usage("--min-bytes: must be at least 1");
   return options;
 }
 
-// Exact small integers: the sum over up to 8 ranks fits every type exactly.
-float inputValue(int rank, std::size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 9) - 4); }
+bool isFp8(const TypeInfo& type) { return type.kind == Kind::Float && type.bytes == 1; }
 
-std::vector<unsigned char> encode(const Options& options, const std::vector<float>& values) {
-  std::vector<unsigned char> bytes(values.size() * options.elementBytes);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (options.type == ncclBfloat16) {
-      const __nv_bfloat16 v = __float2bfloat16(values[i]);
-      std::memcpy(&bytes[i * 2], &v, 2);
-    } else if (options.type == ncclFloat16) {
-      const __half v = __float2half(values[i]);
-      std::memcpy(&bytes[i * 2], &v, 2);
-    } else {
-      std::memcpy(&bytes[i * 4], &values[i], 4);
-    }
+// What `rank` of `ranks` contributes at element i: small integers, so that every partial
+// result of the op, in whatever order NCCL combines the ranks, is exact in the type.
+double inputValue(const TypeInfo& type, ncclRedOp_t op, int rank, int ranks, std::size_t i) {
+  const bool isUnsigned = type.kind == Kind::Unsigned;
+  if (op == ncclProd) {
+    // A 2 from one rank at most (none at some elements), else 1 or -1: the product is 1, 2, -1 or -2.
+    if (static_cast<std::size_t>(rank) == i % (ranks + 1)) return 2;
+    return !isUnsigned && (i * 7 + rank * 3) % 5 == 0 ? -1 : 1;
   }
-  return bytes;
+  if (op == ncclAvg) {
+    // Ranks r and ranks-1-r hold base+k and base-k (the middle rank base): the sum is
+    // ranks*base, the average base exactly. fp8: every value -1, 0 or 1, so that the inputs
+    // divided by a power of two and their partial sums stay exact with 2 mantissa bits.
+    const int partner = ranks - 1 - rank;
+    const int sign = rank < partner ? 1 : rank > partner ? -1 : 0;
+    const std::size_t lower = static_cast<std::size_t>(std::min(rank, partner));
+    int base = 0, k = 0;
+    if (isFp8(type)) {
+      const int pattern = static_cast<int>(i % 4);
+      base = pattern == 0 ? 1 : pattern == 1 ? -1 : 0;
+      k = pattern == 2 ? static_cast<int>((i / 4 + lower) % 2) : 0;
+    } else {
+      base = static_cast<int>(i * 7 % 5) - 2 + (isUnsigned ? 4 : 0);
+      k = static_cast<int>((i + lower) % 3);
+    }
+    return base + sign * k;
+  }
+  // sum, min, max: -4..4 (unsigned 0..8); fp8 sums -1..1, whose partial sums over 8 ranks stay
+  // within the integers fp8e5m2 holds exactly.
+  const int spread = isFp8(type) && op == ncclSum ? 1 : 4;
+  const int value = static_cast<int>((i * 7 + rank * 5) % (2 * spread + 1));
+  return isUnsigned ? value : value - spread;
+}
+
+// The exact result at element i, in double (every value involved is a small integer or, for
+// avg, an integer average).
+double expectedValue(const TypeInfo& type, ncclRedOp_t op, int ranks, std::size_t i) {
+  double result = inputValue(type, op, 0, ranks, i);
+  for (int rank = 1; rank < ranks; ++rank) {
+    const double value = inputValue(type, op, rank, ranks, i);
+    if (op == ncclProd) result *= value;
+    else if (op == ncclMin) result = std::min(result, value);
+    else if (op == ncclMax) result = std::max(result, value);
+    else result += value;
+  }
+  return op == ncclAvg ? result / ranks : result;
+}
+
+// How far a result may be from expectedValue: 0 but for avg of a floating type over a rank
+// count that is not a power of two, where each input times 1/ranks is rounded: then `ranks`
+// units in the last place of the largest input (4, fp8's 1).
+double tolerance(const TypeInfo& type, ncclRedOp_t op, int ranks) {
+  if (op != ncclAvg || type.kind != Kind::Float || (ranks & (ranks - 1)) == 0) return 0;
+  return ranks * std::ldexp(1.0, (isFp8(type) ? 0 : 2) - type.mantissaBits);
+}
+
+template <typename T>
+void store(T value, unsigned char* out) {
+  std::memcpy(out, &value, sizeof value);
+}
+
+template <typename T>
+T load(const unsigned char* in) {
+  T value;
+  std::memcpy(&value, in, sizeof value);
+  return value;
+}
+
+// One element in the type's bytes; `value` is exactly representable.
+void encode(const TypeInfo& type, double value, unsigned char* out) {
+  const auto integer = static_cast<std::int64_t>(value);
+  switch (type.type) {
+    case ncclInt8: return store(static_cast<std::int8_t>(integer), out);
+    case ncclUint8: return store(static_cast<std::uint8_t>(integer), out);
+    case ncclInt32: return store(static_cast<std::int32_t>(integer), out);
+    case ncclUint32: return store(static_cast<std::uint32_t>(integer), out);
+    case ncclInt64: return store(integer, out);
+    case ncclUint64: return store(static_cast<std::uint64_t>(integer), out);
+    case ncclFloat16: return store(__float2half(static_cast<float>(value)), out);
+    case ncclBfloat16: return store(__float2bfloat16(static_cast<float>(value)), out);
+    case ncclFloat32: return store(static_cast<float>(value), out);
+    case ncclFloat64: return store(value, out);
+    case ncclFloat8e4m3: return store(__nv_fp8_e4m3(static_cast<float>(value)), out);
+    case ncclFloat8e5m2: return store(__nv_fp8_e5m2(static_cast<float>(value)), out);
+    default: BENCH_CHECK(false, "encoding an element of an unknown type");
+  }
+}
+
+double decode(const TypeInfo& type, const unsigned char* in) {
+  switch (type.type) {
+    case ncclInt8: return load<std::int8_t>(in);
+    case ncclUint8: return load<std::uint8_t>(in);
+    case ncclInt32: return load<std::int32_t>(in);
+    case ncclUint32: return load<std::uint32_t>(in);
+    case ncclInt64: return static_cast<double>(load<std::int64_t>(in));
+    case ncclUint64: return static_cast<double>(load<std::uint64_t>(in));
+    case ncclFloat16: return __half2float(load<__half>(in));
+    case ncclBfloat16: return __bfloat162float(load<__nv_bfloat16>(in));
+    case ncclFloat32: return load<float>(in);
+    case ncclFloat64: return load<double>(in);
+    case ncclFloat8e4m3: return static_cast<float>(load<__nv_fp8_e4m3>(in));
+    case ncclFloat8e5m2: return static_cast<float>(load<__nv_fp8_e5m2>(in));
+    default: BENCH_CHECK(false, "decoding an element of an unknown type");
+  }
+  return 0;
 }
 
 double median(std::vector<double> values) {
@@ -136,33 +289,32 @@ class Rank {
     ncclCommDestroy(comm_);
   }
 
-  // Fills the input, runs one call and compares every element. Returns the wrong elements
-  // of the worst rank, known to every rank: all stop together at a wrong size, rather than
-  // the right ones waiting forever in a collective for a rank that left.
-  double wrongElements(std::size_t bytes) {
-    const std::size_t count = bytes / options_.elementBytes;
-    std::vector<float> mine(count), expected(count, 0.0f);
-    for (std::size_t i = 0; i < count; ++i) {
-      mine[i] = inputValue(rank_, i);
-      for (int r = 0; r < ranks_; ++r) expected[i] += inputValue(r, i);
-    }
-    const std::vector<unsigned char> input = encode(options_, mine);
-    CUDA_OK(cudaMemcpy(send_, input.data(), input.size(), cudaMemcpyHostToDevice));
+  // Fills the input, runs one call of `count` elements and compares every element. Returns
+  // the wrong elements of the worst rank, known to every rank: all stop together at a wrong
+  // size, rather than the right ones waiting forever in a collective for a rank that left.
+  double wrongElements(std::size_t count) {
+    const TypeInfo& type = *options_.type;
+    const ncclRedOp_t op = options_.op->op;
+    const std::size_t bytes = count * type.bytes;
+    std::vector<unsigned char> data(bytes);
+    for (std::size_t i = 0; i < count; ++i) encode(type, inputValue(type, op, rank_, ranks_, i), &data[i * type.bytes]);
+    CUDA_OK(cudaMemcpy(send_, data.data(), bytes, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(recv_, 0xFF, bytes));
-    NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type, ncclSum, comm_, stream_));
+    NCCL_OK(ncclAllReduce(send_, recv_, count, type.type, op, comm_, stream_));
     CUDA_OK(cudaStreamSynchronize(stream_));
-    std::vector<unsigned char> got(bytes);
-    CUDA_OK(cudaMemcpy(got.data(), recv_, bytes, cudaMemcpyDeviceToHost));
-    const std::vector<unsigned char> want = encode(options_, expected);
+    CUDA_OK(cudaMemcpy(data.data(), recv_, bytes, cudaMemcpyDeviceToHost));
+    const double allowed = tolerance(type, op, ranks_);
     double wrong = 0;
-    for (std::size_t at = 0; at < bytes; at += options_.elementBytes)
-      wrong += std::memcmp(&got[at], &want[at], options_.elementBytes) != 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double got = decode(type, &data[i * type.bytes]);
+      // Written so that a NaN counts as wrong.
+      wrong += !(std::fabs(got - expectedValue(type, op, ranks_, i)) <= allowed);
+    }
     return largestOverRanks({wrong})[0];
   }
 
   // Times eager and graph calls of a size that passed wrongElements.
-  std::vector<double> measure(std::size_t bytes) {
-    const std::size_t count = bytes / options_.elementBytes;
+  std::vector<double> measure(std::size_t count) {
     for (int i = 0; i < options_.calls; ++i) allReduce(count);  // warm-up
     std::vector<double> eager, host, graph;
     for (int s = 0; s < options_.samples; ++s) {
@@ -207,7 +359,9 @@ class Rank {
       cudaFree(pointer);
     }
   }
-  void allReduce(std::size_t count) { NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type, ncclSum, comm_, stream_)); }
+  void allReduce(std::size_t count) {
+    NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type->type, options_.op->op, comm_, stream_));
+  }
   // Every rank starts a sample together: a tiny all-reduce, then wait for it.
   void barrier() {
     NCCL_OK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclMax, comm_, stream_));
@@ -259,14 +413,19 @@ int runRank(const Options& options, int rank, int ranks, const std::string& idPa
   if (rank == 0) {
     int version = 0;
     ncclGetVersion(&version);
-    std::printf("# car_nccl_bench: %d GPUs, one process each, NCCL %d, %s buffers, %d calls per sample, "
+    std::printf("# car_nccl_bench: %d GPUs, one process each, NCCL %d, %s %s, %s buffers, %d calls per sample, "
                 "median of %d samples, largest over ranks\n",
-                ranks, version, options.symmetric ? "symmetric-window" : "cudaMalloc", options.calls, options.samples);
+                ranks, version, options.type->name, options.op->name,
+                options.symmetric ? "symmetric-window" : "cudaMalloc", options.calls, options.samples);
     std::printf("bytes,eager_us,graph_us,host_us\n");
     std::fflush(stdout);
   }
-  for (std::size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
-    const double wrong = self.wrongElements(bytes);
+  const std::size_t elementBytes = options.type->bytes;
+  for (std::size_t size = options.minBytes; size <= options.maxBytes; size *= 2) {
+    const std::size_t count = size / elementBytes;  // rounded down; under one element: skipped
+    if (count == 0) continue;
+    const std::size_t bytes = count * elementBytes;
+    const double wrong = self.wrongElements(count);
     if (wrong > 0) {
       if (rank == 0) {
         std::printf("# wrong: %zu bytes, %.0f element(s) differ on the worst rank\n", bytes, wrong);
@@ -274,7 +433,7 @@ int runRank(const Options& options, int rank, int ranks, const std::string& idPa
       }
       return 2;
     }
-    const std::vector<double> times = self.measure(bytes);
+    const std::vector<double> times = self.measure(count);
     if (rank == 0) {
       std::printf("%zu,%.2f,%.2f,%.2f\n", bytes, times[0], times[1], times[2]);
       std::fflush(stdout);
