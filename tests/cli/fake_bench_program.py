@@ -9,8 +9,9 @@ to $FAKE_BENCH_LOG. It prints canned times from $FAKE_BENCH_CONFIG, a JSON objec
     "times": {config: [[fixed, per_kib], ...]}   eager microseconds at size S are
               fixed + per_kib * S / 1024, one pair per repeat (cycled); graph is half that
     "host": {config: us}        host time per call (car_nccl_bench), default 2
-    "offset": {name: us}        added to the fixed time of runs of that op or dtype (as the program
-                                got it): tells the tables of several dtypes and ops apart
+    "offset": {name: us}        added to the fixed time of the runs of an op or dtype (as the program
+                                got it), or of one configuration's: "car prod"; tells the tables
+                                of several dtypes and ops apart
     "unknown": [name]           all_reduce_perf: a type or op this build lacks; it says so and
                                 measures float (sum) instead, as nccl-tests does
     "wrong": {config: bytes}    the result at this size is wrong
@@ -129,7 +130,8 @@ def main():
         return 0
     pairs = canned["times"][config]
     fixed, per_kib = pairs[repeat % len(pairs)]
-    fixed += sum(canned.get("offset", {}).get(name, 0) for name in (dtype, op))
+    fixed += sum(canned.get("offset", {}).get(name, 0)
+                 for name in (dtype, op, f"{config} {dtype}", f"{config} {op}"))
 
     def eager_us(size):
         return fixed + per_kib * size / 1024

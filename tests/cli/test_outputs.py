@@ -72,6 +72,13 @@ class RowsTest(unittest.TestCase):
         self.assertEqual([(r.mode, r.size) for r in rows], [("eager", 4096), ("graph", 1024), ("graph", 2048)])
         self.assertEqual(rows_of(samples, CONFIGS, ["half"], ["sum"], ["eager"])[0].size, 4096)
 
+    def test_ops_are_kept_apart_in_the_order_given(self):
+        samples = samples_of({"nccl": {64: [5]}, "car": {64: [4]}}) \
+            + samples_of({"nccl": {64: [50]}, "car": {64: [40]}}, op="prod") + samples_of({"nccl": {64: [1]}}, op="max")
+        rows = rows_of(samples, CONFIGS, ["half"], ["prod", "sum"], ["eager"])
+        self.assertEqual([(r.op, r.medians["nccl"], r.medians["car"], r.label) for r in rows],
+                         [("prod", 50, 40, "half prod eager"), ("sum", 5, 4, "half sum eager")])
+
     def test_slower_and_missing(self):
         samples = samples_of({"nccl": {1024: [10], 2048: [10], 4096: [10]}, "car": {1024: [10], 2048: [10.01]}}) \
             + samples_of({"nccl": {1024: [10]}, "car": {1024: [50]}}, mode="host")
@@ -185,7 +192,7 @@ class CarNcclBenchOutputTest(unittest.TestCase):
         self.assertEqual([(s.mode, s.size, s.time_us, s.wrong) for s in samples[:3]],
                          [("eager", 1024, 8.12, 0), ("graph", 1024, 5.40, 0), ("host", 1024, 3.10, 0)])
         self.assertEqual(len(samples), 6)
-        self.assertEqual({s.config for s in samples}, {"car"})
+        self.assertEqual({(s.config, s.dtype, s.op) for s in samples}, {("car", "bfloat16", "sum")})
 
     def test_wrong_size(self):
         samples, problem = driver_car_nccl_bench.parse(
