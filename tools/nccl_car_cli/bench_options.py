@@ -18,8 +18,8 @@ dtype runs with every op (--dtypes, --ops); each pair has its own tables.
 
 The driver is our own program, car_nccl_bench (built beside the library by
 scripts/build.sh; it also measures the host time per call), or nccl-tests' all_reduce_perf
-with --all-reduce-perf. Every size is checked for exact results. Sizes are in bytes: a
-size that is not a whole number of elements is rounded down (both drivers do so).
+with --all-reduce-perf. Every size's result is checked. Sizes are in bytes: a size that is
+not a whole number of elements is rounded down (both drivers do so).
 
 exit codes: 0 all runs passed with no wrong result, 1 a run failed or a result was wrong,
 2 usage error, 3 the driver, the library or GPUs are missing."""
