@@ -4,16 +4,20 @@
 // issue one eager call. Run it as is for NCCL alone, under LD_PRELOAD=libnccl-car.so for NCCL
 // with nccl-car; --symmetric registers the buffers as NCCL symmetric windows (nccl-tests'
 // -R 2). `tools/nccl-car bench` runs the configurations in alternation and prints the table.
-// Every size is checked once (exact small-integer inputs) before it is timed; at a wrong
-// size every rank stops, after a '# wrong: <bytes> bytes, <n> element(s) ...' line.
+// Every size is checked once before it is timed; at a wrong size every rank stops, after a
+// '# wrong: <bytes> bytes, <n> element(s) ...' line.
 //
-//   car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B]
+// Every NCCL type and built-in op: --type takes the library's names (kernels/all_reduce.h) or
+// nccl-tests' (-d), --op sum|prod|min|max|avg. The inputs keep every result exact in the type,
+// and the check exact but for some averages (bench_values.h says which, and why).
+// Sizes are in bytes: each size is rounded down to a whole number of elements (the row shows
+// the bytes reduced, as nccl-tests does), and a size under one element is skipped.
+//
+//   car_nccl_bench [--gpus N] [--type NAME] [--op NAME] [--min-bytes B] [--max-bytes B]
 //                  [--calls N] [--samples N] [--symmetric]
 //
 // Output: '#' lines, then CSV: bytes,eager_us,graph_us,host_us (each the largest over ranks);
 // the exit status is non-zero after a wrong result or a failed call.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <sys/wait.h>
@@ -21,6 +25,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,8 +34,11 @@
 #include <vector>
 
 #include "../e2e/unique_id_file.h"
+#include "bench_values.h"
 
 namespace {
+
+using namespace bench;
 
 int gRank = 0;
 
@@ -43,10 +52,19 @@ int gRank = 0;
 #define CUDA_OK(call) BENCH_CHECK((call) == cudaSuccess, #call)
 #define NCCL_OK(call) BENCH_CHECK((call) == ncclSuccess, #call)
 
+constexpr const char* kUsage =
+    "usage: car_nccl_bench [--gpus N] [--type NAME] [--op NAME] [--min-bytes B] [--max-bytes B] "
+    "[--calls N] [--samples N] [--symmetric]\n"
+    "  --type  int8 uint8 int32 uint32 int64 uint64 fp16 bf16 fp32 fp64 fp8e4m3 fp8e5m2 (default bf16);\n"
+    "          nccl-tests' names too: half bfloat16 float double f8e4m3 f8e5m2 (fp8 needs sm_90)\n"
+    "  --op    sum prod min max avg (default sum)\n"
+    "  sizes double from --min-bytes to --max-bytes (default 1K, 8M); each is rounded down to a whole\n"
+    "  number of elements, the bytes reduced are printed, a size under one element is skipped\n";
+
 struct Options {
   int gpus = 0;  // 0: every visible GPU
-  ncclDataType_t type = ncclBfloat16;
-  int elementBytes = 2;
+  const TypeInfo* type = &kTypes[7];  // bf16
+  const OpInfo* op = &kOps[0];        // sum
   std::size_t minBytes = 1 << 10;
   std::size_t maxBytes = 8 << 20;
   int calls = 100;
@@ -63,6 +81,24 @@ std::size_t parseBytes(const char* text) {
   return static_cast<std::size_t>(value);
 }
 
+[[noreturn]] void usage(const char* problem) {
+  if (problem) std::fprintf(stderr, "car_nccl_bench: %s\n", problem);
+  std::fputs(kUsage, problem ? stderr : stdout);
+  std::exit(problem ? 2 : 0);
+}
+
+const TypeInfo* typeNamed(const std::string& name) {
+  for (const TypeInfo& type : kTypes)
+    if (name == type.name || name == type.testsName) return &type;
+  usage(("--type: unknown type '" + name + "'").c_str());
+}
+
+const OpInfo* opNamed(const std::string& name) {
+  for (const OpInfo& op : kOps)
+    if (name == op.name) return &op;
+  usage(("--op: unknown op '" + name + "'").c_str());
+}
+
 Options parseOptions(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -74,42 +110,13 @@ Options parseOptions(int argc, char** argv) {
     else if (arg == "--calls" && hasValue) options.calls = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--samples" && hasValue) options.samples = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--symmetric") options.symmetric = true;
-    else if (arg == "--type" && hasValue) {
-      const std::string type = argv[++i];
-      if (type == "bf16") options.type = ncclBfloat16, options.elementBytes = 2;
-      else if (type == "fp16") options.type = ncclFloat16, options.elementBytes = 2;
-      else if (type == "fp32") options.type = ncclFloat32, options.elementBytes = 4;
-      else {
-        std::fprintf(stderr, "--type: expected bf16, fp16 or fp32\n");
-        std::exit(2);
-      }
-    } else {
-      std::fprintf(stderr,
-                   "usage: car_nccl_bench [--gpus N] [--type bf16|fp16|fp32] [--min-bytes B] [--max-bytes B] "
-                   "[--calls N] [--samples N] [--symmetric]\n");
-      std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
-    }
+    else if (arg == "--type" && hasValue) options.type = typeNamed(argv[++i]);
+    else if (arg == "--op" && hasValue) options.op = opNamed(argv[++i]);
+    else if (arg == "--help" || arg == "-h") usage(nullptr);
+    else usage(("unknown option or missing value: " + arg).c_str());
   }
+  if (options.minBytes == 0) usage("--min-bytes: must be at least 1");
   return options;
-}
-
-// Exact small integers: the sum over up to 8 ranks fits every type exactly.
-float inputValue(int rank, std::size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 9) - 4); }
-
-std::vector<unsigned char> encode(const Options& options, const std::vector<float>& values) {
-  std::vector<unsigned char> bytes(values.size() * options.elementBytes);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (options.type == ncclBfloat16) {
-      const __nv_bfloat16 v = __float2bfloat16(values[i]);
-      std::memcpy(&bytes[i * 2], &v, 2);
-    } else if (options.type == ncclFloat16) {
-      const __half v = __float2half(values[i]);
-      std::memcpy(&bytes[i * 2], &v, 2);
-    } else {
-      std::memcpy(&bytes[i * 4], &values[i], 4);
-    }
-  }
-  return bytes;
 }
 
 double median(std::vector<double> values) {
@@ -136,33 +143,32 @@ class Rank {
     ncclCommDestroy(comm_);
   }
 
-  // Fills the input, runs one call and compares every element. Returns the wrong elements
-  // of the worst rank, known to every rank: all stop together at a wrong size, rather than
-  // the right ones waiting forever in a collective for a rank that left.
-  double wrongElements(std::size_t bytes) {
-    const std::size_t count = bytes / options_.elementBytes;
-    std::vector<float> mine(count), expected(count, 0.0f);
-    for (std::size_t i = 0; i < count; ++i) {
-      mine[i] = inputValue(rank_, i);
-      for (int r = 0; r < ranks_; ++r) expected[i] += inputValue(r, i);
-    }
-    const std::vector<unsigned char> input = encode(options_, mine);
-    CUDA_OK(cudaMemcpy(send_, input.data(), input.size(), cudaMemcpyHostToDevice));
+  // Fills the input, runs one call of `count` elements and compares every element. Returns
+  // the wrong elements of the worst rank, known to every rank: all stop together at a wrong
+  // size, rather than the right ones waiting forever in a collective for a rank that left.
+  double wrongElements(std::size_t count) {
+    const TypeInfo& type = *options_.type;
+    const ncclRedOp_t op = options_.op->op;
+    const std::size_t bytes = count * type.bytes;
+    std::vector<unsigned char> data(bytes);
+    for (std::size_t i = 0; i < count; ++i) encode(type, inputValue(type, op, rank_, ranks_, i), &data[i * type.bytes]);
+    CUDA_OK(cudaMemcpy(send_, data.data(), bytes, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(recv_, 0xFF, bytes));
-    NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type, ncclSum, comm_, stream_));
+    NCCL_OK(ncclAllReduce(send_, recv_, count, type.type, op, comm_, stream_));
     CUDA_OK(cudaStreamSynchronize(stream_));
-    std::vector<unsigned char> got(bytes);
-    CUDA_OK(cudaMemcpy(got.data(), recv_, bytes, cudaMemcpyDeviceToHost));
-    const std::vector<unsigned char> want = encode(options_, expected);
+    CUDA_OK(cudaMemcpy(data.data(), recv_, bytes, cudaMemcpyDeviceToHost));
+    const double allowed = tolerance(type, op, ranks_);
     double wrong = 0;
-    for (std::size_t at = 0; at < bytes; at += options_.elementBytes)
-      wrong += std::memcmp(&got[at], &want[at], options_.elementBytes) != 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double got = decode(type, &data[i * type.bytes]);
+      // Written so that a NaN counts as wrong.
+      wrong += !(std::fabs(got - expectedValue(type, op, ranks_, i)) <= allowed);
+    }
     return largestOverRanks({wrong})[0];
   }
 
   // Times eager and graph calls of a size that passed wrongElements.
-  std::vector<double> measure(std::size_t bytes) {
-    const std::size_t count = bytes / options_.elementBytes;
+  std::vector<double> measure(std::size_t count) {
     for (int i = 0; i < options_.calls; ++i) allReduce(count);  // warm-up
     std::vector<double> eager, host, graph;
     for (int s = 0; s < options_.samples; ++s) {
@@ -207,7 +213,9 @@ class Rank {
       cudaFree(pointer);
     }
   }
-  void allReduce(std::size_t count) { NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type, ncclSum, comm_, stream_)); }
+  void allReduce(std::size_t count) {
+    NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type->type, options_.op->op, comm_, stream_));
+  }
   // Every rank starts a sample together: a tiny all-reduce, then wait for it.
   void barrier() {
     NCCL_OK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclMax, comm_, stream_));
@@ -259,14 +267,19 @@ int runRank(const Options& options, int rank, int ranks, const std::string& idPa
   if (rank == 0) {
     int version = 0;
     ncclGetVersion(&version);
-    std::printf("# car_nccl_bench: %d GPUs, one process each, NCCL %d, %s buffers, %d calls per sample, "
+    std::printf("# car_nccl_bench: %d GPUs, one process each, NCCL %d, %s %s, %s buffers, %d calls per sample, "
                 "median of %d samples, largest over ranks\n",
-                ranks, version, options.symmetric ? "symmetric-window" : "cudaMalloc", options.calls, options.samples);
+                ranks, version, options.type->name, options.op->name,
+                options.symmetric ? "symmetric-window" : "cudaMalloc", options.calls, options.samples);
     std::printf("bytes,eager_us,graph_us,host_us\n");
     std::fflush(stdout);
   }
-  for (std::size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
-    const double wrong = self.wrongElements(bytes);
+  const std::size_t elementBytes = options.type->bytes;
+  for (std::size_t size = options.minBytes; size <= options.maxBytes; size *= 2) {
+    const std::size_t count = size / elementBytes;  // rounded down; under one element: skipped
+    if (count == 0) continue;
+    const std::size_t bytes = count * elementBytes;
+    const double wrong = self.wrongElements(count);
     if (wrong > 0) {
       if (rank == 0) {
         std::printf("# wrong: %zu bytes, %.0f element(s) differ on the worst rank\n", bytes, wrong);
@@ -274,7 +287,7 @@ int runRank(const Options& options, int rank, int ranks, const std::string& idPa
       }
       return 2;
     }
-    const std::vector<double> times = self.measure(bytes);
+    const std::vector<double> times = self.measure(count);
     if (rank == 0) {
       std::printf("%zu,%.2f,%.2f,%.2f\n", bytes, times[0], times[1], times[2]);
       std::fflush(stdout);

@@ -79,6 +79,7 @@ class BenchCase(unittest.TestCase):
         with open(path or self.csv, newline="") as stream:
             return list(csv.DictReader(stream))
 
-    def csv_row(self, dtype, mode, size):
-        row, = [r for r in self.csv_rows() if (r["dtype"], r["mode"], int(r["size_bytes"])) == (dtype, mode, size)]
+    def csv_row(self, dtype, mode, size, op="sum"):
+        row, = [r for r in self.csv_rows()
+                if (r["dtype"], r["op"], r["mode"], int(r["size_bytes"])) == (dtype, op, mode, size)]
         return row

@@ -32,8 +32,8 @@ class OrderAndEnvironment(BenchCase):
                     self.assertEqual((env["LD_PRELOAD"], env["NCCL_CAR_DEBUG"]), (self.library, "INFO"))
                 else:
                     self.assertEqual((env["LD_PRELOAD"], env["NCCL_CAR_DEBUG"]), (None, None))
-        self.assertIn("[1/20] half nccl, repeat 1/2 ...", result.stderr)
-        self.assertIn("[20/20] float car, repeat 2/2 ...", result.stderr)
+        self.assertIn("[1/20] half sum nccl, repeat 1/2 ...", result.stderr)
+        self.assertIn("[20/20] float sum car, repeat 2/2 ...", result.stderr)
 
     def test_the_default_program_is_the_one_beside_the_library(self):
         result = self.bench("--gpus", "2", "--dtypes", "bf16", "--repeats", "1", "--max-bytes", "1K")
@@ -88,23 +88,23 @@ class BestOfNccl(BenchCase):
 
     def test_table(self):
         out = self.result.stdout
-        self.assertIn("half eager: time per all-reduce (us)", out)
+        self.assertIn("half sum eager: time per all-reduce (us)", out)
         self.assertRegex(out, r"\n\s+1K\s+21\.00\s+14\.00\s+nccl-R2\s+8\.00\s+0\.57\s+0\s+0\n")
         self.assertRegex(out, r"\n\s+64K\s+42\.00\s+28\.00\s+nccl-gm0\s+35\.50\s+1\.27\s+0\s+0\n")
         # Host time: NCCL alone against nccl-car, not against a best.
-        self.assertIn("half host: time to issue one eager call (us)", out)
+        self.assertIn("half sum host: time to issue one eager call (us)", out)
         self.assertRegex(out, r"\n\s+16K\s+3\.00\s+1\.50\s+0\.50\n")
 
     def test_says_where_nccl_car_is_slower(self):
-        self.assertIn("nccl-car is SLOWER than NCCL's best at: half eager 64K (1.268x, best nccl-gm0); "
-                      "half graph 64K (1.268x, best nccl-gm0)\n", self.result.stdout)
+        self.assertIn("nccl-car is SLOWER than NCCL's best at: half sum eager 64K (1.268x, best nccl-gm0); "
+                      "half sum graph 64K (1.268x, best nccl-gm0)\n", self.result.stdout)
 
     def test_chart(self):
         root = ElementTree.parse(self.svg).getroot()
         # eager and graph: NCCL's best, nccl-car, ratio; host: NCCL, nccl-car.
         self.assertEqual(len(root.findall(f".//{SVG}polyline")), 2 * 3 + 2)
         texts = [t.text for t in root.iter(SVG + "text")]
-        for label in ("half eager", "half graph", "half host", "host time to issue one eager call"):
+        for label in ("half sum eager", "half sum graph", "half sum host", "host time to issue one eager call"):
             self.assertIn(label, texts)
 
 
@@ -121,9 +121,9 @@ class Verdicts(BenchCase):
         result = self.bench("--gpus", "2", "--dtypes", "bf16", "--repeats", "1", "--max-bytes", "1K",
                             "--modes", "graph", canned=flat_times(nccl=12, nccl_R2_gm0=8, car=9))
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("nccl-car is SLOWER than NCCL's best at: bfloat16 graph 1K (1.125x, best nccl-R2-gm0)",
+        self.assertIn("nccl-car is SLOWER than NCCL's best at: bfloat16 sum graph 1K (1.125x, best nccl-R2-gm0)",
                       result.stdout)
-        self.assertNotIn("bfloat16 eager", result.stdout)   # --modes graph: eager not reported
+        self.assertNotIn("bfloat16 sum eager", result.stdout)   # --modes graph: eager not reported
         self.assertAlmostEqual(float(self.csv_row("bfloat16", "graph", 1024)["car_over_nccl"]), 0.75)
 
 
@@ -139,17 +139,17 @@ class Failures(BenchCase):
         self.assertEqual(self.csv_row("half", "eager", 2048)["car_us"], "")
         self.assertEqual(self.csv_row("half", "eager", 1024)["car_wrong"], "0")
         self.assertRegex(result.stdout, r"\n\s+2K\s+10\.00\s+10\.00\s+nccl\s+-\s+-\s+0\s+6\n")
-        self.assertIn("no nccl-car time (its runs failed) at: half eager 2K, 4K; half graph 2K, 4K",
+        self.assertIn("no nccl-car time (its runs failed) at: half sum eager 2K, 4K; half sum graph 2K, 4K",
                       result.stdout)
 
     def test_failed_run_is_reported_and_the_others_still_count(self):
         canned = dict(flat_times(nccl_R2=4), exit={"nccl-R2": 3})
         result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("[2/5] half nccl-R2, repeat 1/1 ... FAILED: exited with 3", result.stderr)
+        self.assertIn("[2/5] half sum nccl-R2, repeat 1/1 ... FAILED: exited with 3", result.stderr)
         self.assertIn("command: ", result.stderr)
         self.assertIn("stdout: bytes,eager_us,graph_us,host_us", result.stderr)
-        self.assertIn("half nccl-R2, repeat 1/1: exited with 3", result.stdout)
+        self.assertIn("half sum nccl-R2, repeat 1/1: exited with 3", result.stdout)
         # The run printed its rows before failing: they count.
         self.assertEqual(self.csv_row("half", "eager", 1024)["nccl_best_config"], "nccl-R2")
 
@@ -157,7 +157,7 @@ class Failures(BenchCase):
         canned = dict(flat_times(), nothing=["car"])
         result = self.quick(canned=canned)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("[5/5] half car, repeat 1/1 ... FAILED: printed no result rows", result.stderr)
+        self.assertIn("[5/5] half sum car, repeat 1/1 ... FAILED: printed no result rows", result.stderr)
         self.assertIn("stdout: car_nccl_bench: needs 2 or more GPUs", result.stderr)
 
     def test_a_wrong_result_fails_whatever_the_exit_status(self):
@@ -172,7 +172,7 @@ class Failures(BenchCase):
         result = self.quick("--timeout", "1", canned=canned)
         self.assertLess(time.monotonic() - started, 30)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("[3/5] half nccl-gm0, repeat 1/1 ... FAILED: timed out after 1 s", result.stderr)
+        self.assertIn("[3/5] half sum nccl-gm0, repeat 1/1 ... FAILED: timed out after 1 s", result.stderr)
         self.assertEqual([r["config"] for r in self.runs()], FIVE)
         self.assertEqual(self.csv_row("half", "eager", 1024)["nccl-gm0_runs"], "0")
 
@@ -206,7 +206,7 @@ class Outputs(BenchCase):
         self.assertEqual([(r["mode"], r["size_bytes"]) for r in rows],
                          [(m, s) for m in ("eager", "graph", "host") for s in ("1024", "2048")])
         names = FIVE + ["car-1stage"]
-        self.assertEqual(list(rows[0]), ["dtype", "mode", "place", "size_bytes"] + [f"{n}_us" for n in names]
+        self.assertEqual(list(rows[0]), ["dtype", "op", "mode", "place", "size_bytes"] + [f"{n}_us" for n in names]
                          + ["nccl_best_us", "nccl_best_config", "car_over_nccl_best", "car_over_nccl"]
                          + [f"{n}_wrong" for n in names] + [f"{n}_runs" for n in names])
         self.assertEqual(rows[0]["place"], "out-of-place")

@@ -33,7 +33,7 @@ class AllReducePerfDriver(BenchCase):
                     self.assertIn(expected, joined)
                 self.assertEqual("-R 2" in joined, "R2" in run["config"])
                 self.assertEqual(run["env"]["NCCL_GRAPH_MIXING_SUPPORT"], "0" if "gm0" in run["config"] else None)
-        self.assertIn("[1/20] bfloat16 eager nccl, repeat 1/2 ...", result.stderr)
+        self.assertIn("[1/20] bfloat16 sum eager nccl, repeat 1/2 ...", result.stderr)
         self.assertIn("all_reduce_perf on 2 GPU(s)", result.stdout)
         row = self.csv_row("bfloat16", "graph", 4096)
         # Graph times are half; car's median of 2 repeats is their mean, (11 + 104) / 4.

@@ -57,7 +57,8 @@ class DriverChoice(BenchCase):
 
 class UsageErrors(BenchCase):
     def test_refused_before_anything_runs(self):
-        for options in (["--min-bytes", "2M", "--max-bytes", "1M"], ["--dtypes", "int8"], ["--dtypes", ""],
+        for options in (["--min-bytes", "2M", "--max-bytes", "1M"], ["--dtypes", "int16"], ["--dtypes", ""], ["--dtypes", "all"],
+                        ["--ops", "mulsum"], ["--ops", ""], ["--ops", "sum,"],
                         ["--modes", "lazy"], ["--modes", "host"], ["--repeats", "0"], ["--graph-iters", "-1"],
                         ["--min-bytes", "1X"], ["--max-bytes", "0"], ["--gpus", "2", "--launcher", "mpirun"],
                         ["--launcher", ""], ["--timeout", "0"], ["--extra-args", "'unclosed"],

@@ -19,9 +19,9 @@ class SaveAndFrom(BenchCase):
         for dtype in ("half", "bfloat16"):
             for name in FIVE + ["car-2shot"]:
                 for repeat in (1, 2):
-                    self.assertTrue(os.path.isfile(os.path.join(saved, dtype, f"{name}.{repeat}.out")))
-                    self.assertTrue(os.path.isfile(os.path.join(saved, dtype, f"{name}.{repeat}.err")))
-        with open(os.path.join(saved, "half", "car.1.err")) as stream:
+                    self.assertTrue(os.path.isfile(os.path.join(saved, f"{dtype}-sum", f"{name}.{repeat}.out")))
+                    self.assertTrue(os.path.isfile(os.path.join(saved, f"{dtype}-sum", f"{name}.{repeat}.err")))
+        with open(os.path.join(saved, "half-sum", "car.1.err")) as stream:
             self.assertIn("NCCL-CAR INFO", stream.read())
         with open(os.path.join(saved, "bench.json")) as stream:
             manifest = json.load(stream)
@@ -51,19 +51,19 @@ class SaveAndFrom(BenchCase):
         self.assertEqual(first.returncode, 1)
         second = self.bench("--from", saved, library=False)
         self.assertEqual(second.returncode, 1)
-        self.assertIn("half nccl, repeat 1/1: timed out after 1 s", second.stdout)
-        self.assertIn("half car, repeat 1/1: exited with 2; wrong result at 2048 bytes", second.stdout)
+        self.assertIn("half sum nccl, repeat 1/1: timed out after 1 s", second.stdout)
+        self.assertIn("half sum car, repeat 1/1: exited with 2; wrong result at 2048 bytes", second.stdout)
         self.assertEqual(second.stdout, first.stdout)
 
     def test_a_missing_output_file_fails_that_run(self):
         saved = self.path("saved")
         self.bench("--gpus", "2", "--dtypes", "half", "--max-bytes", "1K", "--repeats", "1", "--save", saved,
                    canned=flat_times())
-        os.remove(os.path.join(saved, "half", "nccl-R2.1.out"))
+        os.remove(os.path.join(saved, "half-sum", "nccl-R2.1.out"))
         result = self.bench("--from", saved, library=False)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("half nccl-R2, repeat 1/1: saved output unreadable (No such file or directory: "
-                      "half/nccl-R2.1.out); printed no result rows", result.stdout)
+        self.assertIn("half sum nccl-R2, repeat 1/1: saved output unreadable (No such file or directory: "
+                      "half-sum/nccl-R2.1.out); printed no result rows", result.stdout)
 
     def test_not_a_saved_folder(self):
         result = self.bench("--from", self.folder, library=False)

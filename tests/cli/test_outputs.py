@@ -19,15 +19,15 @@ SVG = "{http://www.w3.org/2000/svg}"
 CONFIGS = bench_configs.chosen(["car-1shot"])
 
 
-def samples_of(times, dtype="half", mode="eager", wrong=0):
+def samples_of(times, dtype="half", mode="eager", wrong=0, op="sum"):
     """times: {config: {size: [microseconds, ...]}}."""
-    return [Sample(dtype, mode, size, config, t, wrong)
+    return [Sample(dtype, op, mode, size, config, t, wrong)
             for config, per_size in times.items() for size, values in per_size.items() for t in values]
 
 
 class RowsTest(unittest.TestCase):
     def rows(self, samples, modes=("eager",)):
-        return rows_of(samples, CONFIGS, ["half"], list(modes))
+        return rows_of(samples, CONFIGS, ["half"], ["sum"], list(modes))
 
     def test_medians_best_and_ratios(self):
         row, = self.rows(samples_of({"nccl": {1024: [10, 30, 20]}, "nccl-R2": {1024: [9, 9, 50]},
@@ -56,7 +56,7 @@ class RowsTest(unittest.TestCase):
 
     def test_wrong_counts(self):
         samples = samples_of({"nccl": {64: [5, 5]}}, wrong=2) + samples_of({"car": {64: [4]}}, wrong=None) \
-            + [Sample("half", "eager", 64, "car-1shot", None, 3)]
+            + [Sample("half", "sum", "eager", 64, "car-1shot", None, 3)]
         row, = self.rows(samples)
         self.assertEqual(row.wrong["nccl"], 4)
         self.assertIsNone(row.wrong["car"])              # never checked: N/A, not 0
@@ -68,14 +68,21 @@ class RowsTest(unittest.TestCase):
 
     def test_order_sizes_and_modes(self):
         samples = samples_of({"nccl": {2048: [1], 1024: [1]}}, mode="graph") + samples_of({"nccl": {4096: [1]}})
-        rows = rows_of(samples, CONFIGS, ["half"], ["eager", "graph"])
+        rows = rows_of(samples, CONFIGS, ["half"], ["sum"], ["eager", "graph"])
         self.assertEqual([(r.mode, r.size) for r in rows], [("eager", 4096), ("graph", 1024), ("graph", 2048)])
-        self.assertEqual(rows_of(samples, CONFIGS, ["half"], ["eager"])[0].size, 4096)
+        self.assertEqual(rows_of(samples, CONFIGS, ["half"], ["sum"], ["eager"])[0].size, 4096)
+
+    def test_ops_are_kept_apart_in_the_order_given(self):
+        samples = samples_of({"nccl": {64: [5]}, "car": {64: [4]}}) \
+            + samples_of({"nccl": {64: [50]}, "car": {64: [40]}}, op="prod") + samples_of({"nccl": {64: [1]}}, op="max")
+        rows = rows_of(samples, CONFIGS, ["half"], ["prod", "sum"], ["eager"])
+        self.assertEqual([(r.op, r.medians["nccl"], r.medians["car"], r.label) for r in rows],
+                         [("prod", 50, 40, "half prod eager"), ("sum", 5, 4, "half sum eager")])
 
     def test_slower_and_missing(self):
         samples = samples_of({"nccl": {1024: [10], 2048: [10], 4096: [10]}, "car": {1024: [10], 2048: [10.01]}}) \
             + samples_of({"nccl": {1024: [10]}, "car": {1024: [50]}}, mode="host")
-        rows = rows_of(samples, CONFIGS, ["half"], ["eager", "host"])
+        rows = rows_of(samples, CONFIGS, ["half"], ["sum"], ["eager", "host"])
         self.assertEqual([r.size for r in slower_than_best(rows)], [2048])   # equal is not slower; host is not
         self.assertEqual([r.size for r in without_car_time(rows)], [4096])
 
@@ -86,13 +93,13 @@ class ReportTest(unittest.TestCase):
                               "car": {1024: [4], 2048: [17]}, "car-1shot": {1024: [2]}}) \
             + samples_of({"nccl": {1024: [3]}, "car": {1024: [1.5]}}, mode="host") \
             + samples_of({"nccl": {1024: [5]}, "car": {1024: [6]}}, dtype="float", mode="graph", wrong=None)
-        self.rows = rows_of(samples, CONFIGS, ["half", "float"], ["eager", "graph", "host"])
+        self.rows = rows_of(samples, CONFIGS, ["half", "float"], ["sum"], ["eager", "graph", "host"])
 
     def test_sections_and_columns(self):
         text = format_tables(self.rows, CONFIGS)
         self.assertEqual([line for line in text.splitlines() if line.endswith("(us)")],
-                         ["half eager: time per all-reduce (us)", "half host: time to issue one eager call (us)",
-                          "float graph: time per all-reduce (us)"])
+                         ["half sum eager: time per all-reduce (us)", "half sum host: time to issue one eager call (us)",
+                          "float sum graph: time per all-reduce (us)"])
         self.assertRegex(text, r"size\s+NCCL\s+NCCL best\s+best is\s+nccl-car\s+car/best\s+car-1shot\s+/best\s+"
                                r"#wrong NCCL\s+#wrong car")
         self.assertRegex(text, r"\n\s+1K\s+10\.00\s+8\.00\s+nccl-gm0\s+4\.00\s+0\.50\s+2\.00\s+0\.25\s+0\s+0\n")
@@ -103,8 +110,8 @@ class ReportTest(unittest.TestCase):
 
     def test_verdict(self):
         self.assertEqual(verdict_lines(self.rows),
-                         ["nccl-car is SLOWER than NCCL's best at: half eager 2K (1.062x, best nccl-gm0); "
-                          "float graph 1K (1.200x, best nccl)"])
+                         ["nccl-car is SLOWER than NCCL's best at: half sum eager 2K (1.062x, best nccl-gm0); "
+                          "float sum graph 1K (1.200x, best nccl)"])
         self.assertEqual(verdict_lines(self.rows[:1]),
                          ["nccl-car is not slower than NCCL's best at any of the 1 size(s) measured with both"])
         self.assertEqual(verdict_lines([]), ["no size was measured with both NCCL and nccl-car"])
@@ -113,7 +120,7 @@ class ReportTest(unittest.TestCase):
 class CsvTest(unittest.TestCase):
     def test_one_row_per_size_with_every_configuration(self):
         rows = rows_of(samples_of({"nccl": {1024: [10]}, "nccl-R2": {1024: [5]}, "car": {1024: [4]}}),
-                       CONFIGS, ["half"], ["eager"])
+                       CONFIGS, ["half"], ["sum"], ["eager"])
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "out.csv")
             write_csv(path, rows, CONFIGS, "out-of-place")
@@ -121,8 +128,8 @@ class CsvTest(unittest.TestCase):
                 reader = csv.DictReader(stream)
                 self.assertEqual(tuple(reader.fieldnames), fields(CONFIGS))
                 row, = list(reader)
-        self.assertEqual((row["dtype"], row["mode"], row["place"], row["size_bytes"]),
-                         ("half", "eager", "out-of-place", "1024"))
+        self.assertEqual((row["dtype"], row["op"], row["mode"], row["place"], row["size_bytes"]),
+                         ("half", "sum", "eager", "out-of-place", "1024"))
         self.assertEqual((row["nccl_us"], row["nccl-R2_us"], row["nccl-gm0_us"], row["car-1shot_us"]),
                          ("10", "5", "", ""))
         self.assertEqual((row["nccl_best_us"], row["nccl_best_config"]), ("5", "nccl-R2"))
@@ -133,7 +140,7 @@ class CsvTest(unittest.TestCase):
 
 class SvgTest(unittest.TestCase):
     def render(self, samples, modes=("eager", "graph", "host")):
-        return ElementTree.fromstring(render_svg(rows_of(samples, CONFIGS, ["half", "float"], list(modes)), "a < b"))
+        return ElementTree.fromstring(render_svg(rows_of(samples, CONFIGS, ["half", "float"], ["sum"], list(modes)), "a < b"))
 
     def test_panels_and_lines(self):
         samples = samples_of({"nccl": {1024: [10], 8192: [20]}, "car": {1024: [4], 8192: [30]}}) \
@@ -142,11 +149,11 @@ class SvgTest(unittest.TestCase):
         root = self.render(samples)
         self.assertEqual(root.get("width"), "1440")   # three panels: the host time is there
         lines = root.findall(f".//{SVG}polyline")
-        # half eager: best, car, ratio; float graph: best, car (one point, still drawn), ratio; host: 2.
+        # half sum eager: best, car, ratio; float sum graph: best, car (one point, still drawn), ratio; host: 2.
         self.assertEqual(len(lines), 8)
         self.assertEqual(sum(1 for line in lines if line.get("stroke-dasharray")), 3)
         texts = [t.text for t in root.iter(SVG + "text")]
-        for label in ("half eager", "float graph", "half host", "a < b", "nccl-car", "1K", "8K"):
+        for label in ("half sum eager", "float sum graph", "half sum host", "a < b", "nccl-car", "1K", "8K"):
             self.assertIn(label, texts)
         for line in lines:
             for point in line.get("points").split():
@@ -171,7 +178,7 @@ class SvgTest(unittest.TestCase):
 
 
 class CarNcclBenchOutputTest(unittest.TestCase):
-    JOB = Job(bench_configs.CAR, "bfloat16", None, 0)
+    JOB = Job(bench_configs.CAR, "bfloat16", "sum", None, 0)
 
     def test_rows_among_other_lines(self):
         output = ("# car_nccl_bench: 2 GPUs, one process each, NCCL 22807, cudaMalloc buffers\n"
@@ -185,7 +192,7 @@ class CarNcclBenchOutputTest(unittest.TestCase):
         self.assertEqual([(s.mode, s.size, s.time_us, s.wrong) for s in samples[:3]],
                          [("eager", 1024, 8.12, 0), ("graph", 1024, 5.40, 0), ("host", 1024, 3.10, 0)])
         self.assertEqual(len(samples), 6)
-        self.assertEqual({s.config for s in samples}, {"car"})
+        self.assertEqual({(s.config, s.dtype, s.op) for s in samples}, {("car", "bfloat16", "sum")})
 
     def test_wrong_size(self):
         samples, problem = driver_car_nccl_bench.parse(

@@ -30,7 +30,8 @@ def _header(args, driver, library, configs):
     """What --save writes at the top of bench.json and the report reads back."""
     modes = args.modes if driver.modes_per_run else args.modes + [HOST_MODE]
     return {"driver": driver.name, "program": driver.arguments[0], "library": library,
-            "configs": [config.name for config in configs], "dtypes": args.dtypes, "modes": modes,
+            "configs": [config.name for config in configs], "dtypes": args.dtypes, "ops": args.ops,
+            "modes": modes,
             "repeats": args.repeats, "place": "in-place" if args.in_place else "out-of-place",
             "gpus": args.gpus, "launcher": args.launcher, "host": socket.gethostname(),
             "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
@@ -38,7 +39,7 @@ def _header(args, driver, library, configs):
 
 def _run_all(args, driver, library, header):
     configs = [bench_configs.by_name(name) for name in header["configs"]]
-    jobs = plan_jobs(configs, args.dtypes, args.modes if driver.modes_per_run else None, args.repeats)
+    jobs = plan_jobs(configs, args.dtypes, args.ops, args.modes if driver.modes_per_run else None, args.repeats)
     saved = SavedRuns(args.save, header) if args.save else None
     records = []
     for number, job in enumerate(jobs, start=1):
@@ -81,7 +82,7 @@ def _report(header, records, csv_path, svg_path):
     """Prints the table and the rest from the runs' records; returns the exit status."""
     configs = [bench_configs.by_name(name) for name in header["configs"]]
     analysis = analyse(records, PARSERS[header["driver"]], header["repeats"], header["place"] == "in-place")
-    rows = rows_of(analysis.samples, configs, header["dtypes"], header["modes"])
+    rows = rows_of(analysis.samples, configs, header["dtypes"], header["ops"], header["modes"])
     where = f"{header['gpus']} GPU(s)" if header.get("gpus") else shlex.join(header.get("launcher") or [])
     title = (f"all-reduce, {header['place']}, {header['driver']} on {where}, median of "
              f"{header['repeats']} run(s) per configuration")

@@ -1,8 +1,9 @@
 """--save DIR and --from DIR: every run's raw stdout and stderr as <config>.<repeat>.out and
-.err, in one folder per dtype (per dtype and mode for all_reduce_perf), and bench.json saying
-what was run: the driver, the options that shape the table, and per run its files, command,
-the variables its configuration set and how it ended. bench.json is rewritten after every
-run, so an interrupted bench still leaves a folder that --from can read."""
+.err, in one folder per dtype and op (per dtype, op and mode for all_reduce_perf), and
+bench.json saying what was run: the driver, the options that shape the table, and per run its
+files, command, the variables its configuration set and how it ended. bench.json is rewritten
+after every run, so an interrupted bench still leaves a folder that --from can read. Folders
+of format 1, from before bench had --ops, are read as sums."""
 
 import json
 import os
@@ -10,12 +11,14 @@ import os
 from .bench_configs import by_name
 from .bench_plan import Job
 from .bench_runs import RunRecord
+from .bench_types import DEFAULT_OP
 from .errors import UsageError
 
 MANIFEST = "bench.json"
-FORMAT = 1
-# What the report reads from the header (the rest is for people).
-HEADER_KEYS = ("driver", "configs", "dtypes", "modes", "repeats", "place", "runs")
+FORMAT = 2
+# What the report reads from the header (the rest is for people), per format: 1 had no ops.
+HEADER_KEYS = {1: ("driver", "configs", "dtypes", "modes", "repeats", "place", "runs"),
+               2: ("driver", "configs", "dtypes", "ops", "modes", "repeats", "place", "runs")}
 
 
 class SavedRuns:
@@ -32,7 +35,7 @@ class SavedRuns:
             with open(os.path.join(self.folder, name), "w") as out:
                 out.write(getattr(record, stream))
         job = record.job
-        self.entries.append(dict(files, config=job.config.name, dtype=job.dtype, mode=job.mode,
+        self.entries.append(dict(files, config=job.config.name, dtype=job.dtype, op=job.op, mode=job.mode,
                                  repeat=job.repeat + 1, command=record.command, variables=record.changes,
                                  failure=record.failure, seconds=round(record.seconds, 3)))
         # Written aside, then renamed: a reader never sees half a file.
@@ -59,16 +62,21 @@ def load(folder):
             manifest = json.load(stream)
         if not isinstance(manifest, dict):
             raise TypeError("not a JSON object")
-        if manifest.get("format") != FORMAT:
-            raise UsageError(f"{path} is in format {manifest.get('format')}, this bench reads {FORMAT}")
-        missing = [key for key in HEADER_KEYS if key not in manifest]
+        version = manifest.get("format")
+        if version not in HEADER_KEYS:
+            raise UsageError(f"{path} is in format {version}, this bench reads "
+                             f"{' and '.join(map(str, HEADER_KEYS))}")
+        missing = [key for key in HEADER_KEYS[version] if key not in manifest]
         if missing:
             raise KeyError(", ".join(missing))
+        if version == 1:   # every run was a sum
+            manifest["ops"] = [DEFAULT_OP]
         for name in manifest["configs"]:
             by_name(name)   # a configuration this bench does not know: ValueError
         records = []
         for entry in manifest["runs"]:
-            job = Job(by_name(entry["config"]), entry["dtype"], entry["mode"], entry["repeat"] - 1)
+            op = DEFAULT_OP if version == 1 else entry["op"]
+            job = Job(by_name(entry["config"]), entry["dtype"], op, entry["mode"], entry["repeat"] - 1)
             stdout, stdout_problem = _read(folder, entry["stdout"])
             stderr, stderr_problem = _read(folder, entry["stderr"])
             failures = [f for f in (entry["failure"], stdout_problem, stderr_problem) if f]

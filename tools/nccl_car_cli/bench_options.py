@@ -4,6 +4,7 @@ refuses before anything runs."""
 import argparse
 
 from . import bench_configs, options
+from .bench_types import DEFAULT_OP, DTYPES, LIBRARY_NAMES, OPS, SPELLINGS
 from .errors import UsageError
 from .units import format_size
 
@@ -12,11 +13,13 @@ Runs NCCL in four configurations (nccl: alone; nccl-R2: buffers registered as sy
 windows; nccl-gm0: NCCL_GRAPH_MIXING_SUPPORT=0; nccl-R2-gm0: both) and NCCL with
 libnccl-car.so (car), each once per repeat in that order, and prints per size the median
 time of NCCL alone, of NCCL's best configuration, of nccl-car, and nccl-car / best (below
-1.00: nccl-car is faster); then the sizes where nccl-car is slower than NCCL's best.
+1.00: nccl-car is faster); then the sizes where nccl-car is slower than NCCL's best. Every
+dtype runs with every op (--dtypes, --ops); each pair has its own tables.
 
 The driver is our own program, car_nccl_bench (built beside the library by
 scripts/build.sh; it also measures the host time per call), or nccl-tests' all_reduce_perf
-with --all-reduce-perf. Every size is checked for exact results.
+with --all-reduce-perf. Every size's result is checked. Sizes are in bytes: a size that is
+not a whole number of elements is rounded down (both drivers do so).
 
 exit codes: 0 all runs passed with no wrong result, 1 a run failed or a result was wrong,
 2 usage error, 3 the driver, the library or GPUs are missing."""
@@ -24,6 +27,7 @@ exit codes: 0 all runs passed with no wrong result, 1 a run failed or a result w
 EPILOG = """\
 examples:
   nccl-car bench --dtypes bf16 --max-bytes 8M --repeats 2
+  nccl-car bench --dtypes int32,fp8e4m3 --ops sum,max,avg
   nccl-car bench --configs car-1shot,car-2shot --save /tmp/runs
   nccl-car bench --from /tmp/runs
   nccl-car bench --all-reduce-perf ~/nccl-tests/build/all_reduce_perf --modes graph
@@ -32,14 +36,10 @@ examples:
 NCCL_CAR_* variables set when calling bench (NCCL_CAR_MAX_BYTES=..., ...) apply to the
 runs with nccl-car."""
 
-# nccl-tests' -d names, and the other spellings accepted for them.
-DTYPE_NAMES = {"half": "half", "fp16": "half", "float16": "half",
-               "bfloat16": "bfloat16", "bf16": "bfloat16",
-               "float": "float", "fp32": "float", "float32": "float"}
 MODES = ("eager", "graph")
 # Options that shape the runs, with their defaults: --from takes them from the folder instead.
 RUN_DEFAULTS = {"all_reduce_perf": None, "car_nccl_bench": None, "lib": None,
-                "configs": [], "dtypes": ["half", "bfloat16", "float"], "modes": list(MODES),
+                "configs": [], "dtypes": ["half", "bfloat16", "float"], "ops": [DEFAULT_OP], "modes": list(MODES),
                 "min_bytes": 1 << 10, "max_bytes": 16 << 20, "repeats": 3, "graph_iters": None,
                 "gpus": None, "launcher": None, "extra_args": [], "in_place": False,
                 "timeout": 600, "save": None}
@@ -80,8 +80,13 @@ def add_arguments(parser):
     parser.add_argument("--configs", type=_list_of(bench_configs.NAMES, "configuration"), metavar="LIST",
                         help="variants of nccl-car to run as well, comma-separated: "
                              f"{', '.join(bench_configs.VARIANT_NAMES)}")
-    parser.add_argument("--dtypes", type=_list_of(DTYPE_NAMES, "dtype"), metavar="LIST",
-                        help="comma-separated: half, bfloat16, float (default: all three)")
+    parser.add_argument("--dtypes", type=_list_of(SPELLINGS, "dtype"), metavar="LIST",
+                        help=f"comma-separated, nccl-tests' names: {', '.join(DTYPES)}; or the library's: "
+                             f"{', '.join(sorted(set(LIBRARY_NAMES.values()) - set(DTYPES)))} "
+                             "(default: half, bfloat16, float)")
+    parser.add_argument("--ops", type=_list_of(OPS, "op"), metavar="LIST",
+                        help=f"comma-separated: {', '.join(OPS)} (default: {DEFAULT_OP}); every dtype runs "
+                             "with every op")
     parser.add_argument("--modes", type=_list_of(MODES, "mode"), metavar="LIST",
                         help="comma-separated: eager, graph (default: both)")
     parser.add_argument("--min-bytes", type=options.positive_size, metavar="SIZE",
@@ -89,7 +94,7 @@ def add_arguments(parser):
     parser.add_argument("--max-bytes", type=options.positive_size, metavar="SIZE",
                         help="largest size, e.g. 8M (default 16M)")
     parser.add_argument("--repeats", type=options.positive_int, metavar="N",
-                        help="runs of each configuration per dtype (and mode); the median is reported "
+                        help="runs of each configuration per dtype and op (and mode); the median is reported "
                              "(default 3)")
     launch = parser.add_mutually_exclusive_group()
     launch.add_argument("--gpus", type=options.positive_int, metavar="N",

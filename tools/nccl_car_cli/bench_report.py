@@ -1,4 +1,4 @@
-"""bench's table as text: per dtype and mode, NCCL alone, NCCL's best and which
+"""bench's table as text: per dtype, op and mode, NCCL alone, NCCL's best and which
 configuration it was, nccl-car and its ratio to the best; the host time per call against
 NCCL alone; then, in words, where nccl-car is slower than NCCL's best."""
 
@@ -60,19 +60,19 @@ def _host_section(rows, car_names):
 def format_tables(rows, configs):
     car_names = _car_names(configs)
     lines = []
-    for (dtype, mode), group in groupby(rows, key=lambda row: (row.dtype, row.mode)):
+    for label, group in groupby(rows, key=lambda row: row.label):
         group = list(group)
-        if mode == HOST_MODE:
-            lines += ["", f"{dtype} host: time to issue one eager call (us)"] + _host_section(group, car_names)
+        if group[0].mode == HOST_MODE:
+            lines += ["", f"{label}: time to issue one eager call (us)"] + _host_section(group, car_names)
         else:
-            lines += ["", f"{dtype} {mode}: time per all-reduce (us)"] + _device_section(group, car_names)
+            lines += ["", f"{label}: time per all-reduce (us)"] + _device_section(group, car_names)
     return "\n".join(lines[1:])
 
 
 def _places(rows, describe):
     parts = []
-    for (dtype, mode), group in groupby(rows, key=lambda row: (row.dtype, row.mode)):
-        parts.append(f"{dtype} {mode} " + ", ".join(describe(row) for row in group))
+    for label, group in groupby(rows, key=lambda row: row.label):
+        parts.append(f"{label} " + ", ".join(describe(row) for row in group))
     return "; ".join(parts)
 
 

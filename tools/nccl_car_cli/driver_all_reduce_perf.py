@@ -1,6 +1,7 @@
 """bench's other driver: nccl-tests' all_reduce_perf (--all-reduce-perf PATH). One run per
-configuration, dtype and mode; -c 1 so that nccl-tests checks every result; -R 2 registers
-the buffers as NCCL symmetric windows."""
+configuration, dtype, op and mode (-d, -o); -c 1 so that nccl-tests checks every result; -R 2
+registers the buffers as NCCL symmetric windows. all_reduce_perf measures float instead of a
+type it does not know (one built without fp8, say): rows of another type or op fail the run."""
 
 from .nccl_tests import parse_output
 from .results import Sample
@@ -16,7 +17,7 @@ class AllReducePerf:
                  launcher_preload):
         self.launcher = launcher or []
         self.arguments = [perf, "-b", str(min_bytes), "-e", str(max_bytes), "-f", "2",
-                          "-g", str(1 if self.launcher else gpus), "-o", "sum", "-c", "1"]
+                          "-g", str(1 if self.launcher else gpus), "-c", "1"]
         self.graph_iters = graph_iters
         self.extra_args = extra_args
         self.launcher_preload = launcher_preload   # LD_PRELOAD of the launcher itself
@@ -25,7 +26,7 @@ class AllReducePerf:
         """(argv, environment changes) of one run."""
         graph = str(self.graph_iters) if job.mode == "graph" else "0"
         registration = ["-R", "2"] if job.config.symmetric else []
-        perf = self.arguments + ["-d", job.dtype, "-G", graph] + registration + self.extra_args
+        perf = self.arguments + ["-d", job.dtype, "-o", job.op, "-G", graph] + registration + self.extra_args
         if not self.launcher:
             return perf, changes
         # The ranks get the variables through `env`, which also reaches ranks on other hosts;
@@ -39,7 +40,11 @@ class AllReducePerf:
 def parse(job, stdout, in_place=False):
     """(samples, problem or None), from the out-of-place columns unless `in_place`."""
     output = parse_output(stdout)
-    samples = [Sample(job.dtype, job.mode, row.size, job.config.name, row.timing(in_place).time_us,
+    others = sorted({f"{row.dtype} {row.redop}" for row in output.rows} - {f"{job.dtype} {job.op}"})
+    if others:
+        return [], (f"measured {', '.join(others)} instead of {job.dtype} {job.op} (all_reduce_perf "
+                    "falls back to float for a type it does not know, to sum for an op)")
+    samples = [Sample(job.dtype, job.op, job.mode, row.size, job.config.name, row.timing(in_place).time_us,
                       row.timing(in_place).wrong) for row in output.rows]
     if not output.rows:
         return samples, "printed no result table"

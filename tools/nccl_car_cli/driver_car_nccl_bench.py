@@ -1,6 +1,7 @@
 """bench's default driver: our own program, build/tests/car_nccl_bench (source
-tests/bench/nccl_bench.cc). One run per configuration and dtype measures every size eager,
-replayed from a CUDA graph, and the host time to issue one eager call.
+tests/bench/nccl_bench.cc). One run per configuration, dtype and op measures every size eager,
+replayed from a CUDA graph, and the host time to issue one eager call. It takes the library's
+type names (--type bf16, fp8e4m3, ...) and the op (--op sum, ...).
 
 Its output: '#' comment lines, then CSV, each time the largest over ranks:
     bytes,eager_us,graph_us,host_us
@@ -11,11 +12,11 @@ and the program stops there with a non-zero exit status."""
 import os
 import re
 
+from .bench_types import LIBRARY_NAMES
 from .results import Sample
 
 NAME = "car_nccl_bench"
 MODES = ("eager", "graph", "host")   # host: the time to issue one eager call
-_DTYPE_OPTIONS = {"half": "fp16", "bfloat16": "bf16", "float": "fp32"}
 _WRONG = re.compile(r"#\s*wrong:\s*(\d+) bytes, (\d+) element")
 
 
@@ -31,8 +32,8 @@ class CarNcclBench:
     def command(self, job, changes):
         """(argv, environment changes) of one run."""
         symmetric = ["--symmetric"] if job.config.symmetric else []
-        return (self.arguments + ["--type", _DTYPE_OPTIONS[job.dtype]] + symmetric + self.extra_args,
-                changes)
+        return (self.arguments + ["--type", LIBRARY_NAMES[job.dtype], "--op", job.op] + symmetric
+                + self.extra_args, changes)
 
 
 def parse(job, stdout, in_place=False):
@@ -43,7 +44,7 @@ def parse(job, stdout, in_place=False):
         wrong = _WRONG.match(line)
         if wrong:
             size, count = int(wrong.group(1)), int(wrong.group(2))
-            samples.append(Sample(job.dtype, "eager", size, job.config.name, None, count))
+            samples.append(Sample(job.dtype, job.op, "eager", size, job.config.name, None, count))
             problems.append(f"wrong result at {size} bytes ({count} element(s))")
             continue
         fields = line.split(",")
@@ -54,7 +55,7 @@ def parse(job, stdout, in_place=False):
         except ValueError:
             continue
         # Printed only once every rank passed the check: nothing wrong at this size.
-        samples.extend(Sample(job.dtype, mode, int(fields[0]), job.config.name, time, 0)
+        samples.extend(Sample(job.dtype, job.op, mode, int(fields[0]), job.config.name, time, 0)
                        for mode, time in zip(MODES, times))
     if not samples:
         problems.append("printed no result rows")

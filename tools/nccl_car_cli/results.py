@@ -1,6 +1,7 @@
-"""From many runs to one row per (dtype, mode, size): the median time of every
+"""From many runs to one row per (dtype, op, mode, size): the median time of every
 configuration, NCCL's best (the fastest NCCL configuration) and nccl-car against it."""
 
+import itertools
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ HOST_MODE = "host"
 @dataclass(frozen=True)
 class Sample:
     dtype: str
+    op: str
     mode: str            # eager, graph or host
     size: int
     config: str
@@ -25,11 +27,21 @@ class Sample:
 @dataclass
 class Row:
     dtype: str
+    op: str
     mode: str
     size: int
     medians: dict   # configuration name -> median microseconds, None without a timing
     runs: dict      # configuration name -> timings taken
     wrong: dict     # configuration name -> wrong elements summed over runs, None if never checked
+
+    @property
+    def series(self):
+        """What a table, a place in the verdict and a line of the chart are about."""
+        return self.dtype, self.op, self.mode
+
+    @property
+    def label(self):
+        return " ".join(self.series)   # "half sum eager"
 
     @property
     def best(self):
@@ -60,26 +72,25 @@ class Row:
         return sum(checked) if checked else None
 
 
-def rows_of(samples, configs, dtypes, modes):
-    """One Row per size seen, in the order of dtypes, then modes, then size."""
+def rows_of(samples, configs, dtypes, ops, modes):
+    """One Row per size seen, in the order of dtypes, then ops, then modes, then size."""
     times, wrongs = defaultdict(list), defaultdict(list)
     for sample in samples:
-        key = (sample.dtype, sample.mode, sample.size, sample.config)
+        key = (sample.dtype, sample.op, sample.mode, sample.size, sample.config)
         if sample.time_us is not None:
             times[key].append(sample.time_us)
         if sample.wrong is not None:
             wrongs[key].append(sample.wrong)
     names = [config.name for config in configs]
     rows = []
-    for dtype in dtypes:
-        for mode in modes:
-            sizes = sorted({s.size for s in samples if (s.dtype, s.mode) == (dtype, mode)})
-            for size in sizes:
-                keys = {name: (dtype, mode, size, name) for name in names}
-                rows.append(Row(dtype, mode, size,
-                                {name: _median(times[key]) for name, key in keys.items()},
-                                {name: len(times[key]) for name, key in keys.items()},
-                                {name: sum(wrongs[key]) if wrongs[key] else None for name, key in keys.items()}))
+    for dtype, op, mode in itertools.product(dtypes, ops, modes):
+        sizes = sorted({s.size for s in samples if (s.dtype, s.op, s.mode) == (dtype, op, mode)})
+        for size in sizes:
+            keys = {name: (dtype, op, mode, size, name) for name in names}
+            rows.append(Row(dtype, op, mode, size,
+                            {name: _median(times[key]) for name, key in keys.items()},
+                            {name: len(times[key]) for name, key in keys.items()},
+                            {name: sum(wrongs[key]) if wrongs[key] else None for name, key in keys.items()}))
     return rows
 
 

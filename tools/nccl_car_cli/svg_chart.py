@@ -1,4 +1,4 @@
-"""Draws bench's rows as a hand-written SVG, one colour per dtype/mode, size on a log2 axis:
+"""Draws bench's rows as a hand-written SVG, one colour per dtype/op/mode, size on a log2 axis:
 time per all-reduce (NCCL's best dashed, nccl-car solid), nccl-car's time over NCCL's best,
 and, where the driver measures it, the host time per call (NCCL alone dashed)."""
 
@@ -14,11 +14,12 @@ _HEIGHT = 470
 _PANEL_WIDTH, _PANEL_HEIGHT, _PANEL_TOP = 360, 300, 60
 _LEFT, _PANEL_STEP = 80, 480   # the first panel's left edge; from one panel to the next
 _MAX_X_LABELS = 10
+_LEGEND_TOP, _LEGEND_STEP, _LEGEND_LINE = _PANEL_TOP + _PANEL_HEIGHT + 68, 170, 18
 
 
 class _Canvas:
-    def __init__(self, width):
-        self.width = width
+    def __init__(self, width, height=_HEIGHT):
+        self.width, self.height = width, height
         self.parts = []
 
     def line(self, x1, y1, x2, y2, stroke="#000", width=1, dash=None):
@@ -38,10 +39,10 @@ class _Canvas:
                           f'stroke-width="2"{dashed}/>')
 
     def svg(self, title):
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{_HEIGHT}" '
-                f'viewBox="0 0 {self.width} {_HEIGHT}" font-family="sans-serif">\n'
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
+                f'viewBox="0 0 {self.width} {self.height}" font-family="sans-serif">\n'
                 f'<title>{escape(title)}</title>\n'
-                f'<rect width="{self.width}" height="{_HEIGHT}" fill="#fff"/>\n'
+                f'<rect width="{self.width}" height="{self.height}" fill="#fff"/>\n'
                 + "\n".join(self.parts) + "\n</svg>\n")
 
 
@@ -115,8 +116,8 @@ class _Panel:
 def _series_keys(rows):
     keys = []
     for row in rows:
-        if (row.dtype, row.mode) not in keys:
-            keys.append((row.dtype, row.mode))
+        if row.series not in keys:
+            keys.append(row.series)
     return keys
 
 
@@ -157,11 +158,14 @@ def render_svg(rows, title):
     device_times = [t for row in device for t in (row.best[1], row.medians.get(CAR.name)) if t]
     host_times = _times(host, ("nccl", CAR.name))
     width = _PANEL_STEP * (2 + bool(host_times))
-    canvas = _Canvas(width)
+    keys = _series_keys(rows)
+    per_legend_row = (width - _LEFT) // _LEGEND_STEP
+    legend_rows = max(1, math.ceil(len(keys) / per_legend_row))
+    canvas = _Canvas(width, _HEIGHT + (legend_rows - 1) * _LEGEND_LINE)
     canvas.text(width / 2, 24, title, size=16)
     sizes = sorted({row.size for row in rows})
     if not sizes or not device_times:
-        canvas.text(width / 2, _HEIGHT / 2, "no data: every run failed or printed no results")
+        canvas.text(width / 2, canvas.height / 2, "no data: every run failed or printed no results")
         return canvas.svg(title)
 
     latency = _log_panel(canvas, _LEFT, "time per all-reduce (lower is better)", device_times, sizes)
@@ -169,10 +173,10 @@ def render_svg(rows, title):
                          [r for r in (row.over_best() for row in device) if r is not None], sizes)
     issue = (_log_panel(canvas, _LEFT + 2 * _PANEL_STEP, "host time to issue one eager call",
                         host_times, sizes) if host_times else None)
-    for index, key in enumerate(_series_keys(rows)):
+    for index, key in enumerate(keys):
         colour = _PALETTE[index % len(_PALETTE)]
-        series = [row for row in rows if (row.dtype, row.mode) == key]
-        if key[1] == HOST_MODE:
+        series = [row for row in rows if row.series == key]
+        if series[0].mode == HOST_MODE:
             if issue is None:
                 continue
             issue.series([(row.size, row.medians.get("nccl")) for row in series], colour, dash="6,4")
@@ -181,8 +185,10 @@ def render_svg(rows, title):
             latency.series([(row.size, row.best[1]) for row in series], colour, dash="6,4")
             latency.series([(row.size, row.medians.get(CAR.name)) for row in series], colour)
             ratio.series([(row.size, row.over_best()) for row in series], colour)
-        _legend_entry(canvas, index, f"{key[0]} {key[1]}", colour)
-    legend_y = _HEIGHT - 22
+        line, column = divmod(index, per_legend_row)
+        _legend_entry(canvas, _LEFT + column * _LEGEND_STEP, _LEGEND_TOP + line * _LEGEND_LINE, series[0].label,
+                      colour)
+    legend_y = canvas.height - 22
     canvas.line(_LEFT, legend_y - 4, _LEFT + 30, legend_y - 4, stroke="#000", width=2)
     canvas.text(_LEFT + 36, legend_y, "nccl-car", anchor="start")
     canvas.line(_LEFT + 120, legend_y - 4, _LEFT + 150, legend_y - 4, stroke="#000", width=2, dash="6,4")
@@ -190,10 +196,7 @@ def render_svg(rows, title):
     return canvas.svg(title)
 
 
-def _legend_entry(canvas, index, label, colour):
-    # One row: at most 9 series (3 dtypes x eager, graph, host).
-    x = _LEFT + index * 140
-    y = _PANEL_TOP + _PANEL_HEIGHT + 68
+def _legend_entry(canvas, x, y, label, colour):
     canvas.line(x, y - 4, x + 30, y - 4, stroke=colour, width=3)
     canvas.text(x + 36, y, label, anchor="start")
 
