@@ -5,6 +5,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -54,11 +55,13 @@ Expected integerExpected(const std::vector<HostBuffer>& inputs, std::size_t i, R
   std::int64_t signedHigh = std::numeric_limits<std::int64_t>::min();
   std::uint64_t unsignedLow = std::numeric_limits<std::uint64_t>::max(), unsignedHigh = 0;
   for (const HostBuffer& input : inputs) {
-    const std::uint64_t value = input.uintAt(i);
+    const std::uint64_t bits = input.bitsAt(i);
+    // The value modulo 2^64: sign-extended for signed types.
+    const std::uint64_t value = isSigned ? static_cast<std::uint64_t>(signExtend(bits, type)) : bits;
     sum += value;
     product *= value;
-    signedLow = std::min(signedLow, input.intAt(i));
-    signedHigh = std::max(signedHigh, input.intAt(i));
+    signedLow = std::min(signedLow, static_cast<std::int64_t>(value));
+    signedHigh = std::max(signedHigh, static_cast<std::int64_t>(value));
     unsignedLow = std::min(unsignedLow, value);
     unsignedHigh = std::max(unsignedHigh, value);
   }
@@ -101,8 +104,9 @@ Expected floatingExpected(const std::vector<HostBuffer>& inputs, std::size_t i, 
     case ReduceOp::Avg: {
       double sum = 0, magnitude = 0;
       for (const HostBuffer& input : inputs) {
-        sum += input.at(i);
-        magnitude += std::fabs(input.at(i));
+        const double x = input.at(i);
+        sum += x;
+        magnitude += std::fabs(x);
       }
       reference = sum;
       accumulation = ranks * roundoff * magnitude;
@@ -164,7 +168,9 @@ double Random::uniform(double lo, double hi) {
   return lo + (hi - lo) * (static_cast<double>(next() >> 11) * std::ldexp(1.0, -53));
 }
 
-FloatFormat floatFormat(ElementType type) {
+namespace {
+
+FloatFormat makeFloatFormat(ElementType type) {
   FloatFormat format;
   format.accumulationRoundoff = std::ldexp(1.0, -24);
   format.accumulationMinNormal = std::ldexp(1.0, -126);
@@ -209,7 +215,21 @@ FloatFormat floatFormat(ElementType type) {
   return format;
 }
 
-double fp8ToDouble(std::uint8_t bits, ElementType type) {
+}  // namespace
+
+FloatFormat floatFormat(ElementType type) {
+  // Asked for once per element checked: made once.
+  static const std::array<FloatFormat, kElementTypeCount> formats = [] {
+    std::array<FloatFormat, kElementTypeCount> all{};
+    for (int t = 0; t < kElementTypeCount; ++t) all[t] = makeFloatFormat(static_cast<ElementType>(t));
+    return all;
+  }();
+  return formats[static_cast<int>(type)];
+}
+
+namespace {
+
+double decodeFp8(std::uint8_t bits, ElementType type) {
   const bool negative = (bits & 0x80) != 0;
   double magnitude = 0;
   if (type == ElementType::Float8E4M3) {
@@ -230,6 +250,21 @@ double fp8ToDouble(std::uint8_t bits, ElementType type) {
     }
   }
   return negative ? -magnitude : magnitude;
+}
+
+}  // namespace
+
+double fp8ToDouble(std::uint8_t bits, ElementType type) {
+  // Read once per input element by the reference: a table per kind.
+  using Table = std::array<double, 256>;
+  auto make = [](ElementType kind) {
+    Table table{};
+    for (int code = 0; code < 256; ++code) table[code] = decodeFp8(static_cast<std::uint8_t>(code), kind);
+    return table;
+  };
+  static const Table e4m3 = make(ElementType::Float8E4M3);
+  static const Table e5m2 = make(ElementType::Float8E5M2);
+  return (type == ElementType::Float8E4M3 ? e4m3 : e5m2)[bits];
 }
 
 std::uint8_t fp8FromDouble(double value, ElementType type) {
