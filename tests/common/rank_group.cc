@@ -54,7 +54,7 @@ RankGroup::~RankGroup() {
 }
 
 bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
-                          std::size_t count, ElementType type, std::string* why, Algorithm* ran) {
+                          std::size_t count, ElementType type, ReduceOp op, std::string* why, Algorithm* ran) {
   bool allLaunched = true;
   std::optional<Algorithm> first;
   for (int r = 0; r < ranks(); ++r) {
@@ -63,7 +63,7 @@ bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vecto
     call.recv = recv[r];
     call.count = count;
     call.type = type;
-    call.op = ReduceOp::Sum;
+    call.op = op;
     call.stream = streams_[r];
     SubmitResult result = engines_[r]->submit(call);
     if (result.launched && !first) first = result.algorithm;

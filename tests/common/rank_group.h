@@ -39,7 +39,11 @@ class RankGroup {
   // false (with the reason in *why) if any rank did not launch, or if the ranks chose
   // different kernels. *ran, when given, receives the kernel that ran.
   bool allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
-                 std::size_t count, ElementType type, std::string* why = nullptr, Algorithm* ran = nullptr);
+                 std::size_t count, ElementType type, std::string* why = nullptr, Algorithm* ran = nullptr) {
+    return allReduce(send, recv, count, type, ReduceOp::Sum, why, ran);
+  }
+  bool allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv, std::size_t count,
+                 ElementType type, ReduceOp op, std::string* why = nullptr, Algorithm* ran = nullptr);
   void synchronize();
 
  private:

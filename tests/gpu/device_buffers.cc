@@ -27,9 +27,16 @@ HostBuffer DeviceBuffers::download(int rank, ElementType type, std::size_t count
   return data;
 }
 
-void DeviceBuffers::poison() {
-  for (void* pointer : pointers_) CHECK_CUDA(cudaMemset(pointer, 0xFF, bytes_));
+void DeviceBuffers::poison(std::uint8_t byte) {
+  for (void* pointer : pointers_) CHECK_CUDA(cudaMemset(pointer, byte, bytes_));
   CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+std::vector<std::uint8_t> DeviceBuffers::read(int rank, std::size_t offset, std::size_t bytes) const {
+  std::vector<std::uint8_t> data(bytes);
+  CHECK_CUDA(cudaMemcpy(data.data(), static_cast<const std::uint8_t*>(pointers_[rank]) + offset, bytes,
+                        cudaMemcpyDeviceToHost));
+  return data;
 }
 
 }  // namespace car::testing

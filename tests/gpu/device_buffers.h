@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "host_data.h"
@@ -19,8 +20,13 @@ class DeviceBuffers {
   std::vector<void*> pointers() const { return pointers_; }
   void upload(int rank, const HostBuffer& data);
   HostBuffer download(int rank, ElementType type, std::size_t count) const;
-  // Fills every byte with 0xFF: NaN in fp16, bf16 and fp32, so an unwritten element fails.
-  void poison();
+  // Fills every byte with 0xFF: NaN in every floating type (fp8 included), so an unwritten
+  // element fails; in integers it is -1 or the maximum, a value like any other (see poison(byte)).
+  void poison() { poison(0xFF); }
+  void poison(std::uint8_t byte);
+  std::size_t bytes() const { return bytes_; }
+  // Copies `bytes` bytes at `offset` of rank `rank`'s buffer to the host.
+  std::vector<std::uint8_t> read(int rank, std::size_t offset, std::size_t bytes) const;
 
  private:
   std::vector<void*> pointers_;

@@ -2,7 +2,10 @@
 # Runs the engine's GPU tests and the compute-sanitizer checks on a machine with an NVIDIA
 # GPU; with two or more GPUs the long sweeps run side by side on GPUs 0 and 1.
 # Usage: tests/gpu/run-gpu-tests.sh [BUILD_DIR]   (logs go to $OUT or ./gpu-logs)
-#   GPU_TESTS_SKIP="sanitizer pull-sweeps" skips steps by name.
+#   GPU_TESTS_SKIP="sanitizer-memcheck ops-pull" skips steps by name (the names printed).
+# The ops-* steps run the matrix of every op and type ([ops], tests/gpu/test_ops.cc): the
+# push kernels' part in one lane, the pull kernels' in the other, compute-sanitizer on its
+# small share ([sanitizer-ops]).
 set -uo pipefail
 build=${1:-build}
 logs=${OUT:-gpu-logs}
@@ -39,6 +42,8 @@ lane0() {
   step special-unaligned-36 "$first" 150 "$tests" "[correctness]~[push]~[pull]" --durations yes
   step push-sweep "$first" 420 "$tests" "[push]" --durations yes
   step long-runs "$first" 300 "$tests" "[long],[graph],[wrap]" --durations yes
+  step ops-push "$first" 300 "$tests" "[ops][1shot],[ops][2shot]" --durations yes
+  step ops-thresholds-special "$first" 240 "$tests" "[ops]~[matrix]" --durations yes
 }
 lane1() {
   for tool in memcheck racecheck synccheck; do
@@ -46,6 +51,12 @@ lane1() {
   done
   step pull-sweep-copy-engine "$second" 300 "$tests" "[pull][copy-engine]" --durations yes
   step pull-sweep-alternating "$second" 300 "$tests" "[pull][alternating]" --durations yes
+  step ops-pull "$second" 300 "$tests" "[ops][1stage],[ops][2stage]" --durations yes
+  # A call counts as hung after CAR_GPU_TEST_HANG_SECONDS; the sanitizers slow kernels a lot.
+  for tool in memcheck racecheck synccheck; do
+    step "sanitizer-ops-$tool" "$second" 240 env CAR_GPU_TEST_HANG_SECONDS=200 \
+      compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" "[sanitizer-ops]"
+  done
 }
 if [ "$second" != "$first" ]; then
   lane1 >"$logs/lane1.out" 2>&1 &

@@ -1,0 +1,75 @@
+// One all-reduce of any (type, op) on every rank of a RankGroup, checked end to end: each
+// rank's buffers start at its own byte offset, everything around the output is poisoned, the
+// output is compared with the host reference (host_data.h), every rank's bits with rank 0's,
+// the bytes around the output and (out of place) the input must be left alone. A call that
+// only some ranks launched, that the ranks ran on different kernels, or that does not finish
+// in time is aborted, and the next call gets a new group: one broken (type, op) does not
+// take the rest of a sweep down with it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_buffers.h"
+#include "host_data.h"
+#include "rank_group.h"
+
+namespace car::testing {
+
+struct OpCall {
+  ElementType type = ElementType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  std::size_t count = 0;
+  bool inPlace = false;
+  // Byte offsets of each rank's send (and, out of place, receive) buffer, below kMaxShift.
+  std::vector<std::size_t> sendShift;
+  std::vector<std::size_t> recvShift;
+};
+
+struct OpOutcome {
+  bool launched = false;   // every rank launched our kernel
+  bool forwarded = false;  // no rank did: every rank would hand the call to NCCL
+  ForwardReason reason = ForwardReason::kCount;  // when forwarded: rank 0's reason
+  std::string problem;     // partial launch, disagreeing ranks, a failed launch, a hang
+  Algorithm ran = Algorithm::kCount;
+  std::size_t mismatches = 0;
+  std::string firstMismatch;
+  int differingRank = -1;  // a rank whose output bits differ from rank 0's
+  std::string damage;      // a byte outside the output written, or an input changed
+};
+
+// The byte offsets of `ranks` buffers for one call. pattern 0: all 0 (16-byte aligned);
+// 1: multiples of the element size, different on neighbouring ranks; 2: any byte offset,
+// different on every rank. `salt` varies them from call to call.
+std::vector<std::size_t> shiftsFor(int ranks, ElementType type, int pattern, int salt);
+
+// Seconds a call may take before it counts as hung: CAR_GPU_TEST_HANG_SECONDS, default 60
+// (compute-sanitizer slows the kernels down by orders of magnitude).
+double hangSeconds();
+
+class OpRunner {
+ public:
+  static constexpr std::size_t kMaxShift = 16;
+  // Poisoned bytes checked after the output.
+  static constexpr std::size_t kGuardBytes = 32;
+
+  // Buffers hold messages of up to maxMessageBytes at any shift.
+  OpRunner(int device, int ranks, std::function<Config(int rank)> configOfRank, std::size_t maxMessageBytes);
+  ~OpRunner();
+
+  int ranks() const { return ranks_; }
+  OpOutcome run(const OpCall& call, const std::vector<HostBuffer>& inputs);
+
+ private:
+  void abortGroup();
+
+  int device_;
+  int ranks_;
+  std::function<Config(int)> configOfRank_;
+  std::unique_ptr<RankGroup> group_;
+  DeviceBuffers in_, out_;
+};
+
+}  // namespace car::testing
