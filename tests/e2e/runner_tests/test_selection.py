@@ -35,6 +35,15 @@ class SelectionTest(unittest.TestCase):
         self.assertEqual(select(["cycles", "abort-watchdog"]), [SCENARIOS["abort-watchdog"], SCENARIOS["cycles"]])
         self.assertEqual(len(select(label="e2e")), len(SCENARIOS))
 
+    def test_every_op_scenarios_on_the_rig_and_on_two_gpus(self):
+        self.assertEqual([scenario.name for scenario in select(["*all-ops*"])],
+                         ["nccl-tests-all-ops-2ranks", "nccl-tests-all-ops-3ranks", "nccl-tests-all-ops-4ranks",
+                          "multi-gpu-nccl-tests-all-ops", "torch-all-ops-2ranks", "torch-all-ops-3ranks",
+                          "torch-all-ops-4ranks", "torch-all-ops-8ranks", "multi-gpu-torch-all-ops"])
+        self.assertEqual(SCENARIOS["multi-gpu-nccl-tests-all-ops"].labels, ["e2e", "gpu", "multi-gpu"])
+        self.assertEqual(SCENARIOS["nccl-tests-all-ops-3ranks"].labels, ["e2e", "gpu"])
+        self.assertEqual(SCENARIOS["torch-all-ops-8ranks"].needs, ("gpu", "mps", "nccl", "torch", "torchrun"))
+
     def test_every_scenario_needs_a_gpu_first(self):
         # On a machine without one (CI), every scenario is skipped for that reason alone.
         for scenario in SCENARIOS.values():
@@ -61,8 +70,9 @@ class SelectionTest(unittest.TestCase):
     def test_list_and_unknown_names(self):
         code, out, _ = run_main("--list", "torch-*")
         self.assertEqual(code, 0)
-        self.assertEqual(len(out.splitlines()), 4)
+        self.assertEqual(len(out.splitlines()), 8)
         self.assertIn("torch-watchdog-abort", out)
+        self.assertIn("torch-all-ops-3ranks", out)
         code, _, err = run_main("no-such-scenario")
         self.assertEqual(code, 2)
         self.assertIn("no scenario matches no-such-scenario", err)
