@@ -115,16 +115,19 @@ BUILT_IN_OPS = ("sum", "prod", "max", "min", "avg")
 
 @dataclass(frozen=True)
 class Sweep:
-    """all_reduce_perf -b FIRST -e LAST -i STEP: sizes in bytes; a type whose element does not
-    divide a size runs the whole elements that fit (count = size / element size)."""
+    """all_reduce_perf -b FIRST -e LAST -i STEP [-u UNALIGN]: sizes in bytes (a type whose
+    element does not divide a size runs the whole elements that fit: count = size / element
+    size); UNALIGN elements past the aligned buffers, when not 0."""
     name: str
     first: int
     last: int
     step: int
+    unalign: int = 0
 
     @property
     def arguments(self):
-        return ["-b", str(self.first), "-e", str(self.last), "-i", str(self.step)]
+        unalign = ["-u", str(self.unalign)] if self.unalign else []
+        return ["-b", str(self.first), "-e", str(self.last), "-i", str(self.step)] + unalign
 
     @property
     def sizes(self):
@@ -139,23 +142,36 @@ SWEEPS = (
     # 24 B to 4776 B by 48 bytes: 100 sizes, each 8 bytes past a multiple of 16 (whole elements
     # of every type, never whole 16-byte packs).
     Sweep("small", 24, 4800, 48),
+    # 4 B to 1 MiB by 16,411 bytes (a prime), the buffers one element past aligned: 64 sizes
+    # of every remainder modulo 16, at addresses no kernel may assume aligned.
+    Sweep("unaligned", 4, 1 << 20, 16411, unalign=1),
 )
 # One timed iteration, no warm-up, one checked iteration: every size still reaches the
 # library three times, out of place and in place.
 _ONCE = ["-n", "1", "-w", "0", "-c", "1"]
 
 
+def _sweeps(context):
+    """SWEEPS, less the unaligned one where this all_reduce_perf has no -u (an older one
+    would print its usage and stop)."""
+    if context.machine.all_reduce_perf_has("unalign"):
+        return SWEEPS
+    context.say("  all_reduce_perf has no -u (--unalign): the unaligned sweep is left out")
+    return tuple(sweep for sweep in SWEEPS if not sweep.unalign)
+
+
 def every_op_runs(context, launcher, name):
     """Each sweep with each built-in op over every type (-d all): one run each."""
     perf = context.machine.all_reduce_perf
-    for sweep in SWEEPS:
+    for sweep in _sweeps(context):
         for op in BUILT_IN_OPS:
             yield sweep, op, f"{name}-{sweep.name}-{op}", launcher + [perf] + sweep.arguments + ["-d", "all", "-o", op] + \
                 _ONCE
 
 
 def rig_every_op(context, ranks):
-    """Every built-in op on every type, odd and small sizes, `ranks` processes on GPU 0."""
+    """Every built-in op on every type, odd, small and unaligned sizes, `ranks` processes on
+    GPU 0."""
     env = context.rig_env()
     with context.mps():
         for sweep, op, name, argv in every_op_runs(context, _rig_launcher(context, ranks), f"nt-ops-n{ranks}"):
@@ -166,8 +182,8 @@ def rig_every_op(context, ranks):
 
 
 def gpus_every_op(context):
-    """Every built-in op on every type, odd and small sizes, one MPI process on each of GPUs
-    0 and 1."""
+    """Every built-in op on every type, odd, small and unaligned sizes, one MPI process on
+    each of GPUs 0 and 1."""
     launcher = mpirun_command(2, _GPUS_PASSED_ON)
     for sweep, op, name, argv in every_op_runs(context, launcher, "nt-ops-gpus2"):
         run = context.run_one(name, argv + ["-g", "1"], _gpus_env(context), _EVERY_OP_RUN_LIMIT)
@@ -180,13 +196,13 @@ for _ranks in (2, 4, 8):
              ("gpu", "mps", "nccl", "mpirun", "nccl-tests"), 1200, functools.partial(rig, ranks=_ranks))
 for _ranks in (2, 3, 4):
     register(f"nccl-tests-all-ops-{_ranks}ranks",
-             f"all_reduce_perf -c 1 -d all, each built-in op, odd and small sizes, {_ranks} MPI processes on one GPU",
-             ("gpu", "mps", "nccl", "mpirun", "nccl-tests"), 2400, functools.partial(rig_every_op, ranks=_ranks))
+             f"all_reduce_perf -c 1 -d all, each built-in op, odd, small and unaligned sizes, {_ranks} MPI "
+             "processes on one GPU", ("gpu", "mps", "nccl", "mpirun", "nccl-tests"), 3000, functools.partial(rig_every_op, ranks=_ranks))
 register("multi-gpu-nccl-tests-mpi", "all_reduce_perf -c 1, one MPI process per GPU",
          ("2 gpus", "nccl", "mpirun", "nccl-tests"), 1500, gpus_mpi)
 register("multi-gpu-nccl-tests-all-ops",
-         "all_reduce_perf -c 1 -d all, each built-in op, odd and small sizes, one MPI process on each of 2 GPUs",
-         ("2 gpus", "nccl", "mpirun", "nccl-tests"), 2400, gpus_every_op)
+         "all_reduce_perf -c 1 -d all, each built-in op, odd, small and unaligned sizes, one MPI process on each of "
+         "2 GPUs", ("2 gpus", "nccl", "mpirun", "nccl-tests"), 3000, gpus_every_op)
 register("multi-gpu-nccl-tests-one-process", "all_reduce_perf -c 1 -g N: one process drives every GPU",
          ("2 gpus", "nccl", "nccl-tests"), 400,
          functools.partial(gpus_one_process, option="-g", name="one-process-g", types=("bfloat16", "float")))

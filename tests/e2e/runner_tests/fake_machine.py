@@ -86,7 +86,8 @@ def fake_mps(folder):
 # of OMPI_COMM_WORLD_SIZE): every rank prints the library's set-up and released: lines and
 # the variables the runner gave it; rank 0 prints its arguments and the table all_reduce_perf
 # would print for them (-b -e -i/-f -d -o, "all" included), whose #wrong column is FAKE_WRONG
-# (0 by default). The released: lines forward FAKE_REASONS ("too-large=6 empty=2").
+# (0 by default). The released: lines forward FAKE_REASONS ("too-large=6 empty=2"). -h
+# prints the usage, which names -u (--unalign) unless FAKE_UNALIGN is 0.
 _ALL_REDUCE_PERF = """#!{python}
 import os, sys
 sys.path.insert(0, {support!r})
@@ -105,6 +106,11 @@ def size(text):
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
+if sys.argv[1:] == ["-h"]:
+    print("USAGE: all_reduce_perf \\n\\t[-b,--minbytes <min size in bytes>] \\n\\t" +
+          ("[-u,--unalign <index of first element> Misalign source and destination buffers (default: 0)] \\n\\t"
+           if os.environ.get("FAKE_UNALIGN") != "0" else "") + "[-h,--help]")
+    sys.exit(0)
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
 ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))

@@ -122,7 +122,7 @@ class ScenarioTest(unittest.TestCase):
         machine = self.launching_machine(1, FAKE_REASONS="too-large=12")
         self.assertEqual(self.run_scenario("nccl-tests-all-ops-3ranks", machine=machine), PASS)
         said = "\n".join(self.said)
-        for sweep in ("odd", "small"):
+        for sweep in ("odd", "small", "unaligned"):
             for op in scenarios_nccl_tests.BUILT_IN_OPS:
                 self.assertIn(f"nccl-tests-all-ops-3ranks: 3 ranks, {sweep} sizes, {op}: PASS", said)
         log = self.scenario_log("nccl-tests-all-ops-3ranks", "nt-ops-n3-odd-avg")
@@ -130,12 +130,22 @@ class ScenarioTest(unittest.TestCase):
         self.assertIn("           0             0     int64     avg", log)  # a count-0 row: empty allowed
         self.assertIn("# argv -b 24 -e 4800 -i 48 -d all -o sum -n 1 -w 0 -c 1\n",
                       self.scenario_log("nccl-tests-all-ops-3ranks", "nt-ops-n3-small-sum"))
+        self.assertIn("# argv -b 4 -e 1048576 -i 16411 -u 1 -d all -o max -n 1 -w 0 -c 1\n",
+                      self.scenario_log("nccl-tests-all-ops-3ranks", "nt-ops-n3-unaligned-max"))
         library = self.build.library
         for rank in range(3):  # each rank on GPU 0 with a host id of its own, through rank_host_id.py
             self.assertIn(f"# rank {rank} env NCCL_HOSTID=nt-rank-{rank} NCCL_TESTS_DEVICE=0 NCCL_CAR_MAX_BLOCKS=36 "
                           f"NCCL_CAR_DEBUG=INFO LD_PRELOAD={library}\n", log)
         self.assertIn("3 ranks, odd sizes, sum: PASS (exit 0, 120 rows (12 types: also f8e4m3 f8e5m2; sum), #wrong 0, "
                       "3 ranks eligible, 72 calls taken, 36 forwarded (too-large=36))", said)
+        self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 15 + ["stop"])
+
+    def test_an_all_reduce_perf_without_unalign_runs_the_other_sweeps(self):
+        # An older nccl-tests would print its usage for -u and exit 0 without a table.
+        machine = self.launching_machine(1, FAKE_UNALIGN="0")
+        self.assertEqual(self.run_scenario("nccl-tests-all-ops-2ranks", machine=machine), PASS)
+        self.assertIn("  all_reduce_perf has no -u (--unalign): the unaligned sweep is left out", self.said)
+        self.assertFalse(any(", unaligned sizes, " in line for line in self.said))
         self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 10 + ["stop"])
 
     def test_nccl_tests_every_op_fails_on_any_other_forward(self):
@@ -161,11 +171,13 @@ class ScenarioTest(unittest.TestCase):
         self.assertIn("# argv -b 24 -e 4800 -i 48 -d all -o min -n 1 -w 0 -c 1 -g 1\n", log)
         self.assertIn(f"# rank 1 env NCCL_HOSTID=- NCCL_TESTS_DEVICE=- NCCL_CAR_MAX_BLOCKS=- NCCL_CAR_DEBUG=INFO "
                       f"LD_PRELOAD={self.build.library}\n", log)
-        self.assertEqual(sum("2 GPUs, " in line and ": PASS (" in line for line in self.said), 10)
+        self.assertEqual(sum("2 GPUs, " in line and ": PASS (" in line for line in self.said), 15)
         self.assertFalse(os.path.exists(self.mps_calls))
         wrong = self.launching_machine(2, FAKE_WRONG="1e+06")
         self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-ops", machine=wrong), FAIL)
-        self.assertIn("#wrong 12000000", "\n".join(self.said))
+        # 1e+06 out of place on each of the 120 rows (12 types x 10 sizes) of the first run.
+        self.assertIn("2 GPUs, odd sizes, sum: FAIL (exit 0, 120 rows (12 types: also f8e4m3 f8e5m2; sum), "
+                      "#wrong 120000000,", "\n".join(self.said))
 
     def test_torch_every_op_on_the_rig_and_on_two_gpus(self):
         with mock.patch.object(scenarios_python, "TORCH_OPS", fake_torch_ops(self.folder)):

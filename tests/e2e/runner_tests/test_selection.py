@@ -110,6 +110,19 @@ class MachineTest(unittest.TestCase):
             self.assertIsNone(Machine(env={}, all_reduce_perf=other).all_reduce_perf)  # not executable
             self.assertIsNone(Machine(env={}).all_reduce_perf)
 
+    def test_all_reduce_perf_options_from_its_usage(self):
+        with tempfile.TemporaryDirectory() as folder:
+            perf = os.path.join(folder, "all_reduce_perf")
+            with open(perf, "w") as script:  # prints its usage as nccl-tests 2.19.6 does
+                script.write("#!/bin/sh\necho \"USAGE: all_reduce_perf [-u,--unalign <index of first element>] "
+                             "[-h,--help]\"\n")
+            os.chmod(perf, stat.S_IRWXU)
+            machine = Machine(env={"ALL_REDUCE_PERF": perf, "PATH": "/usr/bin:/bin"})
+            self.assertTrue(machine.all_reduce_perf_has("unalign"))
+            self.assertFalse(machine.all_reduce_perf_has("per_iter_timing"))
+            self.assertFalse(machine.all_reduce_perf_has("unal"))  # whole names only
+            self.assertFalse(Machine(env={"PATH": ""}).all_reduce_perf_has("unalign"))  # no all_reduce_perf at all
+
     def test_nccl_home_names_the_library_folder(self):
         with tempfile.TemporaryDirectory() as home:
             os.makedirs(os.path.join(home, "lib"))
