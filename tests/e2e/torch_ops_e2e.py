@@ -10,7 +10,8 @@ reference built from every rank's input:
   types       int8, uint8, int32, int64, float16, bfloat16, float32, float64 (not fp8: PyTorch
               reduces no fp8 tensor through NCCL; nor uint32/uint64, which it does not map)
   ops         SUM, AVG, MAX, MIN, PRODUCT
-  lengths     1, 3, 1001, 65537, 1000003 elements (1000003 fp64: 8,000,024 bytes, under 8 MiB)
+  lengths     1, 3, 1001, 65537, 1000003 elements (up to 8,000,024 bytes: the library may
+              leave the largest of a type to NCCL as too large)
   placements  where the allocator put it (aligned), and one element further (not 16-byte
               aligned)
 
