@@ -165,8 +165,8 @@ def every_op_runs(context, launcher, name):
     perf = context.machine.all_reduce_perf
     for sweep in _sweeps(context):
         for op in BUILT_IN_OPS:
-            yield sweep, op, f"{name}-{sweep.name}-{op}", launcher + [perf] + sweep.arguments + ["-d", "all", "-o", op] + \
-                _ONCE
+            argv = launcher + [perf] + sweep.arguments + ["-d", "all", "-o", op] + _ONCE
+            yield sweep, op, f"{name}-{sweep.name}-{op}", argv
 
 
 def rig_every_op(context, ranks):
@@ -197,7 +197,8 @@ for _ranks in (2, 4, 8):
 for _ranks in (2, 3, 4):
     register(f"nccl-tests-all-ops-{_ranks}ranks",
              f"all_reduce_perf -c 1 -d all, each built-in op, odd, small and unaligned sizes, {_ranks} MPI "
-             "processes on one GPU", ("gpu", "mps", "nccl", "mpirun", "nccl-tests"), 3000, functools.partial(rig_every_op, ranks=_ranks))
+             "processes on one GPU", ("gpu", "mps", "nccl", "mpirun", "nccl-tests"), 3000,
+             functools.partial(rig_every_op, ranks=_ranks))
 register("multi-gpu-nccl-tests-mpi", "all_reduce_perf -c 1, one MPI process per GPU",
          ("2 gpus", "nccl", "mpirun", "nccl-tests"), 1500, gpus_mpi)
 register("multi-gpu-nccl-tests-all-ops",

@@ -146,8 +146,9 @@ for _ranks in (2, 4, 8):
     register(f"torch-{_ranks}ranks", f"PyTorch torchrun, {_ranks} ranks on one GPU", TORCH_RIG, 600,
              functools.partial(torch_rig, ranks=_ranks))
 for _ranks in (2, 3, 4, 8):
-    register(f"torch-all-ops-{_ranks}ranks", f"PyTorch all_reduce, every op on 8 types at odd lengths, {_ranks} ranks on "
-             "one GPU", TORCH_RIG, 600, functools.partial(torch_every_op_rig, ranks=_ranks))
+    register(f"torch-all-ops-{_ranks}ranks",
+             f"PyTorch all_reduce, every op on 8 types at odd lengths, {_ranks} ranks on one GPU", TORCH_RIG, 600,
+             functools.partial(torch_every_op_rig, ranks=_ranks))
 register("torch-watchdog-abort", "PyTorch's watchdog aborts a communicator whose peer never joins", TORCH_RIG, 120,
          torch_watchdog_abort)
 for _mode in CTYPES_MODES:

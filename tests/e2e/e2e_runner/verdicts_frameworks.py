@@ -62,11 +62,13 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks):
                   ("calls taken", seen.taken_calls > 0),
                   (f"no call forwarded but {' or '.join(allowed)}", not unexpected)]
     extra = sorted(set(per_type) - set(NCCL_TESTS_TYPES))
-    detail = (f"exit {returncode}, {len(rows)} rows ({len(per_type)} types{': also ' + ' '.join(extra) if extra else ''}"
+    also = f": also {' '.join(extra)}" if extra else ""
+    detail = (f"exit {returncode}, {len(rows)} rows ({len(per_type)} types{also}"
               f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {seen.taken_calls} calls taken, "
               f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})")
     notes = [f"{row.size} B {row.dtype} {row.redop}: #wrong {row.out_of_place.wrong} out of place, "
-             f"{row.in_place.wrong} in place" for row in rows if (row.out_of_place.wrong or 0) + (row.in_place.wrong or 0)]
+             f"{row.in_place.wrong} in place" for row in rows
+             if (row.out_of_place.wrong or 0) + (row.in_place.wrong or 0)]
     if short:
         notes.append("rows per type: " + " ".join(f"{dtype}={per_type[dtype]}" for dtype in NCCL_TESTS_TYPES))
     if other_ops:

@@ -205,7 +205,8 @@ from runner_support import log, released, setup
 rank, ranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 reasons = os.environ.get("FAKE_REASONS", "")
 forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
-shown = ("LOCAL_RANK", "E2E_ONE_GPU_PER_RANK", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "LD_PRELOAD", "NCCL_NVLS_ENABLE")
+shown = ("LOCAL_RANK", "E2E_ONE_GPU_PER_RANK", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "LD_PRELOAD",
+         "NCCL_NVLS_ENABLE")
 print(f"rank {{rank}} env", " ".join(name + "=" + os.environ.get(name, "-") for name in shown), flush=True)
 sys.stderr.write(log(setup(rank, ranks),
                      released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),

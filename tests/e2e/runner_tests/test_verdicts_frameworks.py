@@ -63,26 +63,30 @@ ODD_SIZES = [4 + 999997 * step for step in range(10)]
 def every_type_log(op="prod", sizes=ODD_SIZES, types=tuple(WORDS), wrong=None, ranks=2, eligible=2, released_ranks=2,
                    reasons="too-large=60 empty=12", ops=None):
     """all_reduce_perf -c 1 -d all -o OP under mpirun, as nccl-tests 2.17 prints it, with the
-    library's lines of every rank (rank 1's tagged as mpirun --tag-output would), `wrong`
+    library's lines of every rank (tagged as mpirun --tag-output would, but rank 0's), `wrong`
     {(type, size): text} in the out-of-place #wrong column."""
     wrong = wrong or {}
     lines = ["# nccl-tests version 2.17.1 nccl-headers=22809 nccl-library=22809",
              "# Collective test starting: all_reduce_perf",
-             "# nThread 1 nGpus 1 minBytes 4 maxBytes 9437184 step: 999997(bytes) warmup iters: 0 iters: 1 agg iters: 1 "
-             "validation: 1 graph: 0"]
-    lines += [("[1,1]<stderr>:" if rank else "") + setup(rank, ranks, eligible=rank < eligible) for rank in range(ranks)]
-    lines += ["#                                                              out-of-place                       in-place",
-              "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   "
-              "busbw  #wrong"]
+             "# nThread 1 nGpus 1 minBytes 4 maxBytes 9437184 step: 999997(bytes) warmup iters: 0 iters: 1 "
+             "agg iters: 1 validation: 1 graph: 0"]
+    def tag(rank):  # ranks past 0 as mpirun --tag-output marks their lines
+        return f"[1,{rank}]<stderr>:" if rank else ""
+
+    lines += [tag(rank) + setup(rank, ranks, eligible=rank < eligible) for rank in range(ranks)]
+    lines += ["#                                                              out-of-place"
+              "                       in-place",
+              "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time"
+              "   algbw   busbw  #wrong"]
     for dtype in types:
         for redop in ops or [op]:
             for size in sizes:
                 count = size // WORDS[dtype]
-                lines.append(f"{count * WORDS[dtype]:12}  {count:12}  {dtype:>8}  {redop:>6}      -1    21.35    0.00    "
-                             f"0.00  {wrong.get((dtype, size), '0'):>5}    20.98    0.00    0.00      0")
+                lines.append(f"{count * WORDS[dtype]:12}  {count:12}  {dtype:>8}  {redop:>6}      -1    21.35    0.00"
+                             f"    0.00  {wrong.get((dtype, size), '0'):>5}    20.98    0.00    0.00      0")
     forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
-    lines += [("[1,1]<stderr>:" if rank else "") + released(rank, ranks, taken=(300, 40, 0, 20), forwarded=forwarded,
-                                                            reasons=reasons) for rank in range(released_ranks)]
+    lines += [tag(rank) + released(rank, ranks, taken=(300, 40, 0, 20), forwarded=forwarded, reasons=reasons)
+              for rank in range(released_ranks)]
     lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.10297", "#",
               "# Collective test concluded: all_reduce_perf"]
     return log(*lines)
@@ -110,7 +114,8 @@ class NcclTestsEveryTypeTest(unittest.TestCase):
                 self.assertIn(f"forwarded for other reasons: {reason}=6", verdict.notes)
 
     def test_forwards_without_a_reason_count_as_unexpected(self):
-        text = every_type_log(reasons="too-large=60").replace("forwarded 60 (too-large=60)", "forwarded 61 (too-large=60)")
+        text = every_type_log(reasons="too-large=60").replace("forwarded 60 (too-large=60)",
+                                                              "forwarded 61 (too-large=60)")
         verdict = self.verdict(text)
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("forwarded for other reasons: no reason given=2", verdict.notes)
@@ -172,8 +177,8 @@ def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False)
             results.append(f"rank {rank}/{ranks}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, "
                            "0 skipped), 0 wrong")
         else:
-            lines.append(f"rank {rank}/{ranks}: WRONG int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: got -1, "
-                         "want 0)")
+            lines.append(f"rank {rank}/{ranks}: WRONG int32 avg n=1001 at +1: 334 of 1001 elements "
+                         "(first at 2: got -1, want 0)")
             results.append(f"rank {rank}/{ranks}: FAIL 1 of 400 all-reduces wrong (8 types x 5 ops x 5 lengths x 2 "
                            "placements, 0 skipped): ['int32 avg n=1001 at +1']")
     # Two ranks' lines run into one when each writes its line and newline apart.
