@@ -136,7 +136,7 @@ class Sweep:
 
 
 SWEEPS = (
-    # 4 B to 9 MiB by 999,997 bytes: 10 sizes, odd for 1-byte types, across the 8 MiB limit;
+    # 4 B to 9 MiB by 999,997 bytes: 10 sizes, every other one odd, across the 8 MiB limit;
     # the first holds no whole 8-byte element (count 0).
     Sweep("odd", 4, 9 << 20, 999997),
     # 24 B to 4776 B by 48 bytes: 100 sizes, each 8 bytes past a multiple of 16 (whole elements
