@@ -73,6 +73,13 @@ class ParseOutputTest(unittest.TestCase):
         self.assertEqual(output.rows, [])
         self.assertIsNone(output.bounds_ok)
 
+    def test_a_million_wrong_elements_or_more_print_as_g(self):
+        # all_reduce_perf prints #wrong with %g: 8999977 wrong int8 elements read 9e+06.
+        output = parse_output("     8999977       8999977      int8    prod      -1   2841.2    3.17    3.17  9e+06"
+                              "   2838.9    3.17    3.17  1.23457e+06\n")
+        self.assertEqual((output.rows[0].out_of_place.wrong, output.rows[0].in_place.wrong), (9000000, 1234570))
+        self.assertEqual((output.rows[0].dtype, output.rows[0].redop), ("int8", "prod"))
+
     def test_truncated_line_is_not_data(self):
         output = parse_output("        1024           512      half     sum      -1     9.81    0.10\n")
         self.assertEqual(output.rows, [])

@@ -13,21 +13,14 @@ Prints one PASS/FAIL line per phase and exits 1 if any failed.
 import os
 import sys
 
-RANK = int(os.environ["RANK"])
-WORLD = int(os.environ["WORLD_SIZE"])
-# Several ranks on one GPU: real NCCL accepts that only with a distinct host id per rank.
-if os.environ.get("E2E_ONE_GPU_PER_RANK") != "1":
-    os.environ.setdefault("NCCL_HOSTID", f"torch-e2e-rank-{RANK}")
+from torch_rank import RANK, WORLD, claim_host_id, device
+
+claim_host_id("torch-e2e")
 
 import torch  # noqa: E402  (after NCCL_HOSTID is set)
 import torch.distributed as dist  # noqa: E402
 
-# E2E_ONE_GPU_PER_RANK=1: rank r uses GPU LOCAL_RANK (a multi-GPU machine); otherwise
-# every rank shares GPU E2E_DEVICE (the one-GPU rig).
-if os.environ.get("E2E_ONE_GPU_PER_RANK") == "1":
-    DEVICE = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-else:
-    DEVICE = torch.device("cuda", int(os.environ.get("E2E_DEVICE", "0")))
+DEVICE = device(torch)
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 # Bytes: below, at and above the 8 MiB limit, and one not a multiple of 16.
 SIZES = [16, 4096 + 16, 65536, 1 << 20, (8 << 20) - 16, 8 << 20, (8 << 20) + 16, 12 << 20, 100]

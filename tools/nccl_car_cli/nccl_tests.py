@@ -3,7 +3,8 @@
 Data lines, after '#' header lines, have 13 columns:
     size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
         (out-of-place)                                      (in-place)
-Times are in microseconds, bandwidths in GB/s; #wrong is N/A when run with -c 0.
+Times are in microseconds, bandwidths in GB/s; #wrong is N/A when run with -c 0, and
+printed with %g, so that a million wrong elements or more read as 1e+06.
 Any other line (NCCL's own log lines, banners) is not data and is skipped."""
 
 import re
@@ -43,9 +44,12 @@ class PerfOutput:
     avg_busbw: float | None = None
 
 
+def _wrong(text):
+    return None if text == "N/A" else int(float(text))
+
+
 def _timing(time_us, algbw, busbw, wrong):
-    return Timing(float(time_us), float(algbw), float(busbw),
-                  None if wrong == "N/A" else int(wrong))
+    return Timing(float(time_us), float(algbw), float(busbw), _wrong(wrong))
 
 
 def _data_row(fields):

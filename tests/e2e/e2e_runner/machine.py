@@ -108,3 +108,20 @@ class Machine:
         path = self._all_reduce_perf
         return os.path.abspath(path) if path and os.access(path, os.X_OK) else None
 
+    def all_reduce_perf_has(self, option):
+        """Whether all_reduce_perf's usage (-h, printed before MPI or NCCL starts) names the
+        long option `option` (nccl-tests 2.19.6 has "unalign"; older ones may not)."""
+        return self._once("all_reduce_perf option " + option, lambda: f"--{option} " in self._all_reduce_perf_usage())
+
+    def _all_reduce_perf_usage(self):
+        return self._once("all_reduce_perf usage", self._read_all_reduce_perf_usage)
+
+    def _read_all_reduce_perf_usage(self):
+        env = dict(self.env)
+        if self.nccl_lib_dir:  # it asks NCCL for its version first
+            env["LD_LIBRARY_PATH"] = ":".join(part for part in (self.nccl_lib_dir, env.get("LD_LIBRARY_PATH")) if part)
+        try:
+            shown = subprocess.run([self.all_reduce_perf, "-h"], env=env, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired, TypeError):
+            return ""
+        return shown.stdout + shown.stderr

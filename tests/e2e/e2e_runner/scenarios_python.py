@@ -1,6 +1,6 @@
 """Python programs through the library: PyTorch under torchrun (on the one-GPU rig, and one
-process per GPU), PyTorch's watchdog abort, a ctypes client as vLLM's PyNccl (each way of
-bringing the library in), and JAX through `nccl-car run`."""
+process per GPU; its phases, and every op on every type), PyTorch's watchdog abort, a ctypes
+client as vLLM's PyNccl (each way of bringing the library in), and JAX through `nccl-car run`."""
 
 import functools
 import os
@@ -13,6 +13,7 @@ from .tools_path import NCCL_CAR_TOOL
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_E2E = os.path.join(_HERE, "torch_e2e.py")
+TORCH_OPS = os.path.join(_HERE, "torch_ops_e2e.py")
 TORCH_ABORT = os.path.join(_HERE, "torch_abort.py")
 CTYPES_CLIENT = os.path.join(_HERE, "ctypes_allreduce.py")
 JAX_PSUM = os.path.join(_HERE, "jax_psum.py")
@@ -24,14 +25,32 @@ def _torchrun(processes, script):
     return ["torchrun", "--standalone", "--nproc-per-node", str(processes), script]
 
 
-def torch_rig(context, ranks):
-    """torch_e2e.py: eager, graph, two groups at once, re-created and nonblocking communicators."""
+def _torch_rig_run(context, name, ranks, script):
+    """`script` under torchrun, `ranks` processes on GPU 0 under MPS, the library loaded."""
     env = environments.with_library(context.rig_env(), context.build.library,
                                     NCCL_CAR_MAX_BLOCKS=context.rig_blocks(ranks), PYTHONUNBUFFERED=1)
     with context.mps():
         context.restart_mps()
-        run = context.run_one(f"torch-n{ranks}", _torchrun(ranks, TORCH_E2E), env, 400)
+        return context.run_one(name, _torchrun(ranks, script), env, 400)
+
+
+def _torch_gpus_run(context, name, processes, script):
+    """`script` under torchrun, one process on each of the first `processes` GPUs."""
+    env = environments.with_library(context.gpu_env(), context.build.library, E2E_ONE_GPU_PER_RANK=1,
+                                    PYTHONUNBUFFERED=1)
+    return context.run_one(name, _torchrun(processes, script), env, 300)
+
+
+def torch_rig(context, ranks):
+    """torch_e2e.py: eager, graph, two groups at once, re-created and nonblocking communicators."""
+    run = _torch_rig_run(context, f"torch-n{ranks}", ranks, TORCH_E2E)
     yield f"{ranks} ranks", verdicts.torch_ranks(ranks, run.returncode, run.text)
+
+
+def torch_every_op_rig(context, ranks):
+    """torch_ops_e2e.py: SUM, AVG, MAX, MIN, PRODUCT on 8 types, odd lengths and addresses."""
+    run = _torch_rig_run(context, f"torch-ops-n{ranks}", ranks, TORCH_OPS)
+    yield f"{ranks} ranks", verdicts.torch_every_op(ranks, run.returncode, run.text)
 
 
 # PyTorch's watchdog: error handling 1 aborts the communicators (ncclCommAbort) and ends the
@@ -99,10 +118,14 @@ def ctypes_client(context, mode):
 def torch_gpus(context):
     """torch_e2e.py with one process per GPU."""
     gpus = context.machine.gpus
-    env = environments.with_library(context.gpu_env(), context.build.library, E2E_ONE_GPU_PER_RANK=1,
-                                    PYTHONUNBUFFERED=1)
-    run = context.run_one(f"torch-gpus{gpus}", _torchrun(gpus, TORCH_E2E), env, 300)
+    run = _torch_gpus_run(context, f"torch-gpus{gpus}", gpus, TORCH_E2E)
     yield f"one process per GPU, {gpus} GPUs", verdicts.torch_ranks(gpus, run.returncode, run.text, calls_taken=False)
+
+
+def torch_every_op_gpus(context):
+    """torch_ops_e2e.py with one process on each of GPUs 0 and 1."""
+    run = _torch_gpus_run(context, "torch-ops-gpus2", 2, TORCH_OPS)
+    yield "one process on each of 2 GPUs", verdicts.torch_every_op(2, run.returncode, run.text)
 
 
 def jax_gpus(context):
@@ -122,6 +145,10 @@ def jax_gpus(context):
 for _ranks in (2, 4, 8):
     register(f"torch-{_ranks}ranks", f"PyTorch torchrun, {_ranks} ranks on one GPU", TORCH_RIG, 600,
              functools.partial(torch_rig, ranks=_ranks))
+for _ranks in (2, 3, 4, 8):
+    register(f"torch-all-ops-{_ranks}ranks",
+             f"PyTorch all_reduce, every op on 8 types at odd lengths, {_ranks} ranks on one GPU", TORCH_RIG, 600,
+             functools.partial(torch_every_op_rig, ranks=_ranks))
 register("torch-watchdog-abort", "PyTorch's watchdog aborts a communicator whose peer never joins", TORCH_RIG, 120,
          torch_watchdog_abort)
 for _mode in CTYPES_MODES:
@@ -129,5 +156,7 @@ for _mode in CTYPES_MODES:
              ("gpu", "mps", "nccl"), 900, functools.partial(ctypes_client, mode=_mode))
 register("multi-gpu-torch", "PyTorch torchrun, one process per GPU", ("2 gpus", "nccl", "torch", "torchrun"), 400,
          torch_gpus)
+register("multi-gpu-torch-all-ops", "PyTorch all_reduce, every op on 8 types at odd lengths, one process on each of "
+         "2 GPUs", ("2 gpus", "nccl", "torch", "torchrun"), 400, torch_every_op_gpus)
 register("multi-gpu-jax", "JAX psum across the GPUs through nccl-car run (auto: LD_AUDIT; and preload)",
          ("2 gpus", "nccl", "jax"), 1900, jax_gpus)

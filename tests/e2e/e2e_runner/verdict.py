@@ -50,6 +50,22 @@ def lines_matching(texts, pattern, flags=0):
     return [line for text in texts for line in text.splitlines() if compiled.search(line)]
 
 
+def forwarded_except(seen, allowed):
+    """The calls the released: lines of `seen` (a LogTally) count as forwarded for a reason
+    not in `allowed`, by reason; calls forwarded without a reason given count as such."""
+    unexpected = {reason: count for reason, count in seen.forward_reasons.items() if reason not in allowed and count}
+    unexplained = seen.forwarded - sum(seen.forward_reasons.values())
+    if unexplained > 0:
+        unexpected["no reason given"] = unexplained
+    return unexpected
+
+
+def counts(by_name):
+    """`name=count` pairs, largest first, or "none"."""
+    ordered = sorted(by_name.items(), key=lambda item: (-item[1], item[0]))
+    return " ".join(f"{name}={count}" for name, count in ordered) or "none"
+
+
 def all_zero(returncodes):
     return all(code == 0 for code in returncodes)
 

@@ -70,8 +70,7 @@ def fake_build(folder, programs=("allreduce_e2e", "recovery_e2e")):
     os.makedirs(os.path.dirname(build.program("x")))
     stand_in_library(os.path.dirname(build.library))
     for program in programs:
-        _executable(build.program(program), _PROGRAM.format(python=sys.executable,
-                                                            support=os.path.dirname(runner_support.__file__)))
+        _executable(build.program(program), _PROGRAM.format(python=sys.executable, support=_support_folder()))
     return build
 
 
@@ -83,20 +82,140 @@ def fake_mps(folder):
     return script, calls
 
 
-# A stand-in for nccl-tests' all_reduce_perf: its arguments, then a checked table whose
-# #wrong column is FAKE_WRONG (0 by default).
+# A stand-in for nccl-tests' all_reduce_perf, alone or as one MPI rank (OMPI_COMM_WORLD_RANK
+# of OMPI_COMM_WORLD_SIZE): every rank prints the library's set-up and released: lines and
+# the variables the runner gave it; rank 0 prints its arguments and the table all_reduce_perf
+# would print for them (-b -e -i/-f -d -o, "all" included), whose #wrong column is FAKE_WRONG
+# (0 by default). The released: lines forward FAKE_REASONS ("too-large=6 empty=2"). -h
+# prints the usage, which names -u (--unalign) unless FAKE_UNALIGN is 0.
 _ALL_REDUCE_PERF = """#!{python}
 import os, sys
+sys.path.insert(0, {support!r})
+from runner_support import log, released, setup
+WORDS = dict(int8=1, uint8=1, int32=4, uint32=4, int64=8, uint64=8, half=2, float=4, double=8, bfloat16=2,
+             f8e4m3=1, f8e5m2=1)
+OPS = ("sum", "prod", "max", "min", "avg", "mulsum")
+
+
+def out(line):  # one write a line: the ranks share the log, as under mpirun
+    os.write(1, (line + "\\n").encode())
+
+
+def size(text):
+    units = dict(K=1 << 10, M=1 << 20, G=1 << 30)
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+if sys.argv[1:] == ["-h"]:
+    print("USAGE: all_reduce_perf \\n\\t[-b,--minbytes <min size in bytes>] \\n\\t" +
+          ("[-u,--unalign <index of first element> Misalign source and destination buffers (default: 0)] \\n\\t"
+           if os.environ.get("FAKE_UNALIGN") != "0" else "") + "[-h,--help]")
+    sys.exit(0)
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
 wrong = os.environ.get("FAKE_WRONG", "0")
-print("# argv", " ".join(sys.argv[1:]))
-for size in (1024, 2048):
-    print(f"{{size:>12}} {{size // 4:>13}}     float     sum      -1     9.81    0.10    0.10  {{wrong:>6}}"
-          "     9.46    0.11    0.11       0")
-print("# Out of bounds values : " + ("0 OK" if wrong == "0" else wrong + " FAILED"))
+reasons = os.environ.get("FAKE_REASONS", "")
+forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
+shown = ("NCCL_HOSTID", "NCCL_TESTS_DEVICE", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "LD_PRELOAD")
+out(f"# rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, "-") for name in shown))
+os.write(2, log(setup(rank, ranks)).encode())
+if rank == 0:
+    out("# argv " + " ".join(sys.argv[1:]))
+    first, last = size(args.get("-b", "32M")), size(args.get("-e", "32M"))
+    step, factor = int(args.get("-i", str(1 << 20))), int(args.get("-f", "1"))
+    sizes = [first]
+    while True:
+        following = sizes[-1] * factor if factor > 1 else sizes[-1] + step
+        if following > last:
+            break
+        sizes.append(following)
+    dtype, op = args.get("-d", "float"), args.get("-o", "sum")
+    for name in (WORDS if dtype == "all" else [dtype]):
+        for redop in (OPS if op == "all" else [op]):
+            for nbytes in sizes:
+                count = nbytes // WORDS[name]
+                out(f"{{count * WORDS[name]:12}}  {{count:12}}  {{name:>8}}  {{redop:>6}}      -1     9.81    0.10"
+                    f"    0.10  {{wrong:>5}}     9.46    0.11    0.11      0")
+    out("# Out of bounds values : " + ("0 OK" if wrong == "0" else wrong + " FAILED"))
+os.write(2, log(released(rank, ranks, taken=(20, 4, 0, 0), forwarded=forwarded, reasons=reasons)).encode())
 """
+
+
+def _support_folder():
+    return os.path.dirname(runner_support.__file__)
 
 
 def fake_all_reduce_perf(folder):
     path = os.path.join(folder, "all_reduce_perf")
-    _executable(path, _ALL_REDUCE_PERF.format(python=sys.executable))
+    _executable(path, _ALL_REDUCE_PERF.format(python=sys.executable, support=_support_folder()))
+    return path
+
+
+# Stand-ins for the launchers, on one machine: mpirun starts -np copies of the program (each
+# with OMPI_COMM_WORLD_RANK and the -x NAME=VALUE settings; a bare -x NAME is inherited, as
+# on one machine), torchrun --nproc-per-node copies of the script under this Python (each
+# with RANK, LOCAL_RANK, WORLD_SIZE); both print their arguments and exit with the first
+# non-zero exit code of their children.
+_MPIRUN = """#!{python}
+import os, subprocess, sys
+args, settings, ranks = sys.argv[1:], {{}}, 1
+while args and args[0].startswith("-"):
+    flag = args.pop(0)
+    if flag == "-np":
+        ranks = int(args.pop(0))
+    elif flag == "-x":
+        name, equals, value = args.pop(0).partition("=")
+        if equals:
+            settings[name] = value
+print("# mpirun", " ".join(sys.argv[1:]), flush=True)
+children = [subprocess.Popen(args, env=dict(os.environ, OMPI_COMM_WORLD_RANK=str(rank),
+                                            OMPI_COMM_WORLD_SIZE=str(ranks), **settings))
+            for rank in range(ranks)]
+sys.exit(next((code for code in [child.wait() for child in children] if code), 0))
+"""
+_TORCHRUN = """#!{python}
+import os, subprocess, sys
+args = sys.argv[1:]
+at = args.index("--nproc-per-node")
+processes, script = int(args[at + 1]), args[at + 2:]
+print("# torchrun", " ".join(args), flush=True)
+children = [subprocess.Popen([sys.executable] + script, env=dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank),
+                                                                 WORLD_SIZE=str(processes)))
+            for rank in range(processes)]
+sys.exit(next((code for code in [child.wait() for child in children] if code), 0))
+"""
+
+
+def fake_launchers(folder):
+    """A folder holding mpirun and torchrun stand-ins, to put first on PATH."""
+    launchers = os.path.join(folder, "launchers")
+    os.makedirs(launchers, exist_ok=True)
+    for name, text in (("mpirun", _MPIRUN), ("torchrun", _TORCHRUN)):
+        _executable(os.path.join(launchers, name), text.format(python=sys.executable))
+    return launchers
+
+
+# A stand-in for tests/e2e/torch_ops_e2e.py as one torchrun rank: the variables it was given,
+# the library's lines (taking FAKE_TAKEN calls, forwarding FAKE_REASONS) and its PASS line.
+_TORCH_OPS = """#!{python}
+import os, sys
+sys.path.insert(0, {support!r})
+from runner_support import log, released, setup
+rank, ranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+reasons = os.environ.get("FAKE_REASONS", "")
+forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
+shown = ("LOCAL_RANK", "E2E_ONE_GPU_PER_RANK", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "LD_PRELOAD",
+         "NCCL_NVLS_ENABLE")
+print(f"rank {{rank}} env", " ".join(name + "=" + os.environ.get(name, "-") for name in shown), flush=True)
+sys.stderr.write(log(setup(rank, ranks),
+                     released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),
+                              forwarded=forwarded, reasons=reasons)))
+print(f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, 0 skipped), 0 wrong")
+"""
+
+
+def fake_torch_ops(folder):
+    path = os.path.join(folder, "torch_ops_e2e.py")
+    _executable(path, _TORCH_OPS.format(python=sys.executable, support=_support_folder()))
     return path

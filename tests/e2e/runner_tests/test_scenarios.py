@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from fake_machine import FakeMachine, fake_all_reduce_perf, fake_build, fake_mps
+from fake_machine import FakeMachine, fake_all_reduce_perf, fake_build, fake_launchers, fake_mps, fake_torch_ops
 from runner_support import FAIL, PASS, SKIPPED
 from e2e_runner import scenarios_nccl_tests, scenarios_python
 from e2e_runner.all_scenarios import SCENARIOS
@@ -107,6 +107,96 @@ class ScenarioTest(unittest.TestCase):
         wrong = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf, FAKE_WRONG="3"))
         self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-one-process", machine=wrong), FAIL)
         self.assertIn("one-process-g2-bfloat16: FAIL", "\n".join(self.said))
+
+    def launching_machine(self, gpus, **env):
+        """A machine whose mpirun and torchrun are the stand-ins, with the stand-in nccl-tests."""
+        path = f"{fake_launchers(self.folder)}:{os.environ['PATH']}"
+        return FakeMachine(gpus=gpus, env=dict(os.environ, PATH=path, ALL_REDUCE_PERF=fake_all_reduce_perf(self.folder),
+                                               **env))
+
+    def scenario_log(self, scenario, run):
+        with open(os.path.join(self.logs, scenario, run + ".log")) as log:
+            return log.read()
+
+    def test_nccl_tests_every_op_on_the_rig(self):
+        machine = self.launching_machine(1, FAKE_REASONS="too-large=12")
+        self.assertEqual(self.run_scenario("nccl-tests-all-ops-3ranks", machine=machine), PASS)
+        said = "\n".join(self.said)
+        for sweep in ("odd", "small", "unaligned"):
+            for op in scenarios_nccl_tests.BUILT_IN_OPS:
+                self.assertIn(f"nccl-tests-all-ops-3ranks: 3 ranks, {sweep} sizes, {op}: PASS", said)
+        log = self.scenario_log("nccl-tests-all-ops-3ranks", "nt-ops-n3-odd-avg")
+        self.assertIn("# argv -b 4 -e 9437184 -i 999997 -d all -o avg -n 1 -w 0 -c 1\n", log)
+        self.assertIn("           0             0     int64     avg", log)  # a count-0 row: empty allowed
+        self.assertIn("# argv -b 24 -e 4800 -i 48 -d all -o sum -n 1 -w 0 -c 1\n",
+                      self.scenario_log("nccl-tests-all-ops-3ranks", "nt-ops-n3-small-sum"))
+        self.assertIn("# argv -b 4 -e 1048576 -i 16411 -u 1 -d all -o max -n 1 -w 0 -c 1\n",
+                      self.scenario_log("nccl-tests-all-ops-3ranks", "nt-ops-n3-unaligned-max"))
+        library = self.build.library
+        for rank in range(3):  # each rank on GPU 0 with a host id of its own, through rank_host_id.py
+            self.assertIn(f"# rank {rank} env NCCL_HOSTID=nt-rank-{rank} NCCL_TESTS_DEVICE=0 NCCL_CAR_MAX_BLOCKS=36 "
+                          f"NCCL_CAR_DEBUG=INFO LD_PRELOAD={library}\n", log)
+        self.assertIn("3 ranks, odd sizes, sum: PASS (exit 0, 120 rows (12 types: also f8e4m3 f8e5m2; sum), #wrong 0, "
+                      "3 ranks eligible, 72 calls taken, 36 forwarded (too-large=36))", said)
+        self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 15 + ["stop"])
+
+    def test_an_all_reduce_perf_without_unalign_runs_the_other_sweeps(self):
+        # An older nccl-tests would print its usage for -u and exit 0 without a table.
+        machine = self.launching_machine(1, FAKE_UNALIGN="0")
+        self.assertEqual(self.run_scenario("nccl-tests-all-ops-2ranks", machine=machine), PASS)
+        self.assertIn("  all_reduce_perf has no -u (--unalign): the unaligned sweep is left out", self.said)
+        self.assertFalse(any(", unaligned sizes, " in line for line in self.said))
+        self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 10 + ["stop"])
+
+    def test_nccl_tests_every_op_fails_on_any_other_forward(self):
+        machine = self.launching_machine(1, FAKE_REASONS="too-large=12 size-not-16B-multiple=2")
+        self.assertEqual(self.run_scenario("nccl-tests-all-ops-2ranks", machine=machine), FAIL)
+        said = "\n".join(self.said)
+        self.assertIn("not met: no call forwarded but too-large or empty", said)
+        self.assertIn("forwarded for other reasons: size-not-16B-multiple=4", said)
+        # The small sizes hold a whole element of every type: empty is not allowed there.
+        self.said.clear()
+        machine = self.launching_machine(1, FAKE_REASONS="empty=1")
+        self.assertEqual(self.run_scenario("nccl-tests-all-ops-2ranks", machine=machine), FAIL)
+        said = "\n".join(self.said)
+        self.assertIn("2 ranks, odd sizes, prod: PASS", said)
+        self.assertIn("2 ranks, small sizes, prod: FAIL", said)
+
+    def test_nccl_tests_every_op_on_two_gpus(self):
+        machine = self.launching_machine(4)
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-ops", machine=machine), PASS)
+        log = self.scenario_log("multi-gpu-nccl-tests-all-ops", "nt-ops-gpus2-small-min")
+        self.assertIn("# mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD -x LD_LIBRARY_PATH "
+                      "-x NCCL_NVLS_ENABLE -x NCCL_CAR_DEBUG ", log)
+        self.assertIn("# argv -b 24 -e 4800 -i 48 -d all -o min -n 1 -w 0 -c 1 -g 1\n", log)
+        self.assertIn(f"# rank 1 env NCCL_HOSTID=- NCCL_TESTS_DEVICE=- NCCL_CAR_MAX_BLOCKS=- NCCL_CAR_DEBUG=INFO "
+                      f"LD_PRELOAD={self.build.library}\n", log)
+        self.assertEqual(sum("2 GPUs, " in line and ": PASS (" in line for line in self.said), 15)
+        self.assertFalse(os.path.exists(self.mps_calls))
+        wrong = self.launching_machine(2, FAKE_WRONG="1e+06")
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-ops", machine=wrong), FAIL)
+        # 1e+06 out of place on each of the 120 rows (12 types x 10 sizes) of the first run.
+        self.assertIn("2 GPUs, odd sizes, sum: FAIL (exit 0, 120 rows (12 types: also f8e4m3 f8e5m2; sum), "
+                      "#wrong 120000000,", "\n".join(self.said))
+
+    def test_torch_every_op_on_the_rig_and_on_two_gpus(self):
+        with mock.patch.object(scenarios_python, "TORCH_OPS", fake_torch_ops(self.folder)):
+            self.assertEqual(self.run_scenario("torch-all-ops-4ranks", machine=self.launching_machine(1)), PASS)
+            self.assertEqual(self.run_scenario("multi-gpu-torch-all-ops", machine=self.launching_machine(8)), PASS)
+            fewer = self.launching_machine(1, FAKE_TAKEN="399")
+            self.assertEqual(self.run_scenario("torch-all-ops-2ranks", machine=fewer), FAIL)
+        said = "\n".join(self.said)
+        self.assertIn("torch-all-ops-4ranks: 4 ranks: PASS (exit 0, 4/4 ranks passed, 1600 all-reduces made, "
+                      "4 eligible, 1600 calls taken, 0 forwarded (none))", said)
+        self.assertIn("not met: the 800 all-reduces made taken or too-large", said)
+        rig = self.scenario_log("torch-all-ops-4ranks", "torch-ops-n4")
+        self.assertIn("# torchrun --standalone --nproc-per-node 4 ", rig)
+        self.assertIn(f"rank 3 env LOCAL_RANK=3 E2E_ONE_GPU_PER_RANK=- NCCL_CAR_MAX_BLOCKS=33 NCCL_CAR_DEBUG=INFO "
+                      f"LD_PRELOAD={self.build.library} NCCL_NVLS_ENABLE=0", rig)
+        gpus = self.scenario_log("multi-gpu-torch-all-ops", "torch-ops-gpus2")
+        self.assertIn("# torchrun --standalone --nproc-per-node 2 ", gpus)  # 2 of the 8 GPUs
+        self.assertIn("rank 1 env LOCAL_RANK=1 E2E_ONE_GPU_PER_RANK=1 NCCL_CAR_MAX_BLOCKS=- ", gpus)
+        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"] * 2)
 
     def test_a_ctypes_client_per_rank_brought_in_by_audit(self):
         client = fake_build(os.path.join(self.folder, "client"), programs=("ctypes_allreduce",))

@@ -35,6 +35,15 @@ class SelectionTest(unittest.TestCase):
         self.assertEqual(select(["cycles", "abort-watchdog"]), [SCENARIOS["abort-watchdog"], SCENARIOS["cycles"]])
         self.assertEqual(len(select(label="e2e")), len(SCENARIOS))
 
+    def test_every_op_scenarios_on_the_rig_and_on_two_gpus(self):
+        self.assertEqual([scenario.name for scenario in select(["*all-ops*"])],
+                         ["nccl-tests-all-ops-2ranks", "nccl-tests-all-ops-3ranks", "nccl-tests-all-ops-4ranks",
+                          "multi-gpu-nccl-tests-all-ops", "torch-all-ops-2ranks", "torch-all-ops-3ranks",
+                          "torch-all-ops-4ranks", "torch-all-ops-8ranks", "multi-gpu-torch-all-ops"])
+        self.assertEqual(SCENARIOS["multi-gpu-nccl-tests-all-ops"].labels, ["e2e", "gpu", "multi-gpu"])
+        self.assertEqual(SCENARIOS["nccl-tests-all-ops-3ranks"].labels, ["e2e", "gpu"])
+        self.assertEqual(SCENARIOS["torch-all-ops-8ranks"].needs, ("gpu", "mps", "nccl", "torch", "torchrun"))
+
     def test_every_scenario_needs_a_gpu_first(self):
         # On a machine without one (CI), every scenario is skipped for that reason alone.
         for scenario in SCENARIOS.values():
@@ -61,8 +70,9 @@ class SelectionTest(unittest.TestCase):
     def test_list_and_unknown_names(self):
         code, out, _ = run_main("--list", "torch-*")
         self.assertEqual(code, 0)
-        self.assertEqual(len(out.splitlines()), 4)
+        self.assertEqual(len(out.splitlines()), 8)
         self.assertIn("torch-watchdog-abort", out)
+        self.assertIn("torch-all-ops-3ranks", out)
         code, _, err = run_main("no-such-scenario")
         self.assertEqual(code, 2)
         self.assertIn("no scenario matches no-such-scenario", err)
@@ -99,6 +109,19 @@ class MachineTest(unittest.TestCase):
             self.assertEqual(Machine(env={"ALL_REDUCE_PERF": perf}, all_reduce_perf=other).all_reduce_perf, perf)
             self.assertIsNone(Machine(env={}, all_reduce_perf=other).all_reduce_perf)  # not executable
             self.assertIsNone(Machine(env={}).all_reduce_perf)
+
+    def test_all_reduce_perf_options_from_its_usage(self):
+        with tempfile.TemporaryDirectory() as folder:
+            perf = os.path.join(folder, "all_reduce_perf")
+            with open(perf, "w") as script:  # prints its usage as nccl-tests 2.19.6 does
+                script.write("#!/bin/sh\necho \"USAGE: all_reduce_perf [-u,--unalign <index of first element>] "
+                             "[-h,--help]\"\n")
+            os.chmod(perf, stat.S_IRWXU)
+            machine = Machine(env={"ALL_REDUCE_PERF": perf, "PATH": "/usr/bin:/bin"})
+            self.assertTrue(machine.all_reduce_perf_has("unalign"))
+            self.assertFalse(machine.all_reduce_perf_has("per_iter_timing"))
+            self.assertFalse(machine.all_reduce_perf_has("unal"))  # whole names only
+            self.assertFalse(Machine(env={"PATH": ""}).all_reduce_perf_has("unalign"))  # no all_reduce_perf at all
 
     def test_nccl_home_names_the_library_folder(self):
         with tempfile.TemporaryDirectory() as home:

@@ -55,6 +55,170 @@ class NcclTestsTest(unittest.TestCase):
         self.assertEqual(verdicts.nccl_tests(0, perf_log(ranks=4, eligible=3)).status, PASS)
 
 
+WORDS = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
+         "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
+ODD_SIZES = [4 + 999997 * step for step in range(10)]
+
+
+def every_type_log(op="prod", sizes=ODD_SIZES, types=tuple(WORDS), wrong=None, ranks=2, eligible=2, released_ranks=2,
+                   reasons="too-large=60 empty=12", ops=None):
+    """all_reduce_perf -c 1 -d all -o OP under mpirun, as nccl-tests 2.17 prints it, with the
+    library's lines of every rank (tagged as mpirun --tag-output would, but rank 0's), `wrong`
+    {(type, size): text} in the out-of-place #wrong column."""
+    wrong = wrong or {}
+    lines = ["# nccl-tests version 2.17.1 nccl-headers=22809 nccl-library=22809",
+             "# Collective test starting: all_reduce_perf",
+             "# nThread 1 nGpus 1 minBytes 4 maxBytes 9437184 step: 999997(bytes) warmup iters: 0 iters: 1 "
+             "agg iters: 1 validation: 1 graph: 0"]
+    def tag(rank):  # ranks past 0 as mpirun --tag-output marks their lines
+        return f"[1,{rank}]<stderr>:" if rank else ""
+
+    lines += [tag(rank) + setup(rank, ranks, eligible=rank < eligible) for rank in range(ranks)]
+    lines += ["#                                                              out-of-place"
+              "                       in-place",
+              "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time"
+              "   algbw   busbw  #wrong"]
+    for dtype in types:
+        for redop in ops or [op]:
+            for size in sizes:
+                count = size // WORDS[dtype]
+                lines.append(f"{count * WORDS[dtype]:12}  {count:12}  {dtype:>8}  {redop:>6}      -1    21.35    0.00"
+                             f"    0.00  {wrong.get((dtype, size), '0'):>5}    20.98    0.00    0.00      0")
+    forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
+    lines += [tag(rank) + released(rank, ranks, taken=(300, 40, 0, 20), forwarded=forwarded, reasons=reasons)
+              for rank in range(released_ranks)]
+    lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.10297", "#",
+              "# Collective test concluded: all_reduce_perf"]
+    return log(*lines)
+
+
+class NcclTestsEveryTypeTest(unittest.TestCase):
+    def verdict(self, text, op="prod", sizes=10, ranks=2, returncode=0):
+        return verdicts.nccl_tests_every_type(returncode, text, op, sizes, ranks)
+
+    def test_a_clean_run_passes_and_says_what_it_saw(self):
+        verdict = self.verdict(every_type_log())
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertEqual(verdict.detail, "exit 0, 120 rows (12 types: also f8e4m3 f8e5m2; prod), #wrong 0, 2 ranks "
+                                         "eligible, 720 calls taken, 144 forwarded (too-large=120 empty=24)")
+        # Without fp8 (older nccl-tests or NCCL) the ten other types are enough.
+        older = every_type_log(types=[dtype for dtype in WORDS if not dtype.startswith("f8")])
+        self.assertEqual(self.verdict(older).status, PASS)
+
+    def test_a_forward_for_any_other_reason_fails_and_is_named(self):
+        for reason in ("op", "type", "size-not-16B-multiple", "ineligible-comm", "failed", "comm-not-ready"):
+            with self.subTest(reason=reason):
+                verdict = self.verdict(every_type_log(reasons=f"too-large=60 {reason}=3"))
+                self.assertEqual(verdict.status, FAIL)
+                self.assertIn("not met: no call forwarded but too-large or empty", verdict.detail)
+                self.assertIn(f"forwarded for other reasons: {reason}=6", verdict.notes)
+
+    def test_forwards_without_a_reason_count_as_unexpected(self):
+        text = every_type_log(reasons="too-large=60").replace("forwarded 60 (too-large=60)",
+                                                              "forwarded 61 (too-large=60)")
+        verdict = self.verdict(text)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("forwarded for other reasons: no reason given=2", verdict.notes)
+
+    def test_empty_only_where_a_size_holds_no_whole_element(self):
+        small = [24 + 48 * step for step in range(100)]
+        self.assertEqual(self.verdict(every_type_log(sizes=small, reasons="too-large=0"), sizes=100).status, PASS)
+        verdict = self.verdict(every_type_log(sizes=small, reasons="empty=1"), sizes=100)
+        self.assertIn("not met: no call forwarded but too-large", verdict.detail)
+
+    def test_a_wrong_element_fails_and_the_row_is_shown(self):
+        verdict = self.verdict(every_type_log(wrong={("bfloat16", 3999992): "17"}))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("#wrong 17", verdict.detail)
+        self.assertIn("3999992 B bfloat16 prod: #wrong 17 out of place, 0 in place", verdict.notes)
+        # nccl-tests prints #wrong with %g: 9e+06 is 9 million wrong elements, not an unreadable row.
+        verdict = self.verdict(every_type_log(wrong={("int8", 8999977): "9e+06"}))
+        self.assertIn("#wrong 9000000", verdict.detail)
+        self.assertNotIn("sizes of each", verdict.detail)
+
+    def test_an_unchecked_row_fails(self):
+        verdict = self.verdict(every_type_log(wrong={("double", 4): "N/A"}))
+        self.assertIn("not met: every row checked (no N/A)", verdict.detail)
+
+    def test_a_short_table_fails(self):
+        # all_reduce_perf died after the first types (a crash, or a time limit).
+        verdict = self.verdict(every_type_log(types=("int8", "uint8", "int32")), returncode=124)
+        self.assertIn("10 sizes of each of int8, uint8", verdict.detail)
+        self.assertEqual("rows per type: int8=10 uint8=10 int32=10 uint32=0 int64=0 uint64=0 half=0 float=0 double=0 "
+                         "bfloat16=0", verdict.notes[0])
+        one_size_short = self.verdict(every_type_log(sizes=ODD_SIZES[:9]))
+        self.assertIn("not met: 10 sizes of each", one_size_short.detail)
+
+    def test_rows_of_another_op_fail(self):
+        # -o all: mulsum rows too (and the library forwards mulsum as op).
+        verdict = self.verdict(every_type_log(ops=["prod", "mulsum"]))
+        self.assertIn("only prod rows", verdict.detail)
+        self.assertIn("rows of other ops: mulsum", verdict.notes)
+
+    def test_every_rank_eligible_released_and_taking_calls(self):
+        self.assertIn("not met: 2 ranks eligible", self.verdict(every_type_log(eligible=1)).detail)
+        self.assertIn("not met: 2 ranks released", self.verdict(every_type_log(released_ranks=1)).detail)
+        untaken = every_type_log().replace("taken 1shot=300 2shot=40 1stage=0 2stage=20",
+                                           "taken 1shot=0 2shot=0 1stage=0 2stage=0")
+        self.assertIn("not met: calls taken", self.verdict(untaken).detail)
+        self.assertIn("not met: exit 0", self.verdict(every_type_log(), returncode=1).detail)
+
+
+def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False):
+    """torch_ops_e2e.py under torchrun, with the library's lines of every rank."""
+    passing = ranks if passing is None else passing
+    forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
+    lines, results = [], []
+    for rank in range(ranks):
+        lines += [setup(rank, ranks), released(rank, ranks, taken=(taken - 100, 60, 40, 0) if taken else (0, 0, 0, 0),
+                                               forwarded=forwarded,
+                                               reasons=reasons)]
+        if rank < passing:
+            results.append(f"rank {rank}/{ranks}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, "
+                           "0 skipped), 0 wrong")
+        else:
+            lines.append(f"rank {rank}/{ranks}: WRONG int32 avg n=1001 at +1: 334 of 1001 elements "
+                         "(first at 2: got -1, want 0)")
+            results.append(f"rank {rank}/{ranks}: FAIL 1 of 400 all-reduces wrong (8 types x 5 ops x 5 lengths x 2 "
+                           "placements, 0 skipped): ['int32 avg n=1001 at +1']")
+    # Two ranks' lines run into one when each writes its line and newline apart.
+    return log(*lines, *(["".join(results)] if interleaved else results))
+
+
+class TorchEveryOpTest(unittest.TestCase):
+    def test_every_rank_passing_with_every_call_taken_passes(self):
+        verdict = verdicts.torch_every_op(3, 0, torch_ops_log(3))
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertEqual(verdict.detail, "exit 0, 3/3 ranks passed, 1200 all-reduces made, 3 eligible, 1200 calls "
+                                         "taken, 0 forwarded (none)")
+        self.assertEqual(verdicts.torch_every_op(3, 0, torch_ops_log(3, interleaved=True)).status, PASS)
+        self.assertEqual(verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="too-large=1")).status, PASS)
+
+    def test_a_wrong_rank_fails_and_is_shown(self):
+        verdict = verdicts.torch_every_op(2, 1, torch_ops_log(2, passing=1))
+        self.assertIn("not met: exit 0, all 2 ranks pass", verdict.detail)
+        self.assertIn("rank 1/2: WRONG int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: got -1, want 0)",
+                      verdict.notes)
+
+    def test_forwarded_or_untaken_calls_fail(self):
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="op=80"))
+        self.assertIn("not met: no call forwarded but too-large", verdict.detail)
+        self.assertIn("forwarded for other reasons: op=160", verdict.notes)
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=399))
+        self.assertIn("not met: the 800 all-reduces made taken or too-large", verdict.detail)
+        untaken = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=0, reasons="too-large=400"))
+        self.assertIn("not met: calls taken", untaken.detail)
+
+    def test_the_largest_calls_may_go_to_nccl_as_too_large(self):
+        # Integers and fp64 travel split, twice their bytes in the push areas: their largest tensors may not fit.
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=396, reasons="too-large=4"))
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("792 calls taken, 8 forwarded (too-large=8)", verdict.detail)
+
+    def test_lines_of_another_world_size_do_not_count(self):
+        self.assertEqual(verdicts.torch_every_op(4, 0, torch_ops_log(2) + torch_ops_log(2)).status, FAIL)
+
+
 def torch_log(ranks, passing=None, taken=(10, 2, 0, 0)):
     passing = ranks if passing is None else passing
     lines = []
