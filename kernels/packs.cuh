@@ -48,6 +48,12 @@ struct Arithmetic<T, std::enable_if_t<std::is_integral<T>::value>> {
   static __device__ __forceinline__ T narrow(Accum v) { return v; }
 };
 
+// fmin / fmax: a NaN loses to a number (NCCL's choice for floats too).
+__device__ __forceinline__ float floatMin(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double floatMin(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float floatMax(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double floatMax(double a, double b) { return fmax(a, b); }
+
 template <typename A>
 __device__ __forceinline__ A combine(ReduceOp op, A a, A b) {
   if constexpr (std::is_integral<A>::value) {
@@ -61,8 +67,8 @@ __device__ __forceinline__ A combine(ReduceOp op, A a, A b) {
   } else {
     switch (op) {
       case ReduceOp::Prod: return a * b;
-      case ReduceOp::Min: return fmin(a, b);
-      case ReduceOp::Max: return fmax(a, b);
+      case ReduceOp::Min: return floatMin(a, b);
+      case ReduceOp::Max: return floatMax(a, b);
       default: return a + b;
     }
   }
