@@ -81,48 +81,6 @@ __global__ void fillSentinelKernel(Pack* packs, std::size_t count) {
 
 }  // namespace
 
-const char* algorithmName(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::OneStage: return "1stage";
-    case Algorithm::TwoStage: return "2stage";
-    case Algorithm::OneShotPush: return "1shot";
-    case Algorithm::TwoShotPush: return "2shot";
-    case Algorithm::kCount: break;
-  }
-  return "?";
-}
-
-const char* elementTypeName(ElementType type) {
-  switch (type) {
-    case ElementType::Int8: return "int8";
-    case ElementType::UInt8: return "uint8";
-    case ElementType::Int32: return "int32";
-    case ElementType::UInt32: return "uint32";
-    case ElementType::Int64: return "int64";
-    case ElementType::UInt64: return "uint64";
-    case ElementType::Float16: return "fp16";
-    case ElementType::BFloat16: return "bf16";
-    case ElementType::Float32: return "fp32";
-    case ElementType::Float64: return "fp64";
-    case ElementType::Float8E4M3: return "fp8e4m3";
-    case ElementType::Float8E5M2: return "fp8e5m2";
-    case ElementType::kCount: break;
-  }
-  return "?";
-}
-
-const char* reduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Prod: return "prod";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::kCount: break;
-  }
-  return "?";
-}
-
 // Whether the push kernel's slots fit in one area (the policy never picks one that does not).
 static bool fitsInArea(const LaunchArgs& args) {
   const std::size_t used = args.algorithm == Algorithm::OneShotPush ? oneShotAreaUse(args.packs, args.ranks)
