@@ -33,6 +33,14 @@ constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
     128 * 1024,   // 8
 };
 
+// Types whose packs travel split (integers, fp64: twice the bytes on the wire). Measured on 2
+// H200s (docs/benchmarks.md, "Every type"), int32 and fp64, CUDA graph: 1shot took 7.6 us at
+// 512 KiB against NCCL's best 8.5, but 12.7 at 1 MiB against 11.8; 2shot took 18.9 at 2 MiB
+// against 26.3, but 35.9 at 4 MiB against 31.5. So 1shot up to a quarter of the floating
+// types' limit, 2shot up to 2 MiB, and NCCL above that.
+constexpr int kSplitOneShotShare = 4;
+constexpr std::size_t kSplitPushUpTo = 2048 * 1024;
+
 bool topologyServed(const CommunicatorFacts& comm) {
   return comm.ranks >= 2 && comm.ranks <= kMaxRanks && (comm.ranks == 2 || comm.fullNvlink);
 }
@@ -108,18 +116,19 @@ std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                  int wirePacks) {
   if (!topologyServed(comm)) return none(ForwardReason::NotEligible);
-  // What decides between 1shot and 2shot is the bytes each rank sends.
-  const std::size_t wireBytes = bytes * static_cast<std::size_t>(wirePacks);
-  if (wireBytes <= oneShotLimit(comm) && canRun(Algorithm::OneShotPush, comm, bytes, config, wirePacks)) {
+  const bool split = wirePacks > 1;
+  const std::size_t oneShotUpTo = split ? oneShotLimit(comm) / kSplitOneShotShare : oneShotLimit(comm);
+  if (bytes <= oneShotUpTo && canRun(Algorithm::OneShotPush, comm, bytes, config, wirePacks)) {
     return AlgorithmChoice{Algorithm::OneShotPush, ForwardReason::NotEligible};
   }
-  if (canRun(Algorithm::TwoShotPush, comm, bytes, config, wirePacks)) {
+  if ((!split || bytes <= kSplitPushUpTo) && canRun(Algorithm::TwoShotPush, comm, bytes, config, wirePacks)) {
     return AlgorithmChoice{Algorithm::TwoShotPush, ForwardReason::NotEligible};
   }
   const std::optional<Algorithm> pull = pullAlgorithm(comm, bytes);
   if (pull && canRun(*pull, comm, bytes, config, wirePacks)) return AlgorithmChoice{pull, ForwardReason::NotEligible};
-  // Only a type that travels split can get here by default: its push areas hold half the
-  // bytes, and the pull kernels have no buffers unless NCCL_CAR_PUSH_MAX_BYTES was lowered.
+  // Only a type that travels split gets here by default: above kSplitPushUpTo NCCL is faster
+  // than its push kernels, and the pull kernels have no buffers unless NCCL_CAR_PUSH_MAX_BYTES
+  // was lowered.
   return none(ForwardReason::TooLarge);
 }
 

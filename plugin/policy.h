@@ -77,9 +77,10 @@ struct AlgorithmChoice {
   ForwardReason reason = ForwardReason::NotEligible;  // when no algorithm
 };
 
-// The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot while the bytes sent, bytes x
-// wirePacks, stay within oneShotLimit), the pull rule above that where the pull buffers exist;
-// otherwise none (too-large). More than 2 ranks without full NVLink, or world sizes outside
+// The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot up to oneShotLimit), the pull
+// rule above that where the pull buffers exist; otherwise none (too-large). Types that travel
+// split (wirePacks 2) have their own measured limits: 1shot up to a quarter of oneShotLimit,
+// 2shot up to 2 MiB. More than 2 ranks without full NVLink, or world sizes outside
 // 2..8: none.
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                  int wirePacks = 1);

@@ -152,11 +152,13 @@ class Rank {
     const std::size_t bytes = count * type.bytes;
     std::vector<unsigned char> data(bytes);
     for (std::size_t i = 0; i < count; ++i) encode(type, inputValue(type, op, rank_, ranks_, i), &data[i * type.bytes]);
-    CUDA_OK(cudaMemcpy(send_, data.data(), bytes, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(recv_, 0xFF, bytes));
+    // On our stream, not the legacy default one: stream_ does not wait for that stream, so a
+    // plain cudaMemset could land after the all-reduce has written the output.
+    CUDA_OK(cudaMemcpyAsync(send_, data.data(), bytes, cudaMemcpyHostToDevice, stream_));
+    CUDA_OK(cudaMemsetAsync(recv_, 0xFF, bytes, stream_));
     NCCL_OK(ncclAllReduce(send_, recv_, count, type.type, op, comm_, stream_));
+    CUDA_OK(cudaMemcpyAsync(data.data(), recv_, bytes, cudaMemcpyDeviceToHost, stream_));
     CUDA_OK(cudaStreamSynchronize(stream_));
-    CUDA_OK(cudaMemcpy(data.data(), recv_, bytes, cudaMemcpyDeviceToHost));
     const double allowed = tolerance(type, op, ranks_);
     double wrong = 0;
     for (std::size_t i = 0; i < count; ++i) {

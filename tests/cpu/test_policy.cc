@@ -201,15 +201,20 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   const std::size_t limit = oneShotLimit(two);
   CHECK(defaultAlgorithm(two, limit, config, 1).algorithm == Algorithm::OneShotPush);
   CHECK(defaultAlgorithm(two, limit, config, 2).algorithm == Algorithm::TwoShotPush);
-  CHECK(defaultAlgorithm(two, limit / 2, config, 2).algorithm == Algorithm::OneShotPush);
-  // 2shot's area holds about 2 x the message, so split packs fit up to about half the limit.
-  CHECK(defaultAlgorithm(two, config.pushMaxBytes / 2 - 64, config, 2).algorithm == Algorithm::TwoShotPush);
-  const AlgorithmChoice above = defaultAlgorithm(two, config.pushMaxBytes, config, 2);
+  // Measured: split 1shot up to a quarter of the limit, split 2shot up to 2 MiB, NCCL above.
+  CHECK(defaultAlgorithm(two, limit / 4, config, 2).algorithm == Algorithm::OneShotPush);
+  CHECK(defaultAlgorithm(two, limit / 4 + 8, config, 2).algorithm == Algorithm::TwoShotPush);
+  CHECK(defaultAlgorithm(two, 2048 * KiB, config, 2).algorithm == Algorithm::TwoShotPush);
+  const AlgorithmChoice above = defaultAlgorithm(two, 2048 * KiB + 8, config, 2);
   CHECK_FALSE(above.algorithm.has_value());
   CHECK(above.reason == ForwardReason::TooLarge);
   CallFacts int64 = sumOf(ElementType::Int64, config.pushMaxBytes / 8);
   CHECK(decideCall(two, int64, config).reason == ForwardReason::TooLarge);
   CHECK(decideCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
+  // 2shot's area holds about 2 x the message: split packs fit a forced 2shot up to about half.
+  Config forcedTwoShot;
+  forcedTwoShot.algorithm = AlgorithmOverride::TwoShot;
+  CHECK(chooseAlgorithm(two, config.pushMaxBytes / 2 - 64, forcedTwoShot, 2).algorithm == Algorithm::TwoShotPush);
   // Where the pull kernels have buffers, they take what the areas cannot.
   Config lowered;
   lowered.pushMaxBytes = lowered.maxBytes / 2;
