@@ -63,7 +63,11 @@ void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* com
   guarded("communicator setup", [&] {
     std::vector<std::shared_ptr<CommState>> states;
     for (int i = 0; i < count; ++i) {
-      if (comms[i] != nullptr) states.push_back(adoptCommunicator(comms[i], nonblocking || result == ncclInProgress));
+      if (comms[i] != nullptr) {
+        states.push_back(adoptCommunicator(comms[i], nonblocking || result == ncclInProgress));
+      } else if (insideGroup()) {
+        adoptAtGroupEnd(&comms[i], nonblocking);  // a split or shrink: NCCL fills it in at the group's end
+      }
     }
     scheduleSetup(real, states);
   });

@@ -14,6 +14,12 @@ thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
 thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
+struct SlotToAdopt {
+  ncclComm_t* slot;
+  bool nonblocking;
+};
+thread_local std::vector<SlotToAdopt> tSlotsInGroup;
+
 void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> pending;
   for (const auto& state : states) {
@@ -59,6 +65,7 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
 struct EndedGroup {
   std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
   std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
+  std::vector<SlotToAdopt> slots;                   // splits and shrinks NCCL fills in only now
 };
 
 // Counts a group end; at the outermost one hands over the group's communicators.
@@ -67,6 +74,7 @@ bool outermostGroupEnded(EndedGroup* group) {
   if (tGroupDepth > 0) return false;
   group->created.swap(tCreatedInGroup);
   group->lazy.swap(tAllReduceInGroup);
+  group->slots.swap(tSlotsInGroup);
   // A later group holding an all-reduce must be able to queue these again.
   for (const auto& state : group->lazy) state->allReduceInGroup = false;
   return true;
@@ -88,6 +96,10 @@ std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) 
   state->nonblocking = nonblocking;
   Registry::instance().add(state);
   return state;
+}
+
+void adoptAtGroupEnd(ncclComm_t* slot, bool nonblocking) {
+  if (slot != nullptr && tGroupDepth > 0) tSlotsInGroup.push_back(SlotToAdopt{slot, nonblocking});
 }
 
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
@@ -116,6 +128,11 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
     const std::string reason = std::string("the group that created it failed: ") + real.getErrorString(realResult);
     for (const auto& state : group.created) markNotEligible(*state, reason);
     return;
+  }
+  for (const SlotToAdopt& pending : group.slots) {
+    if (*pending.slot == nullptr) continue;  // NCCL made no communicator for this rank (NCCL_SPLIT_NOCOLOR)
+    auto state = adoptCommunicator(*pending.slot, pending.nonblocking || realResult == ncclInProgress);
+    if (!state->nonblocking) group.created.push_back(state);
   }
   setUpNow(real, group.created);
   setUpNonblocking(real, group.lazy);

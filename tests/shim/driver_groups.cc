@@ -1,6 +1,7 @@
 // Scenario "groups": communicators created and all-reduced inside ncclGroupStart/End.
 // Setup traffic is expected only after the caller's outer ncclGroupEnd: g1.end, g2.end,
-// g3.end (a nonblocking communicator first all-reduced inside g3) and g4.end.
+// g3.end (a nonblocking communicator first all-reduced inside g3), g4.end and g5.end (a
+// split whose child NCCL hands out only at the group's end).
 #include <string>
 
 #include "driver_common.h"
@@ -39,11 +40,22 @@ int runGroups() {
   allReduce("g4.ar.d", gSend, gRecv, 64, ncclFloat16, ncclSum, d);
   groupEnd("g4.end");
 
+  // A split inside a group: NCCL writes the child into newcomm only at the group's end (NULL
+  // until then), so it is adopted there and set up right after that end.
+  ncclComm_t f = nullptr;
+  groupStart("g5.start");
+  step("g5.split.f", standin::calls::split(b, 0, 7, &f, nullptr), [&] { return ncclCommSplit(b, 0, 7, &f, nullptr); });
+  report("g5.split.f", "made", standin::hex(f));
+  groupEnd("g5.end");
+  report("g5.end", "filled", standin::hex(f));
+  allReduce("g5.ar.f", gSend, gRecv, 64, ncclFloat32, ncclSum, f);
+
   release("destroy.a", "ncclCommDestroy", a);
   release("destroy.b", "ncclCommDestroy", b);
   release("destroy.c", "ncclCommDestroy", c);
   release("destroy.d", "ncclCommDestroy", d);
   release("destroy.e", "ncclCommDestroy", e);
+  release("destroy.f", "ncclCommDestroy", f);
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "standin_nccl.h"
 
@@ -12,6 +14,8 @@ using standin::CallLine;
 namespace calls = standin::calls;
 
 thread_local int tGroupDepth = 0;
+// Splits and shrinks of the open group: written into the caller's slot at its outermost end.
+thread_local std::vector<std::pair<ncclComm_t*, ncclComm_t>> tFilledAtGroupEnd;
 
 ncclResult_t collective(CallLine line, ncclComm_t comm, const char* function) {
   const ncclResult_t normal = standin::checkComm(comm, line);
@@ -128,6 +132,15 @@ ncclResult_t ncclGroupEnd() {
     --tGroupDepth;
     normal = ncclSuccess;
   }
+  if (tGroupDepth == 0 && !tFilledAtGroupEnd.empty()) {
+    std::string filled;
+    for (const auto& [slot, made] : tFilledAtGroupEnd) {
+      *slot = made;
+      filled += (filled.empty() ? "" : ",") + standin::hex(made);
+    }
+    line.text("filled", filled.c_str());
+    tFilledAtGroupEnd.clear();
+  }
   return standin::finish(line, "ncclGroupEnd", normal);
 }
 
@@ -184,3 +197,13 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 }
 
 }  // extern "C"
+
+namespace standin {
+
+bool fillAtGroupEnd(ncclComm_t* slot, ncclComm_t made) {
+  if (tGroupDepth == 0) return false;
+  tFilledAtGroupEnd.emplace_back(slot, made);
+  return true;
+}
+
+}  // namespace standin

@@ -165,9 +165,10 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   if (normal == ncclSuccess && newcomm == nullptr) normal = ncclInvalidArgument;
   if (normal == ncclSuccess) {
     const bool nonblocking = standin::nonblockingFrom(config, comm->nonblocking);
-    *newcomm = color == NCCL_SPLIT_NOCOLOR ? nullptr : standin::newComm(0, 1, comm->device, nonblocking);
-    line.ptr("made", *newcomm);
-    if (*newcomm != nullptr && nonblocking) normal = ncclInProgress;
+    ncclComm_t made = color == NCCL_SPLIT_NOCOLOR ? nullptr : standin::newComm(0, 1, comm->device, nonblocking);
+    *newcomm = standin::fillAtGroupEnd(newcomm, made) ? nullptr : made;
+    line.ptr("made", *newcomm);  // what the caller holds now; a deferred one is logged at the group's end
+    if (made != nullptr && nonblocking) normal = ncclInProgress;
   }
   return standin::finish(line, "ncclCommSplit", normal);
 }

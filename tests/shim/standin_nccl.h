@@ -43,4 +43,8 @@ int fakeDevice();
 // config->blocking if set, else NCCL_COMM_BLOCKING=0 from the environment, else `inherited`.
 bool nonblockingFrom(const ncclConfig_t* config, bool inherited);
 
+// As NCCL does for a split or shrink inside a group: *slot stays NULL until the thread's
+// outermost ncclGroupEnd, which writes `made` into it. Returns false outside a group.
+bool fillAtGroupEnd(ncclComm_t* slot, ncclComm_t made);
+
 }  // namespace standin

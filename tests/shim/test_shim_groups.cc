@@ -10,7 +10,7 @@ TEST_CASE("groups: communicators made in a group are set up after the caller's o
           "[shim][groups]") {
   const ChildResult run = runDriver({"groups"}, {"NCCL_CAR_DEBUG=INFO"});
   const std::vector<Segment> segments = checkSteps(run);
-  checkSetupPlacement(segments, {"g1.end", "g2.end", "g3.end", "g4.end"});
+  checkSetupPlacement(segments, {"g1.end", "g2.end", "g3.end", "g4.end", "g5.end"});
 
   const Outputs outputs = parseOutputs(run.out);
   const std::string a = madeComms(outputs, "g1.init.a").at(0);
@@ -18,16 +18,21 @@ TEST_CASE("groups: communicators made in a group are set up after the caller's o
   const std::string c = madeComms(outputs, "g2.init.c").at(0);
   const std::string d = madeComms(outputs, "g4.init.d").at(0);
   const std::string e = madeComms(outputs, "g3.init.e").at(0);
+  const std::string f = outputs.at("g5.end").get("filled");
+  CHECK(outputs.at("g5.split.f").get("made") == "0x0");  // as NCCL: NULL inside the group
+  CHECK(f != "0x0");
   CHECK(queriedComms(*findSegment(segments, "g1.end")) == std::set<std::string>{a, b});
   CHECK(queriedComms(*findSegment(segments, "g2.end")) == std::set<std::string>{c});
   CHECK(queriedComms(*findSegment(segments, "g3.end")) == std::set<std::string>{e});
   CHECK(queriedComms(*findSegment(segments, "g4.end")) == std::set<std::string>{d});
+  CHECK(queriedComms(*findSegment(segments, "g5.end")) == std::set<std::string>{f});
 
   // What each communicator forwarded, by reason: an all-reduce on a communicator not yet
   // set up (inside its group) counts as comm-not-ready.
   const std::string prefix = "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded ";
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {a, "1 (ineligible-comm=1)"}, {b, "0"}, {c, "0"}, {d, "1 (comm-not-ready=1)"}, {e, "1 (comm-not-ready=1)"}};
+      {a, "1 (ineligible-comm=1)"}, {b, "0"}, {c, "0"}, {d, "1 (comm-not-ready=1)"}, {e, "1 (comm-not-ready=1)"},
+      {f, "1 (ineligible-comm=1)"}};
   for (const auto& [comm, summary] : expected) {
     INFO("comm " << comm << "\n" << run.err);
     CHECK(infoAbout(run.err, comm, "setup: not eligible:").size() == 1);
