@@ -71,8 +71,11 @@ class LogTallyTest(unittest.TestCase):
                          "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 4194304 x fp32 (16777216 bytes) -> 2shot\n"
                          "[1,1]<stderr>:h:3:3 [1] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 (8192 bytes) "
                          "-> 1shot\n"
-                         "h:1:2 [0] NCCL-CAR INFO rank 0 all-reduce 16 x bf16 (32 bytes) -> 1shot\n")
-        self.assertEqual(dict(tally.traced), {"1shot": 2, "2shot": 1})
+                         "h:1:2 [0] NCCL-CAR INFO rank 0 all-reduce 16 x bf16 (32 bytes) -> 1shot\n"
+                         # Since every op is taken, the line names it after the type.
+                         "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 3 x int64 max (24 bytes) -> 1shot\n"
+                         "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 9 x fp8e4m3 avg (9 bytes) -> 2shot\n")
+        self.assertEqual(dict(tally.traced), {"1shot": 3, "2shot": 2})
         self.assertEqual(tally.taken_calls, 0)  # released: lines alone count as taken
         # The TRACE line in SAMPLE is in an older shape: not counted.
         self.assertEqual(sum(tally_of(SAMPLE).traced.values()), 0)
