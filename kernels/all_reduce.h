@@ -59,6 +59,10 @@ constexpr int elementBytes(ElementType type) {
   return 0;
 }
 
+constexpr bool isFp8(ElementType type) {
+  return type == ElementType::Float8E4M3 || type == ElementType::Float8E5M2;
+}
+
 // Packs on the wire per 16-byte pack of data in the push kernels (kernels/lamport.cuh).
 // fp8, fp16, bf16 and fp32 have a spare bit pattern (a -0.0 that is sent as +0.0) to mark
 // "not arrived yet": one pack each. Integers and fp64 have none: each 32-bit word travels as

@@ -2,6 +2,8 @@
 // An unsupported combination yields nullptr and cudaErrorInvalidValue: never a silent
 // success that launched nothing.
 #include <array>
+#include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -44,11 +46,29 @@ AllReduceKernel pickForType(Algorithm algorithm, int ranks) {
 }
 
 // The push kernels' wire format per type must be the one the host sized the areas for.
-#define CAR_CHECK_WIRE(enumerator, T, unused)                                         \
-  static_assert(kWirePacksOf<T> == wirePacksPerPack(ElementType::enumerator), #T); \
-  static_assert(sizeof(T) == elementBytes(ElementType::enumerator), #T);
-CAR_FOR_EACH_ELEMENT_TYPE(CAR_CHECK_WIRE, unused)
-#undef CAR_CHECK_WIRE
+// And each entry must pair the enumerator with its own device type: size, wire format,
+// signedness and the floating types checked one by one, so two swapped entries fail too.
+template <ElementType kType, typename T>
+constexpr bool deviceTypeMatches() {
+  using E = ElementType;
+  if (sizeof(T) != elementBytes(kType) || kWirePacksOf<T> != wirePacksPerPack(kType)) return false;
+  switch (kType) {
+    case E::Int8: case E::Int32: case E::Int64: return std::is_integral<T>::value && std::is_signed<T>::value;
+    case E::UInt8: case E::UInt32: case E::UInt64: return std::is_integral<T>::value && std::is_unsigned<T>::value;
+    case E::Float16: return std::is_same<T, __half>::value;
+    case E::BFloat16: return std::is_same<T, __nv_bfloat16>::value;
+    case E::Float32: return std::is_same<T, float>::value;
+    case E::Float64: return std::is_same<T, double>::value;
+    case E::Float8E4M3: return std::is_same<T, __nv_fp8_e4m3>::value;
+    case E::Float8E5M2: return std::is_same<T, __nv_fp8_e5m2>::value;
+    case E::kCount: break;
+  }
+  return false;
+}
+#define CAR_CHECK_TYPE(enumerator, T, unused) \
+  static_assert(deviceTypeMatches<ElementType::enumerator, T>(), #enumerator " must hold " #T);
+CAR_FOR_EACH_ELEMENT_TYPE(CAR_CHECK_TYPE, unused)
+#undef CAR_CHECK_TYPE
 
 AllReduceKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
 #define CAR_PICK_TYPE(enumerator, T, unused) \
@@ -92,7 +112,8 @@ cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream) {
   const bool push = isPush(args.algorithm);
   const bool shapeOk = push ? args.input != nullptr && args.pushState != nullptr && fitsInArea(args)
                             : args.threads == kThreadsPerBlock &&
-                                  (args.input == nullptr || args.bytes % static_cast<long long>(kPackBytes) == 0);
+                                  (args.input == nullptr || (args.bytes % static_cast<long long>(kPackBytes) == 0 &&
+                                                             reinterpret_cast<std::uintptr_t>(args.input) % kPackBytes == 0));
   if (!shapeOk || args.blocks < 1 || args.blocks > (push ? kMaxPushBlocks : kMaxBlocks) || args.threads < 1 ||
       args.threads > kThreadsPerBlock || args.bytes < 1 || args.packs != packsOf(args.bytes) || args.rank < 0 ||
       args.rank >= args.ranks || args.op < ReduceOp::Sum || args.op >= ReduceOp::kCount) {

@@ -69,7 +69,9 @@ constexpr int kInstantiatedMaxRanks = 8;
   X(Float64, double, arg)                 \
   X(Float8E4M3, __nv_fp8_e4m3, arg)       \
   X(Float8E5M2, __nv_fp8_e5m2, arg)
-constexpr int kInstantiatedTypes = 12;
+#define CAR_COUNT_TYPE(enumerator, T, unused) +1
+constexpr int kInstantiatedTypes = 0 CAR_FOR_EACH_ELEMENT_TYPE(CAR_COUNT_TYPE, unused);
+#undef CAR_COUNT_TYPE
 
 #define CAR_INSTANTIATE_TYPE(enumerator, T, getter) CAR_INSTANTIATE_FOR_RANKS(getter, T)
 #define CAR_INSTANTIATE_FOR_TYPES_AND_RANKS(getter) CAR_FOR_EACH_ELEMENT_TYPE(CAR_INSTANTIATE_TYPE, getter)

@@ -151,6 +151,9 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   if (config.disable) return forward(ForwardReason::Disabled);
   if (!call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
+  // NCCL reduces fp8 only where every rank's GPU is sm_90 or newer, and fails the call
+  // elsewhere: the call must fail with the library as without it.
+  if (isFp8(*call.type) && comm.computeCapability < kHopper) return forward(ForwardReason::Type);
   if (call.count == 0) return forward(ForwardReason::Empty);
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);

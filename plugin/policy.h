@@ -19,7 +19,7 @@ enum class ForwardReason {
   NotEligible,      // the communicator failed setup or its checks (hosts, P2P, NVLink, ...)
   NotReady,         // a nonblocking communicator still initialising
   Op,               // an op made by ncclRedOpCreatePreMulSum (or out of range)
-  Type,             // a type NCCL does not define (out of range)
+  Type,             // a type NCCL does not define (out of range), or fp8 below sm_90 (NCCL refuses it)
   Empty,            // zero elements
   TooLarge,         // above NCCL_CAR_MAX_BYTES, or above what any kernel has room for
   SymmetricWindow,  // both buffers in NCCL symmetric windows, at most NCCL_CAR_SYMMETRIC_NCCL_BYTES
@@ -70,7 +70,7 @@ std::size_t oneShotLimit(const CommunicatorFacts& comm);
 // NCCL_CAR_PUSH_MAX_BYTES and the area, where each pack takes `wirePacks` packs, see
 // wirePacksPerPack). Says nothing about speed.
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
-            int wirePacks = 1);
+            int wirePacks);
 
 struct AlgorithmChoice {
   std::optional<Algorithm> algorithm;
@@ -83,12 +83,12 @@ struct AlgorithmChoice {
 // 2shot up to 2 MiB. More than 2 ranks without full NVLink, or world sizes outside
 // 2..8: none.
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
-                                 int wirePacks = 1);
+                                 int wirePacks);
 
 // defaultAlgorithm, except that NCCL_CAR_ALGO picks its kernel wherever that kernel can run
 // the call (it cannot make an unsupported topology ours).
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
-                                int wirePacks = 1);
+                                int wirePacks);
 
 // Whether any call can reach a pull kernel with these settings: when NCCL_CAR_ALGO forces one,
 // or when the push kernels stop below NCCL_CAR_MAX_BYTES. Otherwise the pull kernels' staging

@@ -58,15 +58,28 @@ bool isNonblocking(const ncclConfig_t* config, bool inherited) {
 
 bool succeededOrPending(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
 
-void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* comms, int count, bool nonblocking) {
+// How a new communicator reaches the caller: at once (init), or, for a split or shrink,
+// written into *newcomm by NCCL when the child is complete.
+enum class Birth { Init, Child };
+
+void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* comms, int count, bool nonblocking,
+                      Birth birth = Birth::Init) {
   if (passThrough() || !succeededOrPending(result) || comms == nullptr) return;
   guarded("communicator setup", [&] {
+    if (birth == Birth::Child && (nonblocking || result == ncclInProgress)) {
+      // NCCL writes a nonblocking child from its own thread, whenever it is complete: read now
+      // (or at the group's end) it is NULL on one rank and set on another, and ranks that
+      // disagree on whether it is ours would wait for each other. None of them takes it.
+      CAR_INFO(-1, "a nonblocking ncclCommSplit/ncclCommShrink child is not ours: NCCL hands it out later, from "
+                   "its own thread; its all-reduces go to NCCL (not counted)");
+      return;
+    }
     std::vector<std::shared_ptr<CommState>> states;
     for (int i = 0; i < count; ++i) {
       if (comms[i] != nullptr) {
         states.push_back(adoptCommunicator(comms[i], nonblocking || result == ncclInProgress));
-      } else if (insideGroup()) {
-        adoptAtGroupEnd(&comms[i], nonblocking);  // a split or shrink: NCCL fills it in at the group's end
+      } else if (birth == Birth::Child && insideGroup()) {
+        adoptAtGroupEnd(&comms[i]);  // NCCL fills it in at the group's end
       }
     }
     scheduleSetup(real, states);
@@ -215,7 +228,7 @@ CAR_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   if (real == nullptr) return kNoRealNccl;
   const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
   const ncclResult_t result = real->commSplit(comm, color, key, newcomm, config);
-  adoptAndSchedule(*real, result, newcomm, 1, nonblocking);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
   return result;
 }
 
@@ -230,7 +243,7 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
     guarded("ncclCommShrink", [&] { stopBeforeNccl(comm, "ncclCommShrink(NCCL_SHRINK_ABORT)"); });
   }
   const ncclResult_t result = real->commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  adoptAndSchedule(*real, result, newcomm, 1, nonblocking);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
   return result;
 }
 

@@ -14,11 +14,7 @@ thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
 thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
-struct SlotToAdopt {
-  ncclComm_t* slot;
-  bool nonblocking;
-};
-thread_local std::vector<SlotToAdopt> tSlotsInGroup;
+thread_local std::vector<ncclComm_t*> tSlotsInGroup;
 
 void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> pending;
@@ -65,7 +61,7 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
 struct EndedGroup {
   std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
   std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
-  std::vector<SlotToAdopt> slots;                   // splits and shrinks NCCL fills in only now
+  std::vector<ncclComm_t*> slots;                   // blocking splits and shrinks NCCL fills in only now
 };
 
 // Counts a group end; at the outermost one hands over the group's communicators.
@@ -98,8 +94,8 @@ std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) 
   return state;
 }
 
-void adoptAtGroupEnd(ncclComm_t* slot, bool nonblocking) {
-  if (slot != nullptr && tGroupDepth > 0) tSlotsInGroup.push_back(SlotToAdopt{slot, nonblocking});
+void adoptAtGroupEnd(ncclComm_t* slot) {
+  if (slot != nullptr && tGroupDepth > 0) tSlotsInGroup.push_back(slot);
 }
 
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
@@ -129,10 +125,17 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
     for (const auto& state : group.created) markNotEligible(*state, reason);
     return;
   }
-  for (const SlotToAdopt& pending : group.slots) {
-    if (*pending.slot == nullptr) continue;  // NCCL made no communicator for this rank (NCCL_SPLIT_NOCOLOR)
-    auto state = adoptCommunicator(*pending.slot, pending.nonblocking || realResult == ncclInProgress);
-    if (!state->nonblocking) group.created.push_back(state);
+  // A group still in progress has nonblocking members: whether NCCL has written a child yet
+  // would differ from rank to rank, so none is read (as for a nonblocking split, hooks.cc).
+  if (realResult == ncclSuccess) {
+    for (ncclComm_t* slot : group.slots) {
+      // NCCL publishes the child with a release store; NULL: no communicator for this rank.
+      const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      if (child != nullptr) group.created.push_back(adoptCommunicator(child, false));
+    }
+  } else if (!group.slots.empty()) {
+    CAR_INFO(-1, "{} ncclCommSplit/ncclCommShrink child(ren) of a group that ended in progress are not ours: their "
+                 "all-reduces go to NCCL (not counted)", group.slots.size());
   }
   setUpNow(real, group.created);
   setUpNonblocking(real, group.lazy);

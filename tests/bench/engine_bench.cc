@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
       const int blocks = push ? config.maxBlocks : std::min(config.maxBlocks, kMaxBlocks);
       for (std::size_t bytes : kSizes) {
         // A forced kernel that cannot run this size would time the default one instead.
-        if (!canRun(*forcedAlgorithm(algorithm), CommunicatorFacts{ranks, true, 0}, bytes, config)) continue;
+        if (!canRun(*forcedAlgorithm(algorithm), CommunicatorFacts{ranks, true, 0}, bytes, config,
+                    wirePacksPerPack(options.type))) continue;
         Bench bench(copyEngine, bytes, options.type);
         const double eager = bench.eagerMicros();
         const double graph = bench.graphMicros();  // a graph always uses the separate copy

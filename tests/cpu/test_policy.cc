@@ -97,15 +97,15 @@ TEST_CASE("default: 1shot up to the table's limit, then 2shot up to NCCL_CAR_PUS
       const std::size_t limit = oneShotLimit(comm);
       CAPTURE(ranks, capability, limit);
       REQUIRE(limit >= 64 * KiB);
-      CHECK(defaultAlgorithm(comm, 1, config).algorithm == Algorithm::OneShotPush);
-      CHECK(defaultAlgorithm(comm, 16, config).algorithm == Algorithm::OneShotPush);
-      CHECK(defaultAlgorithm(comm, limit, config).algorithm == Algorithm::OneShotPush);
-      CHECK(defaultAlgorithm(comm, limit + 2, config).algorithm == Algorithm::TwoShotPush);
-      CHECK(defaultAlgorithm(comm, config.pushMaxBytes, config).algorithm == Algorithm::TwoShotPush);
-      CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 16, config).algorithm ==
+      CHECK(defaultAlgorithm(comm, 1, config, 1).algorithm == Algorithm::OneShotPush);
+      CHECK(defaultAlgorithm(comm, 16, config, 1).algorithm == Algorithm::OneShotPush);
+      CHECK(defaultAlgorithm(comm, limit, config, 1).algorithm == Algorithm::OneShotPush);
+      CHECK(defaultAlgorithm(comm, limit + 2, config, 1).algorithm == Algorithm::TwoShotPush);
+      CHECK(defaultAlgorithm(comm, config.pushMaxBytes, config, 1).algorithm == Algorithm::TwoShotPush);
+      CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 16, config, 1).algorithm ==
             pullAlgorithm(comm, config.pushMaxBytes + 16));
       // Above the push limit a pull kernel takes any byte count too.
-      CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 18, config).algorithm ==
+      CHECK(defaultAlgorithm(comm, config.pushMaxBytes + 18, config, 1).algorithm ==
             pullAlgorithm(comm, config.pushMaxBytes + 18));
     }
   }
@@ -116,11 +116,11 @@ TEST_CASE("1shot only where every rank's copy fits one receive area", "[policy]"
   config.pushMaxBytes = 64 * KiB;  // areas of about 128 KiB
   const CommunicatorFacts eight{8, true, 90};
   REQUIRE(oneShotLimit(eight) >= 16 * KiB);
-  CHECK(canRun(Algorithm::OneShotPush, eight, 16 * KiB, config));        // 8 x 16 KiB fits
-  CHECK_FALSE(canRun(Algorithm::OneShotPush, eight, 32 * KiB, config));  // 8 x 32 KiB does not
-  CHECK(defaultAlgorithm(eight, 32 * KiB, config).algorithm == Algorithm::TwoShotPush);
-  CHECK(canRun(Algorithm::TwoShotPush, eight, 64 * KiB, config));
-  CHECK_FALSE(canRun(Algorithm::TwoShotPush, eight, 64 * KiB + 2, config));
+  CHECK(canRun(Algorithm::OneShotPush, eight, 16 * KiB, config, 1));        // 8 x 16 KiB fits
+  CHECK_FALSE(canRun(Algorithm::OneShotPush, eight, 32 * KiB, config, 1));  // 8 x 32 KiB does not
+  CHECK(defaultAlgorithm(eight, 32 * KiB, config, 1).algorithm == Algorithm::TwoShotPush);
+  CHECK(canRun(Algorithm::TwoShotPush, eight, 64 * KiB, config, 1));
+  CHECK_FALSE(canRun(Algorithm::TwoShotPush, eight, 64 * KiB + 2, config, 1));
 }
 
 TEST_CASE("NCCL_CAR_PUSH_MAX_BYTES=0 leaves the pull rule alone", "[policy]") {
@@ -129,9 +129,9 @@ TEST_CASE("NCCL_CAR_PUSH_MAX_BYTES=0 leaves the pull rule alone", "[policy]") {
     for (std::size_t bytes : {std::size_t{16}, 256 * KiB, 768 * KiB, 8192 * KiB}) {
       const CommunicatorFacts comm{ranks, true, 90};
       CAPTURE(ranks, bytes);
-      CHECK(defaultAlgorithm(comm, bytes, config).algorithm == pullAlgorithm(comm, bytes));
-      CHECK_FALSE(canRun(Algorithm::OneShotPush, comm, bytes, config));
-      CHECK_FALSE(canRun(Algorithm::TwoShotPush, comm, bytes, config));
+      CHECK(defaultAlgorithm(comm, bytes, config, 1).algorithm == pullAlgorithm(comm, bytes));
+      CHECK_FALSE(canRun(Algorithm::OneShotPush, comm, bytes, config, 1));
+      CHECK_FALSE(canRun(Algorithm::TwoShotPush, comm, bytes, config, 1));
     }
   }
 }
@@ -139,23 +139,23 @@ TEST_CASE("NCCL_CAR_PUSH_MAX_BYTES=0 leaves the pull rule alone", "[policy]") {
 TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy]") {
   Config config;
   config.algorithm = AlgorithmOverride::TwoStage;
-  CHECK(chooseAlgorithm({2, true}, 16, config).algorithm == Algorithm::TwoStage);
-  CHECK(chooseAlgorithm({8, true}, 16, config).algorithm == Algorithm::TwoStage);
+  CHECK(chooseAlgorithm({2, true}, 16, config, 1).algorithm == Algorithm::TwoStage);
+  CHECK(chooseAlgorithm({8, true}, 16, config, 1).algorithm == Algorithm::TwoStage);
   // Pull kernels take any byte count as well.
-  CHECK(chooseAlgorithm({8, true}, 18, config).algorithm == Algorithm::TwoStage);
+  CHECK(chooseAlgorithm({8, true}, 18, config, 1).algorithm == Algorithm::TwoStage);
   config.algorithm = AlgorithmOverride::OneStage;
-  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config).algorithm == Algorithm::OneStage);
-  CHECK_FALSE(chooseAlgorithm({4, false}, 16, config).algorithm.has_value());
+  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config, 1).algorithm == Algorithm::OneStage);
+  CHECK_FALSE(chooseAlgorithm({4, false}, 16, config, 1).algorithm.has_value());
   config.algorithm = AlgorithmOverride::TwoShot;
-  CHECK(chooseAlgorithm({8, true}, 16, config).algorithm == Algorithm::TwoShotPush);
+  CHECK(chooseAlgorithm({8, true}, 16, config, 1).algorithm == Algorithm::TwoShotPush);
   config.algorithm = AlgorithmOverride::OneShot;
-  CHECK(chooseAlgorithm({2, true}, 8192 * KiB, config).algorithm == Algorithm::OneShotPush);
+  CHECK(chooseAlgorithm({2, true}, 8192 * KiB, config, 1).algorithm == Algorithm::OneShotPush);
   // 8 copies of 8 MiB do not fit an area: the default runs it.
-  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config).algorithm == Algorithm::TwoShotPush);
+  CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config, 1).algorithm == Algorithm::TwoShotPush);
   config.algorithm = AlgorithmOverride::Auto;
   const Config pull = pullOnly();
-  CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, pull).algorithm == Algorithm::OneStage);
-  CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, pull).algorithm == Algorithm::TwoStage);
+  CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, pull, 1).algorithm == Algorithm::OneStage);
+  CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, pull, 1).algorithm == Algorithm::TwoStage);
 }
 
 TEST_CASE("decideCall takes an eligible sum of a supported type, of any element count", "[policy]") {
@@ -179,7 +179,7 @@ TEST_CASE("every built-in op and every type is taken, any element count, by pull
           CallFacts call = sumOf(static_cast<ElementType>(t), count);
           call.op = static_cast<ReduceOp>(o);
           CAPTURE(elementTypeName(*call.type), reduceOpName(*call.op), count, config.pushMaxBytes);
-          const CallDecision decision = decideCall({2, true}, call, config);
+          const CallDecision decision = decideCall({2, true, 90}, call, config);
           CHECK(decision.ours);
           CHECK(decision.bytes == count * elementBytes(*call.type));
           CHECK(isPush(decision.algorithm) == (config.pushMaxBytes > 0));
@@ -187,6 +187,38 @@ TEST_CASE("every built-in op and every type is taken, any element count, by pull
       }
     }
   }
+}
+
+TEST_CASE("fp8 only where NCCL reduces it: every GPU sm_90 or newer", "[policy]") {
+  const Config config;
+  for (ElementType fp8 : {ElementType::Float8E4M3, ElementType::Float8E5M2}) {
+    CAPTURE(elementTypeName(fp8));
+    CHECK(decideCall({2, true, 90}, sumOf(fp8, 64), config).ours);
+    CHECK(decideCall({2, true, 100}, sumOf(fp8, 64), config).ours);
+    // NCCL fails these calls; so must the program with the library loaded.
+    CHECK(decideCall({2, true, 80}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
+    // 0: unknown, or the ranks' GPUs differ.
+    CHECK(decideCall({2, true, 0}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
+  }
+  CHECK(decideCall({2, true, 80}, sumOf(ElementType::BFloat16, 64), config).ours);
+}
+
+TEST_CASE("where the area, not the measured limit, stops split packs", "[policy]") {
+  Config config;
+  config.pushMaxBytes = 1024 * KiB;  // areas of about 2 MiB; pull buffers exist above it
+  const CommunicatorFacts two{2, true, 90};
+  // Split packs take 4 x the message in 2shot's area (and in 1shot's at 2 ranks): 600 KiB of
+  // int32 fits neither.
+  CHECK(decideCall(two, sumOf(ElementType::Int32, 600 * KiB / 4), config).algorithm == Algorithm::OneStage);
+  CHECK(decideCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  CHECK(decideCall(two, sumOf(ElementType::Float32, 600 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  // 8 ranks: 1shot's area use is 8 x the message, split 16 x.
+  Config small;
+  small.pushMaxBytes = 64 * KiB;
+  const CommunicatorFacts eight{8, true, 90};
+  CHECK(canRun(Algorithm::OneShotPush, eight, 16 * KiB, small, 1));
+  CHECK_FALSE(canRun(Algorithm::OneShotPush, eight, 16 * KiB, small, 2));
+  CHECK(canRun(Algorithm::OneShotPush, eight, 8 * KiB, small, 2));
 }
 
 TEST_CASE("types without a spare bit pattern send twice the bytes: push limits halve", "[policy]") {
@@ -285,16 +317,16 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
   Config config;  // push kernels up to NCCL_CAR_MAX_BYTES: no pull kernel is ever chosen
   CHECK_FALSE(pullKernelsReachable(config));
   CHECK(pullBufferBytes(config) == 0);
-  CHECK_FALSE(canRun(Algorithm::OneStage, {2, true}, 16, config));
+  CHECK_FALSE(canRun(Algorithm::OneStage, {2, true}, 16, config, 1));
   config.algorithm = AlgorithmOverride::TwoStage;
   CHECK(pullBufferBytes(config) == config.maxBytes);
-  CHECK(canRun(Algorithm::TwoStage, {2, true}, 16, config));
+  CHECK(canRun(Algorithm::TwoStage, {2, true}, 16, config, 1));
   config.algorithm = AlgorithmOverride::OneShot;  // forcing a push kernel changes nothing
   CHECK(pullBufferBytes(config) == 0);
   config.algorithm = AlgorithmOverride::Auto;
   config.pushMaxBytes = config.maxBytes / 2;  // the largest calls go to a pull kernel
   CHECK(pullBufferBytes(config) == config.maxBytes);
-  CHECK(defaultAlgorithm({2, true}, config.maxBytes, config).algorithm == Algorithm::OneStage);
+  CHECK(defaultAlgorithm({2, true}, config.maxBytes, config, 1).algorithm == Algorithm::OneStage);
   // Whatever the settings, a call the policy takes fits the buffers it goes through.
   for (AlgorithmOverride algorithm : {AlgorithmOverride::Auto, AlgorithmOverride::OneStage, AlgorithmOverride::TwoShot}) {
     for (std::size_t pushMax : {std::size_t{0}, std::size_t{64} << 10, config.maxBytes}) {
@@ -302,7 +334,7 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
       c.algorithm = algorithm;
       c.pushMaxBytes = pushMax;
       for (std::size_t bytes : {std::size_t{16}, std::size_t{100}, std::size_t{1} << 20, c.maxBytes}) {
-        const AlgorithmChoice choice = chooseAlgorithm({4, true, 90}, bytes, c);
+        const AlgorithmChoice choice = chooseAlgorithm({4, true, 90}, bytes, c, 1);
         if (!choice.algorithm) continue;
         CAPTURE(overrideName(algorithm), pushMax, bytes);
         CHECK((isPush(*choice.algorithm) ? bytes <= c.pushMaxBytes : bytes <= pullBufferBytes(c)));

@@ -64,8 +64,9 @@ int deviceCapability() {
 }
 
 // The kernel the policy runs this call on: the forced one where it can, else the default.
-Algorithm expectedAlgorithm(int ranks, std::size_t bytes, const Config& config) {
-  return *chooseAlgorithm(CommunicatorFacts{ranks, true, deviceCapability()}, bytes, config).algorithm;
+Algorithm expectedAlgorithm(int ranks, ElementType type, std::size_t bytes, const Config& config) {
+  return *chooseAlgorithm(CommunicatorFacts{ranks, true, deviceCapability()}, bytes, config, wirePacksPerPack(type))
+              .algorithm;
 }
 
 struct CaseResult {
@@ -144,7 +145,7 @@ void runSweep(const Sweep& sweep) {
             INFO(outcome.firstMismatch);
             CHECK(outcome.mismatches == 0);
             CHECK(outcome.differingRank == -1);
-            CHECK(outcome.ran == expectedAlgorithm(ranks, bytes, config));
+            CHECK(outcome.ran == expectedAlgorithm(ranks, type, bytes, config));
             ran[outcome.ran]++;
           }
         }

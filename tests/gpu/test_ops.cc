@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "op_runner.h"
@@ -62,9 +63,9 @@ const char* copyModeName(CopyMode mode) {
 // The kernel a call forced onto `forced` must run on. The pull kernels take any byte count up
 // to NCCL_CAR_MAX_BYTES (the engine stages the input); a push kernel only what its area holds,
 // else the policy's choice (1shot falls back to 2shot).
-Algorithm expectedKernel(Algorithm forced, int ranks, std::size_t bytes, const Config& config) {
+Algorithm expectedKernel(Algorithm forced, int ranks, ElementType type, std::size_t bytes, const Config& config) {
   if (!isPush(forced)) return forced;
-  return *chooseAlgorithm(facts(ranks), bytes, config).algorithm;
+  return *chooseAlgorithm(facts(ranks), bytes, config, wirePacksPerPack(type)).algorithm;
 }
 
 std::string shiftsText(const std::vector<std::size_t>& shifts) {
@@ -196,7 +197,7 @@ void runMatrix(AlgorithmOverride override, std::uint64_t seed) {
           const OpOutcome outcome = runner.run(call, drawInputs(type, op, count, ranks, random));
           const std::size_t bytes = count * elementBytes(type);
           log.check(describeCall(ranks, algorithmName(forced), call) + ", " + copyModeName(copy), call, outcome,
-                    expectedKernel(forced, ranks, bytes, config));
+                    expectedKernel(forced, ranks, type, bytes, config));
         }
       }
     }
@@ -238,12 +239,18 @@ TEST_CASE("the policy's switch points, every op and type on either side", "[gpu]
     config.pushMaxBytes = 64 * KiB;
     config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
     OpRunner runner(kDevice, ranks, configsFor(config, CopyMode::Default), MiB);
-    std::vector<std::size_t> switches;  // bytes b: the kernel for b differs from that for b - 16
-    for (std::size_t bytes = 32; bytes <= MiB - 64; bytes += 16) {
-      if (chooseAlgorithm(facts(ranks), bytes, config).algorithm != chooseAlgorithm(facts(ranks), bytes - 16, config).algorithm) {
-        switches.push_back(bytes);
+    // bytes b: the kernel for b differs from that for b - 16, for types that travel as they
+    // are (wire 1) or split (wire 2: integers, fp64), whose switch points differ.
+    std::set<std::size_t> switchSet;
+    for (int wire : {1, 2}) {
+      for (std::size_t bytes = 32; bytes <= MiB - 64; bytes += 16) {
+        if (chooseAlgorithm(facts(ranks), bytes, config, wire).algorithm !=
+            chooseAlgorithm(facts(ranks), bytes - 16, config, wire).algorithm) {
+          switchSet.insert(bytes);
+        }
       }
     }
+    const std::vector<std::size_t> switches(switchSet.begin(), switchSet.end());
     CAPTURE(ranks);
     CHECK(switches.size() >= (ranks == 2 ? 1u : 2u));
     for (std::size_t bytes : switches) {
@@ -292,7 +299,7 @@ TEST_CASE("NaN, infinities, zeros, subnormals and extremes with every op on ever
             const OpCall call = makeCall(type, op, count, ranks, callIndex++);
             const OpOutcome outcome = runner.run(call, specialInputs(type, op, count, ranks, random));
             log.check(describeCall(ranks, algorithmName(forced), call), call, outcome,
-                      expectedKernel(forced, ranks, count * elementBytes(type), config));
+                      expectedKernel(forced, ranks, type, count * elementBytes(type), config));
           }
         }
       }
@@ -323,7 +330,7 @@ TEST_CASE("small share of the op and type matrix for compute-sanitizer", "[.][sa
         const OpCall call = makeCall(type, op, 1001, ranks, callIndex++);
         const OpOutcome outcome = runner.run(call, drawInputs(type, op, 1001, ranks, random));
         log.check(describeCall(ranks, algorithmName(forced), call), call, outcome,
-                  expectedKernel(forced, ranks, 1001 * elementBytes(type), config));
+                  expectedKernel(forced, ranks, type, 1001 * elementBytes(type), config));
       }
     }
   }

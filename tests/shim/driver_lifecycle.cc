@@ -1,6 +1,7 @@
 // Scenario "lifecycle": every way a communicator is born and dies, one all-reduce on each.
 // Setup traffic is expected in: init, init.cfg, init.scal, initall, split, shrink (blocking,
-// outside a group) and ar.c3, ar.c4, ar.c8 (first all-reduce of a nonblocking communicator).
+// outside a group) and ar.c3, ar.c4 (first all-reduce of a nonblocking communicator). Not ar.c8:
+// a nonblocking split's child is never ours.
 #include <string>
 
 #include "driver_common.h"
