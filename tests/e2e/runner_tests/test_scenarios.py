@@ -149,11 +149,11 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 10 + ["stop"])
 
     def test_nccl_tests_every_op_fails_on_any_other_forward(self):
-        machine = self.launching_machine(1, FAKE_REASONS="too-large=12 size-not-16B-multiple=2")
+        machine = self.launching_machine(1, FAKE_REASONS="too-large=12 symmetric-window=2")
         self.assertEqual(self.run_scenario("nccl-tests-all-ops-2ranks", machine=machine), FAIL)
         said = "\n".join(self.said)
         self.assertIn("not met: no call forwarded but too-large or empty", said)
-        self.assertIn("forwarded for other reasons: size-not-16B-multiple=4", said)
+        self.assertIn("forwarded for other reasons: symmetric-window=4", said)
         # The small sizes hold a whole element of every type: empty is not allowed there.
         self.said.clear()
         machine = self.launching_machine(1, FAKE_REASONS="empty=1")

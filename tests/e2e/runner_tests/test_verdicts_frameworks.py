@@ -106,7 +106,7 @@ class NcclTestsEveryTypeTest(unittest.TestCase):
         self.assertEqual(self.verdict(older).status, PASS)
 
     def test_a_forward_for_any_other_reason_fails_and_is_named(self):
-        for reason in ("op", "type", "size-not-16B-multiple", "ineligible-comm", "failed", "comm-not-ready"):
+        for reason in ("op", "type", "symmetric-window", "ineligible-comm", "failed", "comm-not-ready"):
             with self.subTest(reason=reason):
                 verdict = self.verdict(every_type_log(reasons=f"too-large=60 {reason}=3"))
                 self.assertEqual(verdict.status, FAIL)
