@@ -207,11 +207,13 @@ reasons = os.environ.get("FAKE_REASONS", "")
 forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
 shown = ("LOCAL_RANK", "E2E_ONE_GPU_PER_RANK", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "LD_PRELOAD",
          "NCCL_NVLS_ENABLE")
-print(f"rank {{rank}} env", " ".join(name + "=" + os.environ.get(name, "-") for name in shown), flush=True)
-sys.stderr.write(log(setup(rank, ranks),
-                     released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),
-                              forwarded=forwarded, reasons=reasons)))
-print(f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, 0 skipped), 0 wrong")
+# One write a line: the ranks share torchrun's output, and print's pieces could interleave.
+os.write(1, (f"rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, "-") for name in shown) + "\\n").encode())
+os.write(2, log(setup(rank, ranks),
+                released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),
+                         forwarded=forwarded, reasons=reasons)).encode())
+os.write(1, f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, 0 skipped), "
+            "0 wrong\\n".encode())
 """
 
 
