@@ -21,11 +21,11 @@ def no_nvml(context):
 
 
 def cycles(context):
-    """cycles_e2e, E2E_CYCLES (default 1000) split/all-reduce/destroy cycles on 2 ranks: on
+    """cycles_e2e, E2E_CYCLES (default 150) split/all-reduce/destroy cycles on 2 ranks: on
     GPUs 0 and 1, or with one GPU, 2 processes on it under MPS. Device memory, open files
     and mappings end where they started."""
     program = context.build.program("cycles_e2e")
-    count = context.machine.env.get("E2E_CYCLES", "1000")
+    count = context.machine.env.get("E2E_CYCLES", "150")
     if context.machine.gpus >= 2:
         finished = context.run_ranks("cycles", 2, lambda rank, id_file: [program, str(rank), "2", id_file, count,
                                                                          str(rank)],
