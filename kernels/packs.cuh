@@ -89,23 +89,68 @@ struct PackOf {
   };
 };
 
+// fp8 converts two elements per instruction on sm_89 and newer (cvt ... e4m3x2 / e5m2x2),
+// where one at a time costs two conversions each way (fp8 <-> fp16 <-> fp32). The pair's
+// first element is the low byte, as in memory. The results are the one-at-a-time ones:
+// fp8 -> fp32 is exact, fp32 -> fp8 rounds to nearest even and saturates (__NV_SATFINITE,
+// as the __nv_fp8_e4m3 / __nv_fp8_e5m2 constructors do).
+template <typename T>
+constexpr bool kIsFp8 = std::is_same<T, __nv_fp8_e4m3>::value || std::is_same<T, __nv_fp8_e5m2>::value;
+
+template <typename T>
+constexpr __nv_fp8_interpretation_t kFp8Kind = std::is_same<T, __nv_fp8_e4m3>::value ? __NV_E4M3 : __NV_E5M2;
+
+__device__ __forceinline__ std::uint32_t packWord(const Pack& pack, int k) {
+  return k == 0 ? pack.bits.x : k == 1 ? pack.bits.y : k == 2 ? pack.bits.z : pack.bits.w;
+}
+
+template <typename T>
+__device__ __forceinline__ float2 widenFp8Pair(std::uint32_t pair) {
+  const __half2_raw halves = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), kFp8Kind<T>);
+  return __half22float2(__half2(halves));
+}
+
+template <typename T>
+__device__ __forceinline__ std::uint32_t narrowFp8Pair(float low, float high) {
+  return __nv_cvt_float2_to_fp8x2(make_float2(low, high), __NV_SATFINITE, kFp8Kind<T>);
+}
+
 template <typename T>
 __device__ __forceinline__ void accumulate(typename PackOf<T>::Accum& sum, const Pack& pack, bool first,
                                            ReduceOp op) {
-  const T* elems = reinterpret_cast<const T*>(&pack.bits);
+  if constexpr (kIsFp8<T>) {
 #pragma unroll
-  for (int i = 0; i < PackOf<T>::kElems; ++i) {
-    const auto value = PackOf<T>::Math::widen(elems[i]);
-    sum.lane[i] = first ? value : combine(op, sum.lane[i], value);
+    for (int i = 0; i < PackOf<T>::kElems; i += 2) {
+      const float2 pair = widenFp8Pair<T>(packWord(pack, i / 4) >> (8 * (i % 4)) & 0xFFFFu);
+      sum.lane[i] = first ? pair.x : combine(op, sum.lane[i], pair.x);
+      sum.lane[i + 1] = first ? pair.y : combine(op, sum.lane[i + 1], pair.y);
+    }
+  } else {
+    const T* elems = reinterpret_cast<const T*>(&pack.bits);
+#pragma unroll
+    for (int i = 0; i < PackOf<T>::kElems; ++i) {
+      const auto value = PackOf<T>::Math::widen(elems[i]);
+      sum.lane[i] = first ? value : combine(op, sum.lane[i], value);
+    }
   }
 }
 
 template <typename T>
 __device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum, ReduceOp op, int ranks) {
   Pack pack;
-  T* elems = reinterpret_cast<T*>(&pack.bits);
+  if constexpr (kIsFp8<T>) {
+    std::uint32_t words[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-  for (int i = 0; i < PackOf<T>::kElems; ++i) elems[i] = PackOf<T>::Math::narrow(finish(op, sum.lane[i], ranks));
+    for (int i = 0; i < PackOf<T>::kElems; i += 2) {
+      words[i / 4] |= narrowFp8Pair<T>(finish(op, sum.lane[i], ranks), finish(op, sum.lane[i + 1], ranks))
+                      << (8 * (i % 4));
+    }
+    pack.bits = make_uint4(words[0], words[1], words[2], words[3]);
+  } else {
+    T* elems = reinterpret_cast<T*>(&pack.bits);
+#pragma unroll
+    for (int i = 0; i < PackOf<T>::kElems; ++i) elems[i] = PackOf<T>::Math::narrow(finish(op, sum.lane[i], ranks));
+  }
   return pack;
 }
 
