@@ -118,20 +118,18 @@ __device__ __forceinline__ unsigned peersOf(int rank) {
 template <typename T, int kRanks>
 __device__ __forceinline__ Pack reduceInRankOrder(const Pack (&got)[kRanks], const Pack& own, int rank,
                                                   ReduceOp op) {
-  return withReduceOp(op, [&](auto constantOp) {
-    typename PackOf<T>::Accum sum;
+  typename PackOf<T>::Accum sum;
 #pragma unroll
-    for (int r = 0; r < kRanks; ++r) {
-      // A select of the bits, not of a reference: keeps got[] in registers.
-      Pack source;
-      source.bits.x = r == rank ? own.bits.x : got[r].bits.x;
-      source.bits.y = r == rank ? own.bits.y : got[r].bits.y;
-      source.bits.z = r == rank ? own.bits.z : got[r].bits.z;
-      source.bits.w = r == rank ? own.bits.w : got[r].bits.w;
-      accumulate<T>(sum, source, r == 0, constantOp.value);
-    }
-    return roundToPack<T>(sum, constantOp.value, kRanks);
-  });
+  for (int r = 0; r < kRanks; ++r) {
+    // A select of the bits, not of a reference: keeps got[] in registers.
+    Pack source;
+    source.bits.x = r == rank ? own.bits.x : got[r].bits.x;
+    source.bits.y = r == rank ? own.bits.y : got[r].bits.y;
+    source.bits.z = r == rank ? own.bits.z : got[r].bits.z;
+    source.bits.w = r == rank ? own.bits.w : got[r].bits.w;
+    accumulate<T>(sum, source, r == 0, op);
+  }
+  return roundToPack<T>(sum, op, kRanks);
 }
 
 }  // namespace car

@@ -106,20 +106,54 @@ TEST_CASE("buffer block layout: Signal, PushState, tmp and staging, then three p
   CHECK(pullOnly.totalBytes == pullOnly.areasOffset);
 }
 
-TEST_CASE("push grid: one pack per thread, a lone block only as wide as its packs", "[geometry]") {
+TEST_CASE("push grid: one pack per thread, small blocks up to 256 KiB per rank, a lone block only as wide as "
+          "its packs", "[geometry]") {
+  CHECK(pushThreadsPerBlock(1) == kSmallPushBlockThreads);
+  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo) == kSmallPushBlockThreads);
+  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo + 1) == kThreadsPerBlock);
   CHECK(pushGridBlocks(1, kMaxPushBlocks) == 1);
-  CHECK(pushGridBlocks(512, kMaxPushBlocks) == 1);
-  CHECK(pushGridBlocks(513, kMaxPushBlocks) == 2);
-  CHECK(pushGridBlocks(4096, kMaxPushBlocks) == 8);        // 64 KiB, 1shot
+  CHECK(pushGridBlocks(64, kMaxPushBlocks) == 1);          // 1 KiB, 1shot
+  CHECK(pushGridBlocks(128, kMaxPushBlocks) == 1);
+  CHECK(pushGridBlocks(129, kMaxPushBlocks) == 2);
+  CHECK(pushGridBlocks(256, kMaxPushBlocks) == 2);         // 4 KiB
+  CHECK(pushGridBlocks(1024, kMaxPushBlocks) == 8);        // 16 KiB
+  CHECK(pushGridBlocks(4096, kMaxPushBlocks) == 32);       // 64 KiB
+  CHECK(pushGridBlocks(16384, kMaxPushBlocks) == 128);     // 256 KiB
+  CHECK(pushGridBlocks(16385, kMaxPushBlocks) == 33);      // full blocks from here
   CHECK(pushGridBlocks(65536, kMaxPushBlocks) == 128);     // 1 MiB, 1shot
+  CHECK(pushGridBlocks(1024, 4) == 4);                     // the caller's cap: more packs per thread
   CHECK(pushGridBlocks(65536, 16) == 16);
   CHECK(pushGridBlocks(65536, 1000) == kMaxPushBlocks);
   CHECK(pushBlockThreads(1, 1) == 32);
   CHECK(pushBlockThreads(64, 1) == 64);                    // 1 KiB
   CHECK(pushBlockThreads(65, 1) == 96);
-  CHECK(pushBlockThreads(512, 1) == 512);
-  CHECK(pushBlockThreads(4096, 8) == kThreadsPerBlock);
+  CHECK(pushBlockThreads(128, 1) == 128);
+  CHECK(pushBlockThreads(129, 2) == 96);
+  CHECK(pushBlockThreads(256, 2) == kSmallPushBlockThreads);   // 4 KiB
+  CHECK(pushBlockThreads(1024, 8) == kSmallPushBlockThreads);  // 16 KiB
+  CHECK(pushBlockThreads(16384, 128) == kSmallPushBlockThreads);
+  CHECK(pushBlockThreads(1024, 1) == kThreadsPerBlock);        // capped: the block widens
+  CHECK(pushBlockThreads(4096, 8) == kThreadsPerBlock);        // 64 KiB, 8 ranks on one GPU
+  CHECK(pushBlockThreads(2048, 8) == 256);
+  CHECK(pushBlockThreads(65536, 128) == kThreadsPerBlock);
   CHECK(pushBlockThreads(65536, 1) == kThreadsPerBlock);   // one block, grid-stride loop
+  // Every pack is some thread's: the grid, or its stride loop, covers the work.
+  for (long long work : {1LL, 63LL, 128LL, 129LL, 1000LL, 16384LL, 16385LL, 100000LL}) {
+    for (int cap : {1, 3, 8, 128}) {
+      const int blocks = pushGridBlocks(work, cap);
+      CAPTURE(work, cap);
+      CHECK(blocks >= 1);
+      CHECK(blocks <= cap);
+      CHECK(pushBlockThreads(work, blocks) % 32 == 0);
+      CHECK(pushBlockThreads(work, blocks) <= kThreadsPerBlock);
+      // One pack per thread wherever the width allows it.
+      if (pushBlockThreads(work, blocks) < kThreadsPerBlock) {
+        CHECK(static_cast<long long>(blocks) * pushBlockThreads(work, blocks) >= work);
+      }
+      // The grid's own count (no cap) never widens a block past pushThreadsPerBlock.
+      if (blocks < cap) CHECK(pushBlockThreads(work, blocks) <= pushThreadsPerBlock(work));
+    }
+  }
 }
 
 TEST_CASE("push rotation: every copy of the area index is advanced by exactly one block of any grid",
