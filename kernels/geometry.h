@@ -54,41 +54,47 @@ CAR_HOST_DEVICE constexpr long long packsOf(long long bytes) {
   return (bytes + static_cast<long long>(kPackBytes) - 1) / static_cast<long long>(kPackBytes);
 }
 
-// Threads per block for `work` packs per rank. A block's pushes leave its multiprocessor at
-// a limited rate (on 2 H200s the time of a call grew with the bytes per block, not with the
-// message: 8 KiB per block cost 0.4 us more than 1 KiB), so up to 256 KiB per rank the
-// packs are spread over blocks of 128 threads, one pack per thread: 4 KiB takes 2 blocks,
-// 16 KiB 8, 256 KiB 128. Above that every multiprocessor is busy anyway and full blocks of
-// kThreadsPerBlock measured faster (docs/benchmarks.md, "Block shape of the push kernels").
+// Threads per block for `work` packs per rank, as the grid would have them with no cap. A
+// block's pushes leave its multiprocessor at a limited rate (on 2 H200s the time of a call
+// grew with the bytes per block, not with the message: 8 KiB per block cost 0.4 us more than
+// 1 KiB), so up to 256 KiB per rank the packs are spread over blocks of 128 threads, one
+// pack per thread: 4 KiB takes 2 blocks, 16 KiB 8, 256 KiB 128. Above that, full blocks for
+// 1shot and half ones for 2shot, up to kMaxPushBlocks of them, measured fastest on 2 H200s
+// (docs/benchmarks.md, "Block shape of the push kernels").
 constexpr int kSmallPushBlockThreads = 128;
 constexpr long long kSmallPushWorkUpTo = 16384;  // packs per rank
+constexpr int kLargeOneShotBlockThreads = kThreadsPerBlock;
+constexpr int kLargeTwoShotBlockThreads = kThreadsPerBlock / 2;
 
-CAR_HOST_DEVICE constexpr int pushThreadsPerBlock(long long work) {
-  return work <= kSmallPushWorkUpTo ? kSmallPushBlockThreads : kThreadsPerBlock;
+CAR_HOST_DEVICE constexpr int pushThreadsPerBlock(long long work, bool twoShot) {
+  if (work <= kSmallPushWorkUpTo) return kSmallPushBlockThreads;
+  return twoShot ? kLargeTwoShotBlockThreads : kLargeOneShotBlockThreads;
 }
 
 // Blocks for `work` packs per rank: one pack per thread of pushThreadsPerBlock, at least one
 // block, at most maxBlocks (the caller's limit, itself at most kMaxPushBlocks); beyond that
 // the kernels' loops stride over the rest.
-CAR_HOST_DEVICE constexpr int pushGridBlocks(long long work, int maxBlocks) {
+CAR_HOST_DEVICE constexpr int pushGridBlocks(long long work, bool twoShot, int maxBlocks) {
   const int limit = maxBlocks < kMaxPushBlocks ? maxBlocks : kMaxPushBlocks;
-  const long long perBlock = pushThreadsPerBlock(work);
+  const long long perBlock = pushThreadsPerBlock(work, twoShot);
   long long wanted = (work + perBlock - 1) / perBlock;
   if (wanted < 1) wanted = 1;
   return wanted < limit ? static_cast<int>(wanted) : limit;
 }
 
-// Threads per block: one pack per thread as far as kThreadsPerBlock allows. Where the grid
-// has pushGridBlocks' own count, that is at most pushThreadsPerBlock (a lone small block
-// gets only the warps its packs need: small calls are dominated by the launch and the spin).
-// Where the caller's cap left fewer blocks (several ranks sharing one GPU), the blocks widen
-// instead of striding: on one H200, 8 ranks at 64 KiB took 9.9 us in 8 blocks of 128
-// threads and 5.8 in 8 of 512.
-CAR_HOST_DEVICE constexpr int pushBlockThreads(long long work, int blocks) {
+// Threads per block for a grid of `blocks`: one pack per thread as far as the width allows.
+// With pushGridBlocks' own count that is at most pushThreadsPerBlock (a lone small block gets
+// only the warps its packs need: small calls are dominated by the launch and the spin). Where
+// a cap left fewer blocks (several ranks sharing one GPU, NCCL_CAR_MAX_BLOCKS), the blocks
+// widen up to kThreadsPerBlock instead of striding: on one H200, 8 ranks at 64 KiB took 9.9
+// us in 8 blocks of 128 threads and 5.8 in 8 of 512. With every block in use, the threads
+// stay pushThreadsPerBlock and stride.
+CAR_HOST_DEVICE constexpr int pushBlockThreads(long long work, bool twoShot, int blocks) {
   const long long perBlock = (work + blocks - 1) / blocks;
-  const long long threads = (perBlock + 31) / 32 * 32;
-  if (threads < 32) return 32;
-  return threads < kThreadsPerBlock ? static_cast<int>(threads) : kThreadsPerBlock;
+  long long threads = (perBlock + 31) / 32 * 32;
+  const long long widest = blocks >= kMaxPushBlocks ? pushThreadsPerBlock(work, twoShot) : kThreadsPerBlock;
+  if (threads > widest) threads = widest;
+  return threads < 32 ? 32 : static_cast<int>(threads);
 }
 
 // 1shot: rank r's whole message goes into slot r of every peer's area.

@@ -11,8 +11,8 @@
 
 namespace car {
 
-template <typename T, int kRanks>
-__global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchArgs args) {
+template <typename T, int kRanks, typename Op>
+__device__ __forceinline__ void oneShotPush(const LaunchArgs& args, Op op) {
   constexpr int kWire = kWirePacksOf<T>;
   waitForPreviousGrid();
   allowNextGrid();
@@ -55,8 +55,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchA
     const Pack own = i == first ? firstPack : ownPack(i);
     Pack got[kRanks];
     if (!awaitPacks<kRanks, kWire>(slots, slotWirePacks, i, peersOf<kRanks>(rank), got, args.abortFlag)) return;
-    storeMessagePack(args.output, i, args.bytes, outputAligned, reduceInRankOrder<T, kRanks>(got, own, rank, args.op));
+    storeMessagePack(args.output, i, args.bytes, outputAligned, reduceInRankOrder<T, kRanks>(got, own, rank, op));
   }
+}
+
+template <typename T, int kRanks>
+__global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchArgs args) {
+  withSumSpecialized(args.op, [&](auto op) { oneShotPush<T, kRanks>(args, op); });
 }
 
 template <typename T, int kRanks>

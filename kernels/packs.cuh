@@ -159,6 +159,25 @@ __device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum
   return pack;
 }
 
+// Runs body(ReduceOp) with the op as a compile-time constant when it is Sum, the op nearly
+// every call makes, and as the run-time value otherwise: two copies of the kernel body, one
+// branch on entry. With the constant, the reduction is one add per element; the branchless
+// any-op combine costs several. That matters because every warp of a block reduces at the
+// same moment (the packs arrive together): the any-op body alone cost 0.1-0.3 us a call on 2
+// H200s from 512 KiB up, and 0.1 at 1-2 KiB.
+struct SumOp {
+  __device__ constexpr operator ReduceOp() const { return ReduceOp::Sum; }
+};
+
+template <typename Body>
+__device__ __forceinline__ void withSumSpecialized(ReduceOp op, Body body) {
+  if (op == ReduceOp::Sum) {
+    body(SumOp{});
+  } else {
+    body(op);
+  }
+}
+
 // Reduction of pack `index` over `sources` in the order given. All loads are issued before
 // the first operation (the loop is unrolled and the loads are independent), so the remote
 // reads are in flight together.

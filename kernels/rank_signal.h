@@ -13,7 +13,7 @@ namespace car {
 // slots. The push kernels have no barrier; kMaxPushBlocks only sizes PushState::areaOf.
 constexpr int kMaxRanks = 8;
 constexpr int kMaxBlocks = 36;
-constexpr int kMaxPushBlocks = 128;
+constexpr int kMaxPushBlocks = 256;
 constexpr int kThreadsPerBlock = 512;
 constexpr std::size_t kPackBytes = 16;
 // Receive areas of the push kernels, used in rotation: call k writes area k % 3 and clears

@@ -16,8 +16,8 @@
 
 namespace car {
 
-template <typename T, int kRanks>
-__global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchArgs args) {
+template <typename T, int kRanks, typename Op>
+__device__ __forceinline__ void twoShotPush(const LaunchArgs& args, Op op) {
   constexpr int kWire = kWirePacksOf<T>;
   waitForPreviousGrid();
   allowNextGrid();
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
     const Pack own = ownPack(g);
     Pack got[kRanks];
     if (!awaitPacks<kRanks, kWire>(scatter, slotWirePacks, o, peersOf<kRanks>(rank), got, args.abortFlag)) return;
-    const Pack reduced = wireSafe<kWire>(reduceInRankOrder<T, kRanks>(got, own, rank, args.op));
+    const Pack reduced = wireSafe<kWire>(reduceInRankOrder<T, kRanks>(got, own, rank, op));
     const WirePack<kWire> wire = encodeWire<kWire>(reduced);
 #pragma unroll
     for (int q = 0; q < kRanks; ++q) {
@@ -88,6 +88,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
       if (expected >> j & 1u) storeMessagePack(args.output, j * shard + o, args.bytes, outputAligned, got[j]);
     }
   }
+}
+
+template <typename T, int kRanks>
+__global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchArgs args) {
+  withSumSpecialized(args.op, [&](auto op) { twoShotPush<T, kRanks>(args, op); });
 }
 
 template <typename T, int kRanks>

@@ -126,8 +126,9 @@ cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecis
     args->input = call.send;
     const long long work = decision.algorithm == Algorithm::OneShotPush ? args->packs
                                                                         : twoShotShardPacks(args->packs, options_.ranks);
-    args->blocks = pushGridBlocks(work, options_.config.maxBlocks);
-    args->threads = pushBlockThreads(work, args->blocks);
+    const bool twoShot = decision.algorithm == Algorithm::TwoShotPush;
+    args->blocks = pushGridBlocks(work, twoShot, options_.config.maxBlocks);
+    args->threads = pushBlockThreads(work, twoShot, args->blocks);
     return cudaSuccess;
   }
   args->blocks = gridBlocks(args->packs, std::min(options_.config.maxBlocks, kMaxBlocks));

@@ -119,7 +119,7 @@ class RunTest(unittest.TestCase):
 
     def test_usage_errors(self):
         for options in (["--"], [], ["--algo", "fast", "--", "true"], ["--max-bytes", "17", "--", "true"],
-                        ["--max-bytes", "2G", "--", "true"], ["--max-blocks", "129", "--", "true"],
+                        ["--max-bytes", "2G", "--", "true"], ["--max-blocks", "257", "--", "true"],
                         ["--max-blocks", "x", "--", "true"], ["--debug", "LOUD", "--", "true"],
                         ["--bogus", "--", "true"]):
             with self.subTest(options=options):
@@ -128,10 +128,10 @@ class RunTest(unittest.TestCase):
                 self.assertIn("error:", result.stderr)
 
     def test_refusals_are_the_library_s_own_words(self):
-        result = run_tool("run", "--lib", self.library, "--max-bytes", "8K", "--max-blocks", "129", "--", "true")
+        result = run_tool("run", "--lib", self.library, "--max-bytes", "8K", "--max-blocks", "257", "--", "true")
         self.assertEqual(result.returncode, 2, result.stderr)
-        self.assertIn("nccl-car run: error: the library would ignore it: invalid value '129' for "
-                      "NCCL_CAR_MAX_BLOCKS (expected 1 to 128), using default 128", result.stderr)
+        self.assertIn("nccl-car run: error: the library would ignore it: invalid value '257' for "
+                      "NCCL_CAR_MAX_BLOCKS (expected 1 to 256), using default 256", result.stderr)
         self.assertNotIn("NCCL_CAR_MAX_BYTES", result.stderr)  # 8K is fine
 
     def test_without_the_query_program_values_pass_unchecked(self):

@@ -69,7 +69,7 @@ class EffectiveSettingsTest(unittest.TestCase):
         self.assertTrue(effective["checked"])
         values = effective["values"]
         self.assertEqual((values["NCCL_CAR_MAX_BYTES"], values["NCCL_CAR_MAX_BLOCKS"], values["NCCL_CAR_ALGO"],
-                          values["NCCL_CAR_COPY_IN_KERNEL_BYTES"]), (8 << 20, 128, "auto", 512 << 10))
+                          values["NCCL_CAR_COPY_IN_KERNEL_BYTES"]), (8 << 20, 256, "auto", 512 << 10))
         self.assertIs(values["NCCL_CAR_DISABLE"], False)
         self.assertIsNone(values["NCCL_CAR_NCCL_LIB"])
         self.assertEqual(effective["problems"], [])
@@ -97,7 +97,7 @@ class EffectiveSettingsTest(unittest.TestCase):
         values = effective["values"]
         self.assertEqual(values["NCCL_CAR_MAX_BYTES"], 8 << 20)
         self.assertEqual(values["NCCL_CAR_COPY_IN_KERNEL_BYTES"], 512 << 10)
-        self.assertEqual(values["NCCL_CAR_MAX_BLOCKS"], 128)
+        self.assertEqual(values["NCCL_CAR_MAX_BLOCKS"], 256)
         self.assertEqual(values["NCCL_CAR_ALGO"], "auto")
         problems = "\n".join(effective["problems"])
         self.assertIn("invalid value '8M' for NCCL_CAR_MAX_BYTES (expected 16 to 1073741824 bytes, a multiple "
@@ -118,10 +118,10 @@ class EffectiveSettingsTest(unittest.TestCase):
         self.assertIsNone(settings.refuse_ignored({"NCCL_CAR_ALGO": "1shot"}, {"NCCL_CAR_QUERY": self.query.path},
                                                   None))
         with self.assertRaises(UsageError) as refused:
-            settings.refuse_ignored({"NCCL_CAR_MAX_BLOCKS": "129", "NCCL_CAR_ALGO": "2stage"},
+            settings.refuse_ignored({"NCCL_CAR_MAX_BLOCKS": "257", "NCCL_CAR_ALGO": "2stage"},
                                     {"NCCL_CAR_QUERY": self.query.path}, None)
-        self.assertEqual(str(refused.exception), "the library would ignore it: invalid value '129' for "
-                                                 "NCCL_CAR_MAX_BLOCKS (expected 1 to 128), using default 128")
+        self.assertEqual(str(refused.exception), "the library would ignore it: invalid value '257' for "
+                                                 "NCCL_CAR_MAX_BLOCKS (expected 1 to 256), using default 256")
 
     def test_at_least_info(self):
         self.assertEqual(settings.at_least_info(None), "INFO")

@@ -83,7 +83,7 @@ TEST_CASE("bad values warn by name and keep the default", "[config]") {
       {"NCCL_CAR_MAX_BYTES", " 16"},      {"NCCL_CAR_MAX_BYTES", "17"},
       {"NCCL_CAR_MAX_BYTES", "0"},        {"NCCL_CAR_MAX_BYTES", "99999999999999999999999"},
       {"NCCL_CAR_MAX_BYTES", "2147483648"},
-      {"NCCL_CAR_MAX_BLOCKS", "0"},       {"NCCL_CAR_MAX_BLOCKS", "129"},
+      {"NCCL_CAR_MAX_BLOCKS", "0"},       {"NCCL_CAR_MAX_BLOCKS", "257"},
       {"NCCL_CAR_PUSH_MAX_BYTES", "17"},  {"NCCL_CAR_PUSH_MAX_BYTES", "2147483648"},
       {"NCCL_CAR_PUSH_MAX_BYTES", "8M"},  {"NCCL_CAR_PDL", "2"},
       {"NCCL_CAR_ALGO", "push"},

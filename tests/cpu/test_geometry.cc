@@ -108,50 +108,59 @@ TEST_CASE("buffer block layout: Signal, PushState, tmp and staging, then three p
 
 TEST_CASE("push grid: one pack per thread, small blocks up to 256 KiB per rank, a lone block only as wide as "
           "its packs", "[geometry]") {
-  CHECK(pushThreadsPerBlock(1) == kSmallPushBlockThreads);
-  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo) == kSmallPushBlockThreads);
-  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo + 1) == kThreadsPerBlock);
-  CHECK(pushGridBlocks(1, kMaxPushBlocks) == 1);
-  CHECK(pushGridBlocks(64, kMaxPushBlocks) == 1);          // 1 KiB, 1shot
-  CHECK(pushGridBlocks(128, kMaxPushBlocks) == 1);
-  CHECK(pushGridBlocks(129, kMaxPushBlocks) == 2);
-  CHECK(pushGridBlocks(256, kMaxPushBlocks) == 2);         // 4 KiB
-  CHECK(pushGridBlocks(1024, kMaxPushBlocks) == 8);        // 16 KiB
-  CHECK(pushGridBlocks(4096, kMaxPushBlocks) == 32);       // 64 KiB
-  CHECK(pushGridBlocks(16384, kMaxPushBlocks) == 128);     // 256 KiB
-  CHECK(pushGridBlocks(16385, kMaxPushBlocks) == 33);      // full blocks from here
-  CHECK(pushGridBlocks(65536, kMaxPushBlocks) == 128);     // 1 MiB, 1shot
-  CHECK(pushGridBlocks(1024, 4) == 4);                     // the caller's cap: more packs per thread
-  CHECK(pushGridBlocks(65536, 16) == 16);
-  CHECK(pushGridBlocks(65536, 1000) == kMaxPushBlocks);
-  CHECK(pushBlockThreads(1, 1) == 32);
-  CHECK(pushBlockThreads(64, 1) == 64);                    // 1 KiB
-  CHECK(pushBlockThreads(65, 1) == 96);
-  CHECK(pushBlockThreads(128, 1) == 128);
-  CHECK(pushBlockThreads(129, 2) == 96);
-  CHECK(pushBlockThreads(256, 2) == kSmallPushBlockThreads);   // 4 KiB
-  CHECK(pushBlockThreads(1024, 8) == kSmallPushBlockThreads);  // 16 KiB
-  CHECK(pushBlockThreads(16384, 128) == kSmallPushBlockThreads);
-  CHECK(pushBlockThreads(1024, 1) == kThreadsPerBlock);        // capped: the block widens
-  CHECK(pushBlockThreads(4096, 8) == kThreadsPerBlock);        // 64 KiB, 8 ranks on one GPU
-  CHECK(pushBlockThreads(2048, 8) == 256);
-  CHECK(pushBlockThreads(65536, 128) == kThreadsPerBlock);
-  CHECK(pushBlockThreads(65536, 1) == kThreadsPerBlock);   // one block, grid-stride loop
-  // Every pack is some thread's: the grid, or its stride loop, covers the work.
-  for (long long work : {1LL, 63LL, 128LL, 129LL, 1000LL, 16384LL, 16385LL, 100000LL}) {
-    for (int cap : {1, 3, 8, 128}) {
-      const int blocks = pushGridBlocks(work, cap);
-      CAPTURE(work, cap);
-      CHECK(blocks >= 1);
-      CHECK(blocks <= cap);
-      CHECK(pushBlockThreads(work, blocks) % 32 == 0);
-      CHECK(pushBlockThreads(work, blocks) <= kThreadsPerBlock);
-      // One pack per thread wherever the width allows it.
-      if (pushBlockThreads(work, blocks) < kThreadsPerBlock) {
-        CHECK(static_cast<long long>(blocks) * pushBlockThreads(work, blocks) >= work);
+  constexpr bool k1shot = false;
+  constexpr bool k2shot = true;
+  CHECK(pushThreadsPerBlock(1, k1shot) == kSmallPushBlockThreads);
+  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo, k2shot) == kSmallPushBlockThreads);
+  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo + 1, k1shot) == kThreadsPerBlock);
+  CHECK(pushThreadsPerBlock(kSmallPushWorkUpTo + 1, k2shot) == kThreadsPerBlock / 2);
+  CHECK(pushGridBlocks(1, k1shot, kMaxPushBlocks) == 1);
+  CHECK(pushGridBlocks(64, k1shot, kMaxPushBlocks) == 1);          // 1 KiB, 1shot
+  CHECK(pushGridBlocks(128, k1shot, kMaxPushBlocks) == 1);
+  CHECK(pushGridBlocks(129, k1shot, kMaxPushBlocks) == 2);
+  CHECK(pushGridBlocks(256, k1shot, kMaxPushBlocks) == 2);         // 4 KiB
+  CHECK(pushGridBlocks(1024, k1shot, kMaxPushBlocks) == 8);        // 16 KiB
+  CHECK(pushGridBlocks(4096, k1shot, kMaxPushBlocks) == 32);       // 64 KiB
+  CHECK(pushGridBlocks(16384, k1shot, kMaxPushBlocks) == 128);     // 256 KiB
+  CHECK(pushGridBlocks(16385, k1shot, kMaxPushBlocks) == 33);      // full blocks from here
+  CHECK(pushGridBlocks(65536, k1shot, kMaxPushBlocks) == 128);     // 1 MiB, 1shot
+  CHECK(pushGridBlocks(131072, k1shot, kMaxPushBlocks) == 256);    // 2 MiB, 1shot
+  CHECK(pushGridBlocks(131072, k2shot, kMaxPushBlocks) == 256);    // 4 MiB at 2 ranks, 2shot
+  CHECK(pushGridBlocks(1024, k1shot, 4) == 4);                     // the caller's cap
+  CHECK(pushGridBlocks(65536, k1shot, 16) == 16);
+  CHECK(pushGridBlocks(1 << 20, k1shot, 1000) == kMaxPushBlocks);
+  CHECK(pushBlockThreads(1, k1shot, 1) == 32);
+  CHECK(pushBlockThreads(64, k1shot, 1) == 64);                    // 1 KiB
+  CHECK(pushBlockThreads(65, k1shot, 1) == 96);
+  CHECK(pushBlockThreads(128, k1shot, 1) == 128);
+  CHECK(pushBlockThreads(129, k1shot, 2) == 96);
+  CHECK(pushBlockThreads(256, k1shot, 2) == kSmallPushBlockThreads);   // 4 KiB
+  CHECK(pushBlockThreads(1024, k1shot, 8) == kSmallPushBlockThreads);  // 16 KiB
+  CHECK(pushBlockThreads(16384, k1shot, 128) == kSmallPushBlockThreads);
+  CHECK(pushBlockThreads(1024, k1shot, 1) == kThreadsPerBlock);        // capped: the block widens
+  CHECK(pushBlockThreads(4096, k1shot, 8) == kThreadsPerBlock);        // 64 KiB, 8 ranks on one GPU
+  CHECK(pushBlockThreads(2048, k2shot, 8) == 256);
+  CHECK(pushBlockThreads(65536, k1shot, 128) == kThreadsPerBlock);
+  CHECK(pushBlockThreads(131072, k1shot, kMaxPushBlocks) == kThreadsPerBlock);
+  CHECK(pushBlockThreads(262144, k2shot, kMaxPushBlocks) == kThreadsPerBlock / 2);  // 8 MiB at 2 ranks: strides
+  CHECK(pushBlockThreads(1 << 20, k1shot, kMaxPushBlocks) == kThreadsPerBlock);
+  for (long long work : {1LL, 63LL, 128LL, 129LL, 1000LL, 16384LL, 16385LL, 100000LL, 1LL << 20}) {
+    for (bool twoShot : {false, true}) {
+      for (int cap : {1, 3, 8, 128, kMaxPushBlocks}) {
+        const int blocks = pushGridBlocks(work, twoShot, cap);
+        const int threads = pushBlockThreads(work, twoShot, blocks);
+        CAPTURE(work, twoShot, cap);
+        CHECK(blocks >= 1);
+        CHECK(blocks <= cap);
+        CHECK(threads % 32 == 0);
+        CHECK(threads <= kThreadsPerBlock);
+        // One pack per thread wherever the width allows it.
+        if (threads < pushThreadsPerBlock(work, twoShot) || (threads < kThreadsPerBlock && blocks < kMaxPushBlocks)) {
+          CHECK(static_cast<long long>(blocks) * threads >= work);
+        }
+        // The grid's own count (no cap) never widens a block past pushThreadsPerBlock.
+        if (blocks < cap) CHECK(threads <= pushThreadsPerBlock(work, twoShot));
       }
-      // The grid's own count (no cap) never widens a block past pushThreadsPerBlock.
-      if (blocks < cap) CHECK(pushBlockThreads(work, blocks) <= pushThreadsPerBlock(work));
     }
   }
 }
