@@ -34,11 +34,12 @@ constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
 };
 
 // Types whose packs travel split (integers, fp64: twice the bytes on the wire). Measured on 2
-// H200s (docs/benchmarks.md, "Every type"), int32 and fp64, CUDA graph: 1shot took 7.6 us at
-// 512 KiB against NCCL's best 8.5, but 12.7 at 1 MiB against 11.8; 2shot took 18.9 at 2 MiB
-// against 26.3, but 35.9 at 4 MiB against 31.5. So 1shot up to a quarter of the floating
-// types' limit, 2shot up to 2 MiB, and NCCL above that.
-constexpr int kSplitOneShotShare = 4;
+// H200s (docs/benchmarks.md), int32, CUDA graph, 2026-11-30 14:43: 1shot took 3.59 us at 128
+// KiB against 2shot's 4.25, but 5.40 against 4.64 at 256 KiB and 8.64 against 6.51 at 512
+// KiB; 2shot took 10.3 at 1 MiB and 20.0 at 2 MiB against NCCL's best 11.8 and 26.1, but 35.9
+// at 4 MiB against 31.5 (earlier that day). So 1shot up to a sixteenth of the floating types'
+// limit (128 KiB at 2 ranks), 2shot up to 2 MiB, and NCCL above that.
+constexpr int kSplitOneShotShare = 16;
 constexpr std::size_t kSplitPushUpTo = 2048 * 1024;
 
 bool topologyServed(const CommunicatorFacts& comm) {

@@ -79,7 +79,7 @@ struct AlgorithmChoice {
 
 // The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot up to oneShotLimit), the pull
 // rule above that where the pull buffers exist; otherwise none (too-large). Types that travel
-// split (wirePacks 2) have their own measured limits: 1shot up to a quarter of oneShotLimit,
+// split (wirePacks 2) have their own measured limits: 1shot up to a sixteenth of oneShotLimit,
 // 2shot up to 2 MiB. More than 2 ranks without full NVLink, or world sizes outside
 // 2..8: none.
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,

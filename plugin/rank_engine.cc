@@ -127,7 +127,8 @@ cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecis
     const long long work = decision.algorithm == Algorithm::OneShotPush ? args->packs
                                                                         : twoShotShardPacks(args->packs, options_.ranks);
     const bool twoShot = decision.algorithm == Algorithm::TwoShotPush;
-    args->blocks = pushGridBlocks(work, twoShot, options_.config.maxBlocks);
+    const int maxBlocks = std::min(options_.config.maxBlocks, pushBlockLimit(wirePacksPerPack(*call.type)));
+    args->blocks = pushGridBlocks(work, twoShot, maxBlocks);
     args->threads = pushBlockThreads(work, twoShot, args->blocks);
     return cudaSuccess;
   }

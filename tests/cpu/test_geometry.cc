@@ -144,6 +144,12 @@ TEST_CASE("push grid: one pack per thread, small blocks up to 256 KiB per rank, 
   CHECK(pushBlockThreads(131072, k1shot, kMaxPushBlocks) == kThreadsPerBlock);
   CHECK(pushBlockThreads(262144, k2shot, kMaxPushBlocks) == kThreadsPerBlock / 2);  // 8 MiB at 2 ranks: strides
   CHECK(pushBlockThreads(1 << 20, k1shot, kMaxPushBlocks) == kThreadsPerBlock);
+  // Split packs: at most half the blocks, which then widen to full blocks.
+  CHECK(pushBlockLimit(1) == kMaxPushBlocks);
+  CHECK(pushBlockLimit(2) == kMaxPushBlocks / 2);
+  CHECK(pushGridBlocks(65536, k2shot, pushBlockLimit(2)) == kMaxPushBlocks / 2);  // int32 2 MiB at 2 ranks
+  CHECK(pushBlockThreads(65536, k2shot, kMaxPushBlocks / 2) == kThreadsPerBlock);
+  CHECK(pushGridBlocks(1024, k1shot, pushBlockLimit(2)) == 8);                    // small: as for any type
   for (long long work : {1LL, 63LL, 128LL, 129LL, 1000LL, 16384LL, 16385LL, 100000LL, 1LL << 20}) {
     for (bool twoShot : {false, true}) {
       for (int cap : {1, 3, 8, 128, kMaxPushBlocks}) {

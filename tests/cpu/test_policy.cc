@@ -210,7 +210,8 @@ TEST_CASE("where the area, not the measured limit, stops split packs", "[policy]
   // Split packs take 4 x the message in 2shot's area (and in 1shot's at 2 ranks): 600 KiB of
   // int32 fits neither.
   CHECK(decideCall(two, sumOf(ElementType::Int32, 600 * KiB / 4), config).algorithm == Algorithm::OneStage);
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  CHECK(decideCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::TwoShotPush);
+  CHECK(decideCall(two, sumOf(ElementType::Int32, 100 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
   CHECK(decideCall(two, sumOf(ElementType::Float32, 600 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
   // 8 ranks: 1shot's area use is 8 x the message, split 16 x.
   Config small;
@@ -233,9 +234,11 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   const std::size_t limit = oneShotLimit(two);
   CHECK(defaultAlgorithm(two, limit, config, 1).algorithm == Algorithm::OneShotPush);
   CHECK(defaultAlgorithm(two, limit, config, 2).algorithm == Algorithm::TwoShotPush);
-  // Measured: split 1shot up to a quarter of the limit, split 2shot up to 2 MiB, NCCL above.
-  CHECK(defaultAlgorithm(two, limit / 4, config, 2).algorithm == Algorithm::OneShotPush);
-  CHECK(defaultAlgorithm(two, limit / 4 + 8, config, 2).algorithm == Algorithm::TwoShotPush);
+  // Measured: split 1shot up to a sixteenth of the limit, split 2shot up to 2 MiB, NCCL above.
+  CHECK(defaultAlgorithm(two, limit / 16, config, 2).algorithm == Algorithm::OneShotPush);
+  CHECK(defaultAlgorithm(two, 128 * KiB, config, 2).algorithm == Algorithm::OneShotPush);
+  CHECK(defaultAlgorithm(two, limit / 16 + 8, config, 2).algorithm == Algorithm::TwoShotPush);
+  CHECK(defaultAlgorithm(two, 512 * KiB, config, 2).algorithm == Algorithm::TwoShotPush);
   CHECK(defaultAlgorithm(two, 2048 * KiB, config, 2).algorithm == Algorithm::TwoShotPush);
   const AlgorithmChoice above = defaultAlgorithm(two, 2048 * KiB + 8, config, 2);
   CHECK_FALSE(above.algorithm.has_value());
