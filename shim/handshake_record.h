@@ -21,7 +21,7 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415234;  // "CAR4": layout version
+constexpr std::uint32_t kHandshakeMagic = 0x43415235;  // "CAR5": layout version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -67,9 +67,11 @@ struct LinkReport {
 // Both travel through NCCL as bytes: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
 static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
-// Layout "CAR4" on the wire. Changing either struct fails this on purpose: bump
-// kHandshakeMagic, then write the new sizes here.
-static_assert(kHandshakeMagic == 0x43415234 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
+// Layout "CAR5" on the wire. Changing either struct fails this on purpose: bump
+// kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
+// changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
+// compute alike. CAR5: PushState holds 256 area copies (was 128).
+static_assert(kHandshakeMagic == 0x43415235 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
 static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),
