@@ -20,6 +20,13 @@ int coResidentBlockLimit(int device, int ranks, bool pdl) {
   return std::max(1, std::min(kMaxPushBlocks, multiprocessors / (ranks * (pdl ? 2 : 1))));
 }
 
+int computeCapability(int device) {
+  int major = 0, minor = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major * 10 + minor;
+}
+
 RankGroup::RankGroup(int device, int ranks, const Config& config)
     : RankGroup(device, ranks, [&config](int) { return config; }) {}
 

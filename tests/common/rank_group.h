@@ -24,6 +24,9 @@ void checkCuda(cudaError_t err, const char* what, const char* file, int line);
 // while it waits for the current one, so each rank gets room for two grids then.
 int coResidentBlockLimit(int device, int ranks, bool pdl = true);
 
+// The device's compute capability as the policy reads it (major * 10 + minor: 90 for sm_90).
+int computeCapability(int device);
+
 class RankGroup {
  public:
   RankGroup(int device, int ranks, const Config& config);

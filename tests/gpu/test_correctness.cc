@@ -56,12 +56,7 @@ std::function<Config(int)> configsFor(Config base, CopyMode mode) {
   };
 }
 
-int deviceCapability() {
-  int major = 0, minor = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kDevice));
-  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, kDevice));
-  return major * 10 + minor;
-}
+int deviceCapability() { return computeCapability(kDevice); }
 
 // The kernel the policy runs this call on: the forced one where it can, else the default.
 Algorithm expectedAlgorithm(int ranks, ElementType type, std::size_t bytes, const Config& config) {

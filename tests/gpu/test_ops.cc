@@ -28,12 +28,7 @@ constexpr std::size_t MiB = 1024 * KiB;
 // The largest message the sweeps send: the 1shot/2shot switch at 2 ranks (2 MiB) plus one element.
 constexpr std::size_t kLargestMessage = 2 * MiB + 8;
 
-int deviceCapability() {
-  int major = 0, minor = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kDevice));
-  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, kDevice));
-  return major * 10 + minor;
-}
+int deviceCapability() { return computeCapability(kDevice); }
 
 CommunicatorFacts facts(int ranks) { return CommunicatorFacts{ranks, true, deviceCapability()}; }
 
