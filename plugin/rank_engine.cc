@@ -124,9 +124,8 @@ cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecis
   if (isPush(decision.algorithm)) {
     // The kernel reads the caller's input itself, whatever its alignment: no staging copy.
     args->input = call.send;
-    const long long work = decision.algorithm == Algorithm::OneShotPush ? args->packs
-                                                                        : twoShotShardPacks(args->packs, options_.ranks);
     const bool twoShot = decision.algorithm == Algorithm::TwoShotPush;
+    const long long work = twoShot ? twoShotShardPacks(args->packs, options_.ranks) : args->packs;
     const int maxBlocks = std::min(options_.config.maxBlocks, pushBlockLimit(wirePacksPerPack(*call.type)));
     args->blocks = pushGridBlocks(work, twoShot, maxBlocks);
     args->threads = pushBlockThreads(work, twoShot, args->blocks);
