@@ -136,17 +136,30 @@ struct LaunchArgs {
   const volatile std::uint32_t* abortFlag = nullptr;
 };
 
+// The kernels of one world size as the driver knows them in one device's context (each a
+// CUfunction, null where none was resolved). A launch through it goes straight to
+// cuLaunchKernelEx (kernels/driver_calls.h says why). A function belongs to the context it
+// was resolved in.
+struct KernelTable {
+  int ranks = 0;  // the world size the functions are of
+  void* functions[kElementTypeCount][kAlgorithmCount] = {};
+};
+
 // Launches the kernel. For a pull kernel without args.input the caller must have copied the
-// input into this rank's staging first, on the same stream. Returns the launch's own error,
-// or cudaErrorInvalidValue, launching nothing, for a combination there is no kernel for.
-cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream);
+// input into this rank's staging first, on the same stream. With a table whose entry is set,
+// through the driver; without one, or should the driver refuse (another context is current,
+// say), through the runtime, whose error is then the one returned: this launch's own, or
+// cudaErrorInvalidValue, launching nothing, for a combination there is no kernel for.
+cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr);
 
 // Loads every kernel of kernels/ into the current device's context now. With CUDA's lazy
 // module loading, the first launch of a kernel would otherwise load it then, and loading
 // waits for the device: a kernel already spinning there (ours, for a peer whose call comes
 // from the same, now waiting, thread) would never end. Called at every engine's creation,
-// before its first launch; after the first time it only confirms.
-cudaError_t loadKernels();
+// before its first launch; after the first time it only confirms. With `table`, also
+// resolves the kernels of world size `ranks` in the current context for the driver; a
+// function the driver cannot give stays null (that launch goes through the runtime).
+cudaError_t loadKernels(int ranks = 0, KernelTable* table = nullptr);
 
 // Writes `round` into every barrier counter and flag slot of a fresh Signal, so tests can
 // start just below the 32-bit wrap-around. Every rank must be given the same value.

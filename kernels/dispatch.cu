@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dispatch.cuh"
+#include "driver_calls.h"
 #include "geometry.h"
 #include "lamport.cuh"
 
@@ -108,7 +109,7 @@ static bool fitsInArea(const LaunchArgs& args) {
   return used * static_cast<std::size_t>(wirePacksPerPack(args.type)) <= args.areaBytes;
 }
 
-cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream) {
+cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table) {
   const bool push = isPush(args.algorithm);
   const bool shapeOk = push ? args.input != nullptr && args.pushState != nullptr && fitsInArea(args)
                             : args.threads == kThreadsPerBlock &&
@@ -121,6 +122,11 @@ cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream) {
   }
   const AllReduceKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
   if (kernel == nullptr) return cudaErrorInvalidValue;
+  if (table != nullptr && table->ranks == args.ranks &&
+      launchThroughDriver(table->functions[static_cast<int>(args.type)][static_cast<int>(args.algorithm)], args,
+                          stream)) {
+    return cudaSuccess;
+  }
   return launchGrid(kernel, args, stream);
 }
 
@@ -138,7 +144,7 @@ cudaError_t fillWithSentinel(void* areas, std::size_t bytes, cudaStream_t stream
                           std::array<void*, 2>{&packs, &count}.data(), 0, stream);
 }
 
-cudaError_t loadKernels() {
+cudaError_t loadKernels(int ranks, KernelTable* table) {
   std::vector<const void*> kernels = {reinterpret_cast<const void*>(&presetSignalKernel),
                                       reinterpret_cast<const void*>(&fillSentinelKernel)};
   for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
@@ -154,6 +160,16 @@ cudaError_t loadKernels() {
     cudaFuncAttributes attributes{};
     const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
     if (err != cudaSuccess) return err;
+  }
+  if (table == nullptr) return cudaSuccess;
+  *table = KernelTable{};
+  if (ranks < kMinRanks || ranks > kMaxRanks) return cudaErrorInvalidValue;
+  table->ranks = ranks;
+  for (int t = 0; t < kElementTypeCount; ++t) {
+    for (int a = 0; a < kAlgorithmCount; ++a) {
+      const AllReduceKernel kernel = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
+      table->functions[t][a] = driverFunctionOf(reinterpret_cast<const void*>(kernel));
+    }
   }
   return cudaSuccess;
 }

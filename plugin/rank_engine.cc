@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "../kernels/driver_calls.h"
 #include "../kernels/geometry.h"
 #include "cuda_check.h"
 #include "device_guard.h"
@@ -16,10 +17,11 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
       options.rank >= options.ranks) {
     return cudaErrorInvalidValue;
   }
+  KernelTable kernels;
   {
     DeviceGuard loading(options.device);
     CAR_CUDA_RETURN_IF_FAILED(options.device, loading.error());
-    CAR_CUDA_RETURN_IF_FAILED(options.device, loadKernels());
+    CAR_CUDA_RETURN_IF_FAILED(options.device, loadKernels(options.ranks, &kernels));
   }
   std::unique_ptr<BufferBlock> block;
   const BlockLayout layout = layoutFor(pullBufferBytes(options.config), options.config.pushMaxBytes);
@@ -43,13 +45,19 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
     return err;
   }
   const bool pdl = options.config.pdl && major >= 9;
-  out->reset(new RankEngine(options, std::move(block), static_cast<std::uint32_t*>(abortWord), lastLaunch, pdl));
+  out->reset(new RankEngine(options, std::move(block), static_cast<std::uint32_t*>(abortWord), lastLaunch, pdl,
+                            kernels));
   return cudaSuccess;
 }
 
 RankEngine::RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
-                       std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl)
-    : options_(options), block_(std::move(block)), abortWord_(abortWord), lastLaunch_(lastLaunch), pdl_(pdl) {}
+                       std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels)
+    : options_(options),
+      block_(std::move(block)),
+      abortWord_(abortWord),
+      lastLaunch_(lastLaunch),
+      pdl_(pdl),
+      kernels_(kernels) {}
 
 RankEngine::~RankEngine() {
   // Our kernels may still be running: the memory they use must outlive them.
@@ -158,16 +166,15 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   if (guard.error() != cudaSuccess) {
     return noteCudaFailure(guard.error(), LogLevel::Info, "cudaSetDevice", __FILE__, __LINE__, options_.device);
   }
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaStreamIsCapturing(call.stream, &capture));
-  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  bool capturing = false;
+  CAR_CUDA_RETURN_IF_FAILED(options_.device, streamIsCapturing(call.stream, &capturing));
 
   // Calls of one engine share areas, staging and Signal: each starts after the previous one
   // ended, on whatever stream that was (docs/design.md, "The launch path"). On the stream of
   // the previous launch, stream order already says so. Inside capture the graph's own order
   // applies, and an event of the eager world cannot be waited on.
   unsigned long long streamId = 0;
-  const bool streamIdKnown = !capturing && cudaStreamGetId(call.stream, &streamId) == cudaSuccess;
+  const bool streamIdKnown = !capturing && streamIdOf(call.stream, &streamId) == cudaSuccess;
   if (!streamIdKnown) cudaGetLastError();
   const bool sameStream = streamIdKnown && lastStreamIdKnown_ && streamId == lastStreamId_;
   if (!capturing && haveLastLaunch_ && !sameStream) {
@@ -179,13 +186,13 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   // An error the application left in CUDA's last-error slot is not ours to report, and must
   // not make our launch look failed (a launched call must never also be forwarded).
   cudaGetLastError();
-  CAR_CUDA_RETURN_IF_FAILED(options_.device, launchAllReduceKernel(args, call.stream));
+  CAR_CUDA_RETURN_IF_FAILED(options_.device, launchAllReduceKernel(args, call.stream, &kernels_));
   *launched = true;
 
   if (!capturing) {
     // Forget the stream first: should the record fail, the next call waits (on the old event).
     lastStreamIdKnown_ = false;
-    CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventRecord(lastLaunch_, call.stream));
+    CAR_CUDA_RETURN_IF_FAILED(options_.device, recordEvent(lastLaunch_, call.stream));
     haveLastLaunch_ = true;
     lastStreamId_ = streamId;
     lastStreamIdKnown_ = streamIdKnown;

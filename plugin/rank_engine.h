@@ -94,7 +94,7 @@ class RankEngine {
 
  private:
   RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
-             std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl);
+             std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels);
   // Sets *launched once the kernel is on the stream, whatever fails after that.
   cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched);
   // The kernel's arguments for this call, and for pull kernels the staging copy if needed.
@@ -114,6 +114,7 @@ class RankEngine {
   unsigned long long lastStreamId_ = 0;
   bool lastStreamIdKnown_ = false;
   bool pdl_ = false;          // NCCL_CAR_PDL and this GPU is sm_90 or newer
+  KernelTable kernels_;       // this world size's kernels in the device's context at creation
   bool attached_ = false;
   bool fullNvlink_ = false;
   int computeCapability_ = 0;

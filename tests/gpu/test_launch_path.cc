@@ -1,7 +1,7 @@
 // The launch path's promises that no kernel check can show: a call of ours is ordered after
 // the previous call of its communicator whatever stream either came on, and an error the
 // application left in CUDA's last-error slot neither makes our launch look failed nor
-// survives it.
+// survives it; and every kernel can be launched through the driver.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -196,4 +196,24 @@ TEST_CASE("a stale CUDA error of the application neither fails our launch nor ou
   CHECK_CUDA(cudaEventDestroy(done));
   group.synchronize();
   for (int r = 0; r < kRanks; ++r) CHECK(allEqual(out, r, kRanks * (kRanks + 1) / 2.0));
+}
+
+TEST_CASE("every kernel of every world size resolves for the driver, so no launch of ours needs the runtime's lookup",
+          "[gpu][launch-path]") {
+  CHECK_CUDA(cudaSetDevice(kDevice));
+  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+    KernelTable table;
+    REQUIRE(loadKernels(ranks, &table) == cudaSuccess);
+    CHECK(table.ranks == ranks);
+    int resolved = 0;
+    for (const auto& byAlgorithm : table.functions) {
+      for (void* function : byAlgorithm) resolved += function != nullptr;
+    }
+    CHECK(resolved == kElementTypeCount * kAlgorithmCount);
+  }
+  KernelTable outOfRange;
+  outOfRange.ranks = 5;
+  CHECK(loadKernels(kMaxRanks + 1, &outOfRange) == cudaErrorInvalidValue);
+  CHECK(outOfRange.ranks == 0);
+  CHECK(outOfRange.functions[0][0] == nullptr);
 }
