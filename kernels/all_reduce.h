@@ -147,10 +147,12 @@ struct KernelTable {
 
 // Launches the kernel. For a pull kernel without args.input the caller must have copied the
 // input into this rank's staging first, on the same stream. With a table whose entry is set,
-// through the driver; without one, or should the driver refuse (another context is current,
-// say), through the runtime, whose error is then the one returned: this launch's own, or
-// cudaErrorInvalidValue, launching nothing, for a combination there is no kernel for.
-cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr);
+// through the driver (*throughDriver then true); without one, or should the driver refuse (a
+// stream of another context than the function's, say), through the runtime, whose error is
+// then the one returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for
+// a combination there is no kernel for.
+cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr,
+                                  bool* throughDriver = nullptr);
 
 // Loads every kernel of kernels/ into the current device's context now. With CUDA's lazy
 // module loading, the first launch of a kernel would otherwise load it then, and loading

@@ -109,7 +109,9 @@ static bool fitsInArea(const LaunchArgs& args) {
   return used * static_cast<std::size_t>(wirePacksPerPack(args.type)) <= args.areaBytes;
 }
 
-cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table) {
+cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table,
+                                  bool* throughDriver) {
+  if (throughDriver != nullptr) *throughDriver = false;
   const bool push = isPush(args.algorithm);
   const bool shapeOk = push ? args.input != nullptr && args.pushState != nullptr && fitsInArea(args)
                             : args.threads == kThreadsPerBlock &&
@@ -125,6 +127,7 @@ cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, c
   if (table != nullptr && table->ranks == args.ranks &&
       launchThroughDriver(table->functions[static_cast<int>(args.type)][static_cast<int>(args.algorithm)], args,
                           stream)) {
+    if (throughDriver != nullptr) *throughDriver = true;
     return cudaSuccess;
   }
   return launchGrid(kernel, args, stream);
@@ -147,10 +150,11 @@ cudaError_t fillWithSentinel(void* areas, std::size_t bytes, cudaStream_t stream
 cudaError_t loadKernels(int ranks, KernelTable* table) {
   std::vector<const void*> kernels = {reinterpret_cast<const void*>(&presetSignalKernel),
                                       reinterpret_cast<const void*>(&fillSentinelKernel)};
-  for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
+  for (int worldSize = kMinRanks; worldSize <= kMaxRanks; ++worldSize) {
     for (int t = 0; t < kElementTypeCount; ++t) {
       for (int a = 0; a < kAlgorithmCount; ++a) {
-        const AllReduceKernel kernel = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
+        const AllReduceKernel kernel =
+            pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), worldSize);
         if (kernel == nullptr) return cudaErrorInvalidValue;
         kernels.push_back(reinterpret_cast<const void*>(kernel));
       }

@@ -1,6 +1,6 @@
 // Declarations of the per-(type, world size) kernel getters and the one macro that
 // instantiates them for every supported combination. dispatch.cu is the only place that
-// picks one, and launchGrid the only place that launches one.
+// picks one and launches it: through the driver (driver_calls.h), else through launchGrid.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,7 +15,7 @@
 
 namespace car {
 
-// Every kernel takes the LaunchArgs by value; this is the one place that launches them.
+// Every kernel takes the LaunchArgs by value; this is their launch through the runtime.
 // cudaLaunchKernelEx returns this launch's own error, whatever an earlier call left behind.
 using AllReduceKernel = void (*)(LaunchArgs);
 

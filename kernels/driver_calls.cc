@@ -1,16 +1,17 @@
 #include "driver_calls.h"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 namespace car {
 namespace {
 
-// The driver's `name` in its CUDA 12.0 form, or null.
+// The driver's `name` in the form of CUDA `version` (the one its PFN_ type is of), or null.
 template <typename Function>
-Function driverEntry(const char* name) {
+Function driverEntry(const char* name, unsigned version) {
   void* entry = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(name, &entry, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return nullptr;
@@ -18,18 +19,19 @@ Function driverEntry(const char* name) {
   return reinterpret_cast<Function>(entry);
 }
 
+// Looked up once; a driver without one of them keeps the runtime form of that call.
 struct Driver {
-  CUresult (*launch)(const CUlaunchConfig*, CUfunction, void**, void**);
-  CUresult (*isCapturing)(CUstream, CUstreamCaptureStatus*);
-  CUresult (*streamId)(CUstream, unsigned long long*);
-  CUresult (*eventRecord)(CUevent, CUstream);
+  PFN_cuLaunchKernelEx_v11060 launch;
+  PFN_cuStreamIsCapturing_v10000 isCapturing;
+  PFN_cuStreamGetId_v12000 streamId;
+  PFN_cuEventRecord_v2000 eventRecord;
 };
 
 const Driver& driver() {
-  static const Driver entries{driverEntry<decltype(Driver::launch)>("cuLaunchKernelEx"),
-                              driverEntry<decltype(Driver::isCapturing)>("cuStreamIsCapturing"),
-                              driverEntry<decltype(Driver::streamId)>("cuStreamGetId"),
-                              driverEntry<decltype(Driver::eventRecord)>("cuEventRecord")};
+  static const Driver entries{driverEntry<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060),
+                              driverEntry<PFN_cuStreamIsCapturing_v10000>("cuStreamIsCapturing", 10000),
+                              driverEntry<PFN_cuStreamGetId_v12000>("cuStreamGetId", 12000),
+                              driverEntry<PFN_cuEventRecord_v2000>("cuEventRecord", 2000)};
   return entries;
 }
 

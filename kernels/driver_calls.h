@@ -1,8 +1,9 @@
 // The CUDA calls on the eager path of a call of ours, made straight to the driver: the
 // kernel launch with functions resolved once (the runtime resolves the function on every
-// launch), and the stream queries and the event record. On the 2-H200 host these took 0.4
+// launch), and the stream queries and the event record. On the 2-H200 host these took 0.3
 // to 0.5 us less per call than the runtime's (docs/benchmarks.md, "Host cost of each
-// call"). The driver's entry points are asked of the runtime, so nothing links libcuda.
+// call"). The driver's entry points are asked of the runtime
+// (cudaGetDriverEntryPointByVersion, CUDA 12.5 and newer), so nothing links libcuda.
 // Where the driver has no entry point or refuses, each falls back to the runtime, whose
 // error is then the one returned: errors keep the runtime's codes and texts.
 #pragma once

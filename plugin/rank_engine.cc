@@ -186,8 +186,13 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   // An error the application left in CUDA's last-error slot is not ours to report, and must
   // not make our launch look failed (a launched call must never also be forwarded).
   cudaGetLastError();
-  CAR_CUDA_RETURN_IF_FAILED(options_.device, launchAllReduceKernel(args, call.stream, &kernels_));
+  // Inside capture through the runtime: should the driver refuse, its failed launch could
+  // end the caller's capture, and a captured launch costs nothing on replay anyway.
+  bool throughDriver = false;
+  CAR_CUDA_RETURN_IF_FAILED(options_.device,
+                            launchAllReduceKernel(args, call.stream, capturing ? nullptr : &kernels_, &throughDriver));
   *launched = true;
+  driverLaunches_ += throughDriver ? 1 : 0;
 
   if (!capturing) {
     // Forget the stream first: should the record fail, the next call waits (on the old event).
@@ -228,6 +233,11 @@ bool RankEngine::waitIdleWithin(double seconds) {
   }
   cudaGetLastError();
   return true;
+}
+
+std::uint64_t RankEngine::driverLaunches() {
+  std::lock_guard<std::mutex> lock(launchMutex_);
+  return driverLaunches_;
 }
 
 cudaError_t RankEngine::presetRound(std::uint32_t round) {

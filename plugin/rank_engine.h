@@ -92,6 +92,9 @@ class RankEngine {
   // Test hook: start every barrier count at `round` (all ranks must use the same value).
   cudaError_t presetRound(std::uint32_t round);
 
+  // Test hook: how many of this engine's launches went through the driver.
+  std::uint64_t driverLaunches();
+
  private:
   RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
              std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels);
@@ -115,6 +118,7 @@ class RankEngine {
   bool lastStreamIdKnown_ = false;
   bool pdl_ = false;          // NCCL_CAR_PDL and this GPU is sm_90 or newer
   KernelTable kernels_;       // this world size's kernels in the device's context at creation
+  std::uint64_t driverLaunches_ = 0;  // eager launches that went through the driver (tests)
   bool attached_ = false;
   bool fullNvlink_ = false;
   int computeCapability_ = 0;

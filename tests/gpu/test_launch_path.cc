@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "check_kernels.h"
 #include "device_buffers.h"
@@ -216,4 +217,38 @@ TEST_CASE("every kernel of every world size resolves for the driver, so no launc
   CHECK(loadKernels(kMaxRanks + 1, &outOfRange) == cudaErrorInvalidValue);
   CHECK(outOfRange.ranks == 0);
   CHECK(outOfRange.functions[0][0] == nullptr);
+}
+
+TEST_CASE("eager calls launch through the driver, captured ones through the runtime", "[gpu][launch-path]") {
+  RankGroup group(kDevice, kRanks, smallConfig());
+  DeviceBuffers in(kRanks, kCount * 4), out(kRanks, kCount * 4);
+  fillInputs(in);
+  out.poison();
+  for (int r = 0; r < kRanks; ++r) {
+    const std::uint64_t before = group.engine(r).driverLaunches();
+    REQUIRE(group.engine(r).submit(sumCall(in, out, r, group.stream(r))).launched);
+    CHECK(group.engine(r).driverLaunches() == before + 1);
+  }
+  group.synchronize();
+  for (int r = 0; r < kRanks; ++r) CHECK(allEqual(out, r, kRanks * (kRanks + 1) / 2.0));
+
+  out.poison();
+  std::vector<cudaGraph_t> graphs(kRanks, nullptr);
+  std::vector<std::uint64_t> before(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    before[r] = group.engine(r).driverLaunches();
+    CHECK_CUDA(cudaStreamBeginCapture(group.stream(r), cudaStreamCaptureModeThreadLocal));
+    REQUIRE(group.engine(r).submit(sumCall(in, out, r, group.stream(r))).launched);
+    CHECK_CUDA(cudaStreamEndCapture(group.stream(r), &graphs[r]));
+    CHECK(group.engine(r).driverLaunches() == before[r]);
+  }
+  std::vector<cudaGraphExec_t> execs(kRanks, nullptr);
+  for (int r = 0; r < kRanks; ++r) CHECK_CUDA(cudaGraphInstantiate(&execs[r], graphs[r], 0));
+  for (int r = 0; r < kRanks; ++r) CHECK_CUDA(cudaGraphLaunch(execs[r], group.stream(r)));
+  group.synchronize();
+  for (int r = 0; r < kRanks; ++r) {
+    CHECK(allEqual(out, r, kRanks * (kRanks + 1) / 2.0));
+    CHECK_CUDA(cudaGraphExecDestroy(execs[r]));
+    CHECK_CUDA(cudaGraphDestroy(graphs[r]));
+  }
 }

@@ -13,7 +13,8 @@ def no_nvml(context):
     """allreduce_e2e with NCCL_CAR_TEST_FAULT=no-nvml on rank 1: NVLink cannot be confirmed, so
     every rank forwards. It takes 3 ranks: 2 may do without NVLink (docs/design.md, "The
     verdicts"). One process on each of up to 4 GPUs; with 2 GPUs, 3 processes on GPUs 0, 1
-    and 0, the two on GPU 0 under MPS with host ids of their own, as on the rig."""
+    and 0 under MPS, each with a host id of its own as on the rig (NCCL then talks over
+    sockets; the library still sees one host)."""
     program = context.build.program("allreduce_e2e")
     fault = {1: "no-nvml"}
     if context.machine.gpus >= 3:
