@@ -1,13 +1,13 @@
 // What each CUDA (and NCCL) call on the eager path of one of our all-reduces costs the host,
-// one by one, on this machine: the numbers behind the host-time budget (issue: at most half
+// one by one, on this machine: the numbers behind the host-time budget (the aim: at most half
 // of NCCL's host time per call). No communicator of ours: an empty kernel whose one argument
-// has the size of our LaunchArgs stands in for ours.
+// has the size of our LaunchArgs stands in for ours, launched by the library's own launch
+// functions. The cu* rows are the library's driver calls (kernels/driver_calls.h).
 //
 //   car_launch_cost_bench [--calls N] [--samples N]
 //
 // Output: one line per step, "name,median_us" (median over samples of the mean per call).
 // Between samples the stream is drained, so launches never wait for a full queue.
-#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -20,7 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "../../kernels/all_reduce.h"
+#include "dispatch.cuh"
+#include "driver_calls.h"
 
 namespace {
 
@@ -41,67 +42,24 @@ __global__ void emptyKernelSmall(const car::LaunchArgs* args) {
   if (args == nullptr) return;
 }
 
-using DriverLaunch = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
-using DriverIsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
-using DriverGetId = CUresult (*)(CUstream, unsigned long long*);
-using DriverEventRecord = CUresult (*)(CUevent, CUstream);
-
-template <typename Function>
-Function driverEntry(const char* name) {
-  cudaDriverEntryPointQueryResult found{};
-  void* entry = nullptr;
-  const bool ok = cudaGetDriverEntryPointByVersion(name, &entry, 12000, cudaEnableDefault, &found) == cudaSuccess &&
-                  found == cudaDriverEntryPointSuccess && entry != nullptr;
-  if (!ok) {
-    std::fprintf(stderr, "car_launch_cost_bench: no driver entry point %s\n", name);
-    std::exit(2);
-  }
-  return reinterpret_cast<Function>(entry);
-}
-
 struct Rig {
   cudaStream_t stream = nullptr;
   cudaStream_t other = nullptr;
   cudaEvent_t event = nullptr;
   cudaEvent_t otherEvent = nullptr;
   ncclComm_t comm = nullptr;
-  car::LaunchArgs args{};
-  CUfunction function = nullptr;
-  DriverLaunch driverLaunch = nullptr;
-  DriverIsCapturing isCapturing = nullptr;
-  DriverGetId getId = nullptr;
-  DriverEventRecord eventRecord = nullptr;
+  car::LaunchArgs args{};  // 1 block of 128 threads, PDL
+  void* function = nullptr;  // emptyKernel for the driver (car::driverFunctionOf)
 };
 
+// The library's own launches (kernels/dispatch.cuh, kernels/driver_calls.h) of the empty kernel.
 cudaError_t launchRuntime(Rig& rig, bool pdl) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(128);
-  config.stream = rig.stream;
-  cudaLaunchAttribute attribute{};
-  if (pdl) {
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, emptyKernel, rig.args);
+  car::LaunchArgs args = rig.args;
+  args.pdl = pdl;
+  return car::launchGrid(&emptyKernel, args, rig.stream);
 }
 
-CUresult launchDriver(Rig& rig) {
-  CUlaunchConfig config{};
-  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = 128;
-  config.blockDimY = config.blockDimZ = 1;
-  config.hStream = rig.stream;
-  CUlaunchAttribute attribute{};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attribute.value.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  void* params[] = {&rig.args};
-  return rig.driverLaunch(&config, rig.function, params, nullptr);
-}
+bool launchDriver(Rig& rig) { return car::launchThroughDriver(rig.function, rig.args, rig.stream); }
 
 // The steps of RankEngine::enqueue on the eager path, in its order.
 void enqueueLikeOurs(Rig& rig, bool record) {
@@ -116,17 +74,18 @@ void enqueueLikeOurs(Rig& rig, bool record) {
   if (record) cudaEventRecord(rig.event, rig.stream);
 }
 
-// The same steps, the stream queries, the launch and the record through the driver.
+// The same steps as the library makes them now: the stream queries, the launch and the
+// record through the driver.
 void enqueueThroughDriver(Rig& rig) {
   int device = -1;
   cudaGetDevice(&device);
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  rig.isCapturing(reinterpret_cast<CUstream>(rig.stream), &status);
+  bool capturing = false;
+  car::streamIsCapturing(rig.stream, &capturing);
   unsigned long long id = 0;
-  rig.getId(reinterpret_cast<CUstream>(rig.stream), &id);
+  car::streamIdOf(rig.stream, &id);
   cudaGetLastError();
   launchDriver(rig);
-  rig.eventRecord(reinterpret_cast<CUevent>(rig.event), reinterpret_cast<CUstream>(rig.stream));
+  car::recordEvent(rig.event, rig.stream);
 }
 
 double medianOf(std::vector<double> values) {
@@ -173,14 +132,12 @@ int main(int argc, char** argv) {
   int one = 0;
   BENCH_OK(ncclCommInitAll(&rig.comm, 1, &one) == ncclSuccess, "ncclCommInitAll");
   rig.args.ranks = 2;
-  rig.driverLaunch = driverEntry<DriverLaunch>("cuLaunchKernelEx");
-  rig.isCapturing = driverEntry<DriverIsCapturing>("cuStreamIsCapturing");
-  rig.getId = driverEntry<DriverGetId>("cuStreamGetId");
-  rig.eventRecord = driverEntry<DriverEventRecord>("cuEventRecord");
+  rig.args.blocks = 1;
+  rig.args.threads = 128;
+  rig.args.pdl = true;
+  rig.function = car::driverFunctionOf(reinterpret_cast<const void*>(&emptyKernel));
+  BENCH_OK(rig.function != nullptr, "car::driverFunctionOf");
   const car::LaunchArgs* argsOnDevice = nullptr;
-  cudaFunction_t function = nullptr;
-  BENCH_OK(cudaGetFuncBySymbol(&function, reinterpret_cast<const void*>(&emptyKernel)) == cudaSuccess, "function");
-  rig.function = reinterpret_cast<CUfunction>(function);
 
   struct Step {
     const char* name;
@@ -190,13 +147,13 @@ int main(int argc, char** argv) {
       {"cudaGetDevice", [&] { int d; cudaGetDevice(&d); }},
       {"cudaSetDevice(same)", [&] { cudaSetDevice(0); }},
       {"cudaStreamIsCapturing", [&] { cudaStreamCaptureStatus s; cudaStreamIsCapturing(rig.stream, &s); }},
-      {"cuStreamIsCapturing", [&] { CUstreamCaptureStatus s; rig.isCapturing(reinterpret_cast<CUstream>(rig.stream), &s); }},
+      {"cuStreamIsCapturing", [&] { bool c; car::streamIsCapturing(rig.stream, &c); }},
       {"cudaStreamGetId", [&] { unsigned long long id; cudaStreamGetId(rig.stream, &id); }},
-      {"cuStreamGetId", [&] { unsigned long long id; rig.getId(reinterpret_cast<CUstream>(rig.stream), &id); }},
+      {"cuStreamGetId", [&] { unsigned long long id; car::streamIdOf(rig.stream, &id); }},
       {"cudaGetLastError", [&] { cudaGetLastError(); }},
       {"ncclCommGetAsyncError", [&] { ncclResult_t r; ncclCommGetAsyncError(rig.comm, &r); }},
       {"cudaEventRecord", [&] { cudaEventRecord(rig.event, rig.stream); }},
-      {"cuEventRecord", [&] { rig.eventRecord(reinterpret_cast<CUevent>(rig.event), reinterpret_cast<CUstream>(rig.stream)); }},
+      {"cuEventRecord", [&] { car::recordEvent(rig.event, rig.stream); }},
       {"cudaStreamWaitEvent(other stream's)", [&] { cudaStreamWaitEvent(rig.stream, rig.otherEvent, 0); }},
       {"launch <<<>>>", [&] { emptyKernel<<<1, 128, 0, rig.stream>>>(rig.args); }},
       {"launch <<<>>>, 8-byte argument", [&] { emptyKernelSmall<<<1, 128, 0, rig.stream>>>(argsOnDevice); }},
