@@ -7,7 +7,9 @@
 //   car_launch_cost_bench [--calls N] [--samples N]
 //
 // Output: one line per step, "name,median_us" (median over samples of the mean per call).
-// Between samples the stream is drained, so launches never wait for a full queue.
+// Between samples the stream is drained, so launches never wait for a full queue. The steps
+// marked "busy" are timed behind a kernel that keeps the stream running the whole sample, as
+// our eager calls are, each waiting on its peers while the host enqueues the next.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -42,6 +44,15 @@ __global__ void emptyKernelSmall(const car::LaunchArgs* args) {
   if (args == nullptr) return;
 }
 
+// Keeps the stream busy for `nanoseconds`: the launches timed behind it queue up, as in a run.
+__global__ void spinKernel(unsigned long long nanoseconds) {
+  unsigned long long start = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (unsigned long long now = start; now - start < nanoseconds;) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  }
+}
+
 struct Rig {
   cudaStream_t stream = nullptr;
   cudaStream_t other = nullptr;
@@ -60,6 +71,12 @@ cudaError_t launchRuntime(Rig& rig, bool pdl) {
 }
 
 bool launchDriver(Rig& rig) { return car::launchThroughDriver(rig.function, rig.args, rig.stream); }
+
+bool launchDriverWithoutPdl(Rig& rig) {
+  car::LaunchArgs args = rig.args;
+  args.pdl = false;
+  return car::launchThroughDriver(rig.function, args, rig.stream);
+}
 
 // The steps of RankEngine::enqueue on the eager path, in its order.
 void enqueueLikeOurs(Rig& rig, bool record) {
@@ -93,18 +110,19 @@ double medianOf(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-double timeStep(Rig& rig, int calls, int samples, const std::function<void()>& step) {
+// busy: the stream runs a spin kernel, long enough to outlast the sample, before the calls.
+double timeStep(Rig& rig, int calls, int samples, bool busy, const std::function<void()>& step) {
   for (int i = 0; i < calls; ++i) step();  // warm-up
   BENCH_OK(cudaDeviceSynchronize() == cudaSuccess, "warm-up");
   std::vector<double> perCall;
   for (int s = 0; s < samples; ++s) {
+    if (busy) spinKernel<<<1, 1, 0, rig.stream>>>(calls * 50000ull);  // 50 us a call
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i) step();
     perCall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
                       calls);
     BENCH_OK(cudaDeviceSynchronize() == cudaSuccess, "a sample");
   }
-  (void)rig;
   return medianOf(perCall);
 }
 
@@ -142,6 +160,7 @@ int main(int argc, char** argv) {
   struct Step {
     const char* name;
     std::function<void()> body;
+    bool busy = false;
   };
   const std::vector<Step> steps = {
       {"cudaGetDevice", [&] { int d; cudaGetDevice(&d); }},
@@ -165,10 +184,15 @@ int main(int argc, char** argv) {
       {"enqueue as ours", [&] { enqueueLikeOurs(rig, true); }},
       {"enqueue through the driver", [&] { enqueueThroughDriver(rig); }},
       {"enqueue as ours (again)", [&] { enqueueLikeOurs(rig, true); }},
+      {"busy: cudaLaunchKernelEx", [&] { launchRuntime(rig, false); }, true},
+      {"busy: cudaLaunchKernelEx PDL", [&] { launchRuntime(rig, true); }, true},
+      {"busy: cuLaunchKernelEx PDL", [&] { launchDriver(rig); }, true},
+      {"busy: cuLaunchKernelEx", [&] { launchDriverWithoutPdl(rig); }, true},
+      {"busy: enqueue through the driver", [&] { enqueueThroughDriver(rig); }, true},
   };
   std::printf("# car_launch_cost_bench: %d calls per sample, median of %d samples\nstep,median_us\n", calls, samples);
   for (const Step& step : steps) {
-    std::printf("%s,%.3f\n", step.name, timeStep(rig, calls, samples, step.body));
+    std::printf("%s,%.3f\n", step.name, timeStep(rig, calls, samples, step.busy, step.body));
   }
   BENCH_OK(cudaGetLastError() == cudaSuccess, "the steps");
   ncclCommDestroy(rig.comm);
