@@ -149,6 +149,11 @@ int main(int argc, char** argv) {
   BENCH_OK(cudaEventRecord(rig.otherEvent, rig.other) == cudaSuccess, "event record");
   int one = 0;
   BENCH_OK(ncclCommInitAll(&rig.comm, 1, &one) == ncclSuccess, "ncclCommInitAll");
+  // With two GPUs, also a communicator of two ranks, as the hook queries in a run.
+  ncclComm_t pair[2] = {nullptr, nullptr};
+  int both[2] = {0, 1};
+  if (devices >= 2) BENCH_OK(ncclCommInitAll(pair, 2, both) == ncclSuccess, "ncclCommInitAll (2 GPUs)");
+  BENCH_OK(cudaSetDevice(0) == cudaSuccess, "cudaSetDevice");
   rig.args.ranks = 2;
   rig.args.blocks = 1;
   rig.args.threads = 128;
@@ -171,6 +176,10 @@ int main(int argc, char** argv) {
       {"cuStreamGetId", [&] { unsigned long long id; car::streamIdOf(rig.stream, &id); }},
       {"cudaGetLastError", [&] { cudaGetLastError(); }},
       {"ncclCommGetAsyncError", [&] { ncclResult_t r; ncclCommGetAsyncError(rig.comm, &r); }},
+      {"ncclCommGetAsyncError, 2 ranks (2 GPUs only)", [&] {
+         ncclResult_t r;
+         if (pair[0] != nullptr) ncclCommGetAsyncError(pair[0], &r);
+       }},
       {"cudaEventRecord", [&] { cudaEventRecord(rig.event, rig.stream); }},
       {"cuEventRecord", [&] { car::recordEvent(rig.event, rig.stream); }},
       {"cudaStreamWaitEvent(other stream's)", [&] { cudaStreamWaitEvent(rig.stream, rig.otherEvent, 0); }},
@@ -196,5 +205,8 @@ int main(int argc, char** argv) {
   }
   BENCH_OK(cudaGetLastError() == cudaSuccess, "the steps");
   ncclCommDestroy(rig.comm);
+  for (ncclComm_t comm : pair) {
+    if (comm != nullptr) ncclCommDestroy(comm);
+  }
   return 0;
 }
