@@ -1,7 +1,8 @@
 // Times the engine with several ranks on one GPU (one process, one stream per rank):
 // median microseconds per all-reduce, per world size, kernel and size: eager, eager with a
 // pull kernel's input copied inside the kernel (NCCL_CAR_COPY_IN_KERNEL_BYTES; push kernels
-// never copy), and replayed from a CUDA graph. On one GPU this measures our kernels, waits
+// never copy), replayed from a CUDA graph, and the host time of one rank's eager call
+// through the engine (no NCCL hook on that path). On one GPU this measures our kernels, waits
 // and launch path, not NVLink.
 //
 //   car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--kernels 1shot,2shot,1stage,2stage]
@@ -9,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,20 +75,30 @@ class Bench {
   }
 
   // Eager: kCallsPerSample calls of every rank between two events, all streams joined.
+  // Also keeps the host's time to submit one rank's call (hostMicros).
   double eagerMicros() {
     issue(kCallsPerSample);  // warm-up
     std::vector<double> samples;
+    std::vector<double> host;
     for (int s = 0; s < kSamples; ++s) {
       CHECK_CUDA(cudaEventRecord(start_, group_.stream(0)));
       fork(start_);
+      const auto issued = std::chrono::steady_clock::now();
       issue(kCallsPerSample);
+      host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
+                     (kCallsPerSample * group_.ranks()));
       join();
       CHECK_CUDA(cudaEventRecord(stop_, group_.stream(0)));
       CHECK_CUDA(cudaEventSynchronize(stop_));
       samples.push_back(elapsedMicros() / kCallsPerSample);
     }
+    hostMicros_ = median(host);
     return median(samples);
   }
+
+  // The median host time of one rank's eager call through the engine (RankEngine::submit),
+  // from the last eagerMicros: the library's launch path without the NCCL hook.
+  double hostMicros() const { return hostMicros_; }
 
   // Graph: the same calls of all ranks captured once (fork/join over the rank streams)
   // and replayed; launch gaps between calls disappear.
@@ -142,6 +154,7 @@ class Bench {
   }
 
   RankGroup& group_;
+  double hostMicros_ = 0;
   ElementType type_;
   std::size_t count_ = 0;
   std::vector<void*> in_, out_;
@@ -226,11 +239,11 @@ int main(int argc, char** argv) {
               options.pdl ? "on" : "off");
   std::printf("# several ranks on ONE GPU: this measures our kernels and barriers, not NVLink\n");
   if (options.markdown) {
-    std::printf("| ranks | blocks | kernel | size | eager us | eager, copy in kernel us | graph us |\n"
-                "| --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| ranks | blocks | kernel | size | eager us | eager, copy in kernel us | graph us | host us |\n"
+                "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   } else {
-    std::printf("%5s %6s %7s %8s %10s %13s %10s\n", "ranks", "blocks", "kernel", "size", "eager_us",
-                "eager_ik_us", "graph_us");
+    std::printf("%5s %6s %7s %8s %10s %13s %10s %8s\n", "ranks", "blocks", "kernel", "size", "eager_us",
+                "eager_ik_us", "graph_us", "host_us");
   }
   for (int ranks : options.ranks) {
     for (AlgorithmOverride algorithm : options.kernels) {
@@ -251,14 +264,15 @@ int main(int argc, char** argv) {
                     wirePacksPerPack(options.type))) continue;
         Bench bench(copyEngine, bytes, options.type);
         const double eager = bench.eagerMicros();
+        const double host = bench.hostMicros();
         const double graph = bench.graphMicros();  // a graph always uses the separate copy
         const double eagerInKernel = push ? eager : Bench(*copyInKernel, bytes, options.type).eagerMicros();
         if (options.markdown) {
-          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.1f |\n", ranks, blocks, overrideName(algorithm),
-                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
+          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.1f | %.2f |\n", ranks, blocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host);
         } else {
-          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.1f\n", ranks, blocks, overrideName(algorithm),
-                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph);
+          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.1f %8.2f\n", ranks, blocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host);
         }
         std::fflush(stdout);
       }
