@@ -268,10 +268,10 @@ int main(int argc, char** argv) {
         const double graph = bench.graphMicros();  // a graph always uses the separate copy
         const double eagerInKernel = push ? eager : Bench(*copyInKernel, bytes, options.type).eagerMicros();
         if (options.markdown) {
-          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.1f | %.2f |\n", ranks, blocks, overrideName(algorithm),
+          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.2f | %.2f |\n", ranks, blocks, overrideName(algorithm),
                       sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host);
         } else {
-          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.1f %8.2f\n", ranks, blocks, overrideName(algorithm),
+          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.2f %8.2f\n", ranks, blocks, overrideName(algorithm),
                       sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host);
         }
         std::fflush(stdout);
