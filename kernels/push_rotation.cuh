@@ -16,6 +16,15 @@
 
 namespace car {
 
+// How far a push loop over a thread's packs unrolls. Each pass loads its packs, then pushes
+// them: unrolled, several passes' loads are in flight together, which matters when a thread
+// has several passes (large messages; grids capped for several ranks on one GPU) and few
+// ranks load little per pass. But every unrolled copy holds kRanks - 1 pushes, and a large
+// kernel starts slower: rolled, the 8-rank 1shot took 3.3 us instead of 4.0 at 16 KiB on
+// the one-GPU rig (docs/design.md, "Kernel code size"). So: 4 passes at 2 ranks, 2 up to 4.
+template <int kRanks>
+constexpr int kPushUnroll = kRanks <= 2 ? 4 : kRanks <= 4 ? 2 : 1;
+
 struct PushRound {
   unsigned area;        // this call's area: pushed into on every rank, polled here
   unsigned stale;       // the previous push call's area, cleared by this call
@@ -60,7 +69,8 @@ __device__ __forceinline__ PushRound beginPushRound(PushState* state, DirtySlots
 }
 
 // Puts the peers' slots of the stale area back to the sentinel, spread over the whole grid.
-// Our own slots were never written (a rank keeps its own contribution in registers).
+// Our own slots were never written (a rank keeps its own contribution in registers). The
+// loops stay rolled: the stores go out back to back anyway, and code size costs time.
 __device__ __forceinline__ void clearStaleSlots(Pack* staleArea, const DirtySlots& dirty, int rank, int ranks) {
   const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -69,36 +79,47 @@ __device__ __forceinline__ void clearStaleSlots(Pack* staleArea, const DirtySlot
   for (unsigned s = 0; s < dirty.slots; ++s) {
     if (static_cast<int>(s % ranks) == rank) continue;
     Pack* slot = staleArea + s * slotPacks;
-#pragma unroll 4
+#pragma unroll 1
     for (long long i = first; i < slotPacks; i += stride) slot[i] = sentinel;
   }
 }
 
 // Waits until data pack `index` of slot r (whose wire packs start at slots + r * slotWirePacks)
 // has arrived for every rank r in the mask `expected`, and returns it decoded in got[r]; the
-// other entries are left alone. All loads are issued before the first test, so the waits
-// overlap. Returns false if the rank was aborted meanwhile.
+// other entries are left alone. Each look issues all its loads before the first test, so the
+// waits overlap. Returns false if the rank was aborted meanwhile.
 template <int kRanks, int kWire>
 __device__ __forceinline__ bool awaitPacks(const Pack* slots, long long slotWirePacks, long long index,
                                            unsigned expected, Pack (&got)[kRanks],
                                            const volatile std::uint32_t* abortFlag) {
   WirePack<kWire> wire[kRanks];
-  unsigned missing = 0;
+  unsigned missing = expected;
+  // Up to 4 ranks, a first look written out before the loop: straight-line, its loads overlap
+  // the work before it (without it the 2shot took 10% longer at 4-8 MiB on the one-GPU rig).
+  // At more ranks that second copy of the loads costs more than it saves: the kernels are
+  // sensitive to their code (docs/design.md, "Kernel code size").
+  if constexpr (kRanks <= 4) {
+    missing = 0;
 #pragma unroll
-  for (int r = 0; r < kRanks; ++r) {
-    if ((expected >> r & 1u) == 0) continue;
-    wire[r] = peekWire<kWire>(slots + r * slotWirePacks, index);
-    if (!arrivedWire(wire[r])) missing |= 1u << r;
+    for (int r = 0; r < kRanks; ++r) {
+      if ((expected >> r & 1u) != 0) wire[r] = peekWire<kWire>(slots + r * slotWirePacks, index);
+    }
+#pragma unroll
+    for (int r = 0; r < kRanks; ++r) {
+      if ((expected >> r & 1u) != 0 && !arrivedWire(wire[r])) missing |= 1u << r;
+    }
   }
   unsigned spins = 0;
   while (missing != 0) {
+    if (abortFlag != nullptr && ++spins % kSpinsPerAbortCheck == 0 && *abortFlag != 0) return false;
 #pragma unroll
     for (int r = 0; r < kRanks; ++r) {
-      if ((missing >> r & 1u) == 0) continue;
-      wire[r] = peekWire<kWire>(slots + r * slotWirePacks, index);
-      if (arrivedWire(wire[r])) missing &= ~(1u << r);
+      if ((missing >> r & 1u) != 0) wire[r] = peekWire<kWire>(slots + r * slotWirePacks, index);
     }
-    if (abortFlag != nullptr && ++spins % kSpinsPerAbortCheck == 0 && *abortFlag != 0) return false;
+#pragma unroll
+    for (int r = 0; r < kRanks; ++r) {
+      if ((missing >> r & 1u) != 0 && arrivedWire(wire[r])) missing &= ~(1u << r);
+    }
   }
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) {

@@ -40,7 +40,7 @@ __device__ __forceinline__ void twoShotPush(const LaunchArgs& args, Op op) {
   for (int r = 0; r < kRanks; ++r) areaOf[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area);
 
   // 1. Scatter: shard j of our input into slot `rank` of rank j's scatter region.
-#pragma unroll 4
+#pragma unroll(kPushUnroll<kRanks>)
   for (long long o = first; o < shard; o += stride) {
 #pragma unroll
     for (int j = 0; j < kRanks; ++j) {
