@@ -35,7 +35,9 @@ __device__ __forceinline__ void oneShotPush(const LaunchArgs& args, Op op) {
   Pack* ourSlotAt[kRanks];
 #pragma unroll
   for (int r = 0; r < kRanks; ++r) ourSlotAt[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area) + rank * slotWirePacks;
-#pragma unroll(kPushUnroll<kRanks>)
+  // Rolled: unrolled copies of this loop, kRanks - 1 stores each, cost more in code size than
+  // they gain (docs/design.md, "Kernel code size").
+#pragma unroll 1
   for (long long i = first; i < packs; i += stride) {
     const WirePack<kWire> wire = encodeWire<kWire>(i == first ? firstPack : ownPack(i));
 #pragma unroll

@@ -16,15 +16,6 @@
 
 namespace car {
 
-// How far a push loop over a thread's packs unrolls. Each pass loads its packs, then pushes
-// them: unrolled, several passes' loads are in flight together, which matters when a thread
-// has several passes (large messages; grids capped for several ranks on one GPU) and few
-// ranks load little per pass. But every unrolled copy holds kRanks - 1 pushes, and a large
-// kernel starts slower: rolled, the 8-rank 1shot took 3.3 us instead of 4.0 at 16 KiB on
-// the one-GPU rig (docs/design.md, "Kernel code size"). So: 4 passes at 2 ranks, 2 up to 4.
-template <int kRanks>
-constexpr int kPushUnroll = kRanks <= 2 ? 4 : kRanks <= 4 ? 2 : 1;
-
 struct PushRound {
   unsigned area;        // this call's area: pushed into on every rank, polled here
   unsigned stale;       // the previous push call's area, cleared by this call

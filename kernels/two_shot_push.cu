@@ -40,7 +40,9 @@ __device__ __forceinline__ void twoShotPush(const LaunchArgs& args, Op op) {
   for (int r = 0; r < kRanks; ++r) areaOf[r] = areaAt(args.peers.areas[r], args.areaBytes, round.area);
 
   // 1. Scatter: shard j of our input into slot `rank` of rank j's scatter region.
-#pragma unroll(kPushUnroll<kRanks>)
+  // Rolled: unrolled copies of this loop, kRanks - 1 stores each, cost more in code size than
+  // they gain (docs/design.md, "Kernel code size").
+#pragma unroll 1
   for (long long o = first; o < shard; o += stride) {
 #pragma unroll
     for (int j = 0; j < kRanks; ++j) {
