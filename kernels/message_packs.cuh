@@ -17,8 +17,8 @@ __device__ __forceinline__ bool aligned16(const void* pointer) {
 }
 
 // The slow paths, byte by byte: an unaligned buffer or the last partial pack. Out of line on
-// purpose: inlined at every call site they made the push kernels several times larger, and a
-// kernel's instruction fetches cost more than these calls (docs/design.md, "Kernel code size").
+// purpose: inlined at every call site they made the push kernels several times larger, and the
+// larger kernels measured slower than these calls cost (docs/design.md, "Kernel code size").
 // Built from bytes with shifts, not through a byte pointer into the pack, so the pack stays in
 // registers.
 static __device__ __noinline__ Pack loadPackByBytes(const void* message, long long begin, long long bytes) {
