@@ -1,11 +1,11 @@
 // A block is freed only when no importer is left, and a release never waits long for one
-// (shim/block_retirement.h). Fake boards and a fake clock: the policy alone.
+// (shim/ipc/block_retirement.h). Fake boards and a fake clock: the policy alone.
 #include <catch2/catch.hpp>
 
 #include <functional>
 #include <memory>
 
-#include "block_retirement.h"
+#include "ipc/block_retirement.h"
 
 using namespace car;
 

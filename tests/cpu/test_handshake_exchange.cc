@@ -1,4 +1,4 @@
-// The handshake's all-gathers (shim/handshake_exchange.h) against a fake NCCL and a host
+// The handshake's all-gathers (shim/handshake/handshake_exchange.h) against a fake NCCL and a host
 // "device": what is read back, NCCL's own errors, and aborts that come while we wait.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "handshake_exchange.h"
+#include "handshake/handshake_exchange.h"
 
 using namespace car;
 

@@ -1,4 +1,4 @@
-// The gate our set-up's NCCL calls pass (shim/nccl_gate.h): once closed, no call starts;
+// The gate our set-up's NCCL calls pass (shim/lifecycle/nccl_gate.h): once closed, no call starts;
 // closing waits for the call in flight, but not forever.
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "nccl_gate.h"
+#include "lifecycle/nccl_gate.h"
 
 using namespace car;
 using namespace std::chrono_literals;

@@ -1,10 +1,10 @@
-// NCCL's call arguments in the engine's terms (shim/nccl_types.h): every type and built-in op
+// NCCL's call arguments in the engine's terms (shim/exports/nccl_types.h): every type and built-in op
 // NCCL 2.28 defines maps to ours with the same element size, and nothing else does.
 #include <catch2/catch.hpp>
 
 #include <set>
 
-#include "nccl_types.h"
+#include "exports/nccl_types.h"
 
 using namespace car;
 

@@ -1,7 +1,7 @@
-// NCCL_P2P_DISABLE and NCCL_P2P_LEVEL, read as NCCL 2.28 reads them (shim/p2p_limit.h).
+// NCCL_P2P_DISABLE and NCCL_P2P_LEVEL, read as NCCL 2.28 reads them (shim/handshake/p2p_limit.h).
 #include <catch2/catch.hpp>
 
-#include "p2p_limit.h"
+#include "handshake/p2p_limit.h"
 
 using namespace car;
 

@@ -1,4 +1,4 @@
-// The System V release board itself (shim/release_board.h): the kernel's count of
+// The System V release board itself (shim/ipc/release_board.h): the kernel's count of
 // attachments is what the owner reads, so it is tested against the kernel, with fork()ed
 // processes as peers.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "release_board.h"
+#include "ipc/release_board.h"
 
 using namespace car;
 

@@ -2,7 +2,7 @@
 // windows, until those are deregistered.
 #include <catch2/catch.hpp>
 
-#include "symmetric_windows.h"
+#include "lifecycle/symmetric_windows.h"
 
 using namespace car;
 

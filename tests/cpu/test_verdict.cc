@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "comm_health.h"
-#include "verdict.h"
+#include "lifecycle/comm_health.h"
+#include "handshake/verdict.h"
 
 using namespace car;
 

@@ -2,7 +2,7 @@
 // looked up on the driver's handle and called with arguments of their own (each pointer a
 // different address, each number different). One step per function: the stand-in must see
 // the call once with exactly these arguments, and the driver must get back exactly what the
-// stand-in returned. Any function of shim/nccl_api.def can be named; the test names those
+// stand-in returned. Any function of shim/exports/nccl_api.def can be named; the test names those
 // the stand-in records generically (generic_call.h).
 #include <dlfcn.h>
 
@@ -76,7 +76,7 @@ int runForwarded(void* source, ncclComm_t comm, const std::vector<std::string>& 
       }                                                                            \
       callGeneric(#name, function, comm, &serial);                                 \
     }
-#include "nccl_api.def"
+#include "exports/nccl_api.def"
 #undef CAR_NCCL_FUNCTION
     if (!known) {
       std::printf("%s is not an NCCL function\n", wanted.c_str());

@@ -1,4 +1,4 @@
-// Every NCCL function (shim/nccl_api.def) for the stand-in: recorded with its arguments by
+// Every NCCL function (shim/exports/nccl_api.def) for the stand-in: recorded with its arguments by
 // position (generic_call.h), answered with ncclSuccess or STANDIN_NCCL_RESULT_<function>,
 // arguments untouched. Weak: the hand-written functions of standin_nccl.cc and
 // standin_calls.cc replace these, so this covers exactly the rest, and a function nccl.h
@@ -33,5 +33,5 @@ struct GenericRecorder {
 
 #define CAR_NCCL_FUNCTION(ret, name, params, args) \
   extern "C" __attribute__((weak)) ret name params { return GenericRecorder<ret>{#name} args; }
-#include "nccl_api.def"
+#include "exports/nccl_api.def"
 #undef CAR_NCCL_FUNCTION

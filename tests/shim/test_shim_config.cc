@@ -76,7 +76,7 @@ TEST_CASE("config: at WARN (the default) a healthy run prints nothing", "[shim][
 }
 
 // KNOWN SHIM BUG (tagged [!shouldfail]: ctest passes while the bug is there; remove the tag
-// once it is fixed). realNccl() (shim/real_nccl.cc) logs "real NCCL found as ..." at INFO
+// once it is fixed). realNccl() (shim/exports/real_nccl.cc) logs "real NCCL found as ..." at INFO
 // before anything has read NCCL_CAR_DEBUG: shimConfig(), which sets the log level, is first
 // called after realNccl() in every hook, so the line is never printed when the real NCCL is
 // found as the next library or as an already-loaded libnccl.so.2.

@@ -1,5 +1,5 @@
 // What libnccl-car.so shows the dynamic linker: exactly the functions of the nccl.h it was
-// built against (shim/exports.map, shim/nccl_api.def), hooks strong and forwarders weak,
+// built against (shim/exports/exports.map, shim/exports/nccl_api.def), hooks strong and forwarders weak,
 // and no shared library that the host process may not have (NCCL, CUDA, fmt, spdlog). And
 // what the audit module shows: its three callbacks, libc only.
 #include <catch2/catch.hpp>
@@ -18,7 +18,7 @@ namespace {
 std::set<std::string> tableNames() {
   return {
 #define CAR_NCCL_FUNCTION(ret, name, params, args) #name,
-#include "nccl_api.def"
+#include "exports/nccl_api.def"
 #undef CAR_NCCL_FUNCTION
   };
 }
@@ -30,7 +30,7 @@ TEST_CASE("exports: the table, exports.map and libnccl-car.so hold exactly the f
   const std::set<std::string> header = ncclFunctionsOfHeader(ncclHeader());
   REQUIRE(header.count("ncclAllReduce") == 1);  // the reader works
   INFO("nccl.h: " << ncclHeader() << " (NCCL " << NCCL_VERSION_CODE << ")");
-  // Fails when nccl.h gains a function: add it to shim/nccl_api.def and shim/exports.map.
+  // Fails when nccl.h gains a function: add it to shim/exports/nccl_api.def and shim/exports/exports.map.
   CHECK(tableNames() == header);
   CHECK(versionScriptGlobals(exportsMap()) == header);
   const DynamicInfo shim = readDynamicInfo(shimLibrary());

@@ -59,7 +59,7 @@ TEST_CASE("failures: a nonblocking communicator whose state cannot be read is no
 }
 
 // KNOWN SHIM BUG (tagged [!shouldfail]: ctest passes while the bug is there; remove the tag
-// once fixed). shim/setup.cc noteGroupEnd() (lines 90-97) marks the communicators of a
+// once fixed). shim/lifecycle/setup.cc noteGroupEnd() (lines 90-97) marks the communicators of a
 // failed group Ineligible with a reason but logs nothing, so at INFO they never say why;
 // their "released:" line also reads "rank 0/0", as rank and size were never queried.
 TEST_CASE("failures: communicators of a failed group say why they are not eligible",
@@ -72,7 +72,7 @@ TEST_CASE("failures: communicators of a failed group say why they are not eligib
   }
 }
 
-// KNOWN SHIM BUG (tagged [!shouldfail], as above). shim/setup.cc waitUntilInitialised()
+// KNOWN SHIM BUG (tagged [!shouldfail], as above). shim/lifecycle/setup.cc waitUntilInitialised()
 // (lines 35-45) marks a nonblocking communicator Ineligible without logging it. Its reason
 // is also wrong when ncclCommGetAsyncError itself fails: `async` still holds the initial
 // ncclInProgress, so the reason reads "failed to initialise: <text of ncclInProgress>".

@@ -1,4 +1,4 @@
-// The NCCL functions libnccl-car.so does not hook are forwarded (shim/forwarders.cc): each
+// The NCCL functions libnccl-car.so does not hook are forwarded (shim/exports/forwarders.cc): each
 // must reach the real NCCL once, with the caller's arguments, and give the caller exactly
 // the real NCCL's result, whichever way the library was loaded. Which functions those are
 // is read from the built files: the weak exports of libnccl-car.so (forwarders that no hook

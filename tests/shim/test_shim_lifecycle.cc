@@ -10,7 +10,7 @@ namespace {
 
 // Steps of the lifecycle scenario after which (or before whose call) setup must happen.
 // Not ar.c8: c8 is a nonblocking split's child, which NCCL hands out later from its own thread,
-// so it is never ours (shim/hooks.cc, adoptAndSchedule).
+// so it is never ours (shim/exports/hooks.cc, adoptAndSchedule).
 const std::set<std::string> kSetupSteps = {"init", "init.cfg", "init.scal", "initall", "split",
                                            "shrink", "ar.c3", "ar.c4"};
 

@@ -1,0 +1,23 @@
+// One exported forwarder for every function of nccl.h (nccl_api.def), so that
+// libnccl-car.so can also serve as libnccl.so.2 to programs that load NCCL themselves and
+// look functions up on that handle (dlopen + dlsym). Each passes its arguments, untouched,
+// to the same function of the real NCCL and returns what it returned.
+//
+// The forwarders are weak: hooks.cc defines the functions we interpose, and its (strong)
+// definitions replace these when libnccl-car.so is linked. A new hook needs no change here.
+#include <nccl.h>
+
+#include "exports/forward_target.h"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // ncclResetDebugInit: forwarded all the same
+
+#define CAR_NCCL_FUNCTION(ret, name, params, args)                             \
+  extern "C" __attribute__((weak, visibility("default"))) ret name params {    \
+    static car::ForwardSlot slot;                                              \
+    bool noRealNccl = false;                                                   \
+    void* target = car::forwardTarget(#name, slot, &noRealNccl);               \
+    if (target == nullptr) return car::unavailableResult<ret>(noRealNccl);     \
+    return reinterpret_cast<decltype(&::name)>(target) args;                   \
+  }
+#include "exports/nccl_api.def"
+#undef CAR_NCCL_FUNCTION

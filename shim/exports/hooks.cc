@@ -1,0 +1,335 @@
+// The exported NCCL functions. Each one is a thin boundary: find the real NCCL, call it
+// with exactly the caller's arguments, and around that call adopt, set up, use or
+// release our side of the communicator. Nothing escapes as an exception.
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "lifecycle/comm_health.h"
+#include "exports/fault_injection.h"
+#include "log.h"
+#include "exports/nccl_types.h"
+#include "exports/real_nccl.h"
+#include "lifecycle/registry.h"
+#include "lifecycle/release.h"
+#include "lifecycle/setup.h"
+#include "exports/shim_config.h"
+
+#define CAR_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace car {
+namespace {
+
+// Runs our side of a hook. Our failures never reach the caller: they are logged, and the
+// real NCCL's result is what the caller sees.
+template <typename Body>
+void guarded(const char* where, Body&& body) {
+  try {
+    body();
+  } catch (const std::exception& error) {
+    CAR_WARN(-1, "{}: internal error ({}); continuing with NCCL alone for this call", where, error.what());
+  } catch (...) {
+    CAR_WARN(-1, "{}: internal error; continuing with NCCL alone for this call", where);
+  }
+}
+
+// A hook of a function older NCCLs lack: true, with a WARN naming it, when the real NCCL
+// has none (the hook then returns ncclInvalidUsage, as NCCL would for a bad call).
+template <typename Function>
+bool lacks(const RealNccl& real, Function function, const char* name) {
+  if (function != nullptr) return false;
+  CAR_WARN(-1, "{} is not in the real NCCL ({})", name, real.origin);
+  return true;
+}
+
+bool passThrough() { return shimConfig().disable; }
+
+// NCCL_COMM_BLOCKING=0 makes communicators without an explicit setting nonblocking.
+bool defaultNonblocking() {
+  const char* value = std::getenv("NCCL_COMM_BLOCKING");
+  return value != nullptr && std::strcmp(value, "0") == 0;
+}
+
+bool isNonblocking(const ncclConfig_t* config, bool inherited) {
+  if (config != nullptr && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking == 0;
+  return inherited;
+}
+
+bool succeededOrPending(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
+
+// How a new communicator reaches the caller: at once (init), or, for a split or shrink,
+// written into *newcomm by NCCL when the child is complete.
+enum class Birth { Init, Child };
+
+void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* comms, int count, bool nonblocking,
+                      Birth birth = Birth::Init) {
+  if (passThrough() || !succeededOrPending(result) || comms == nullptr) return;
+  guarded("communicator setup", [&] {
+    if (birth == Birth::Child && (nonblocking || result == ncclInProgress)) {
+      // NCCL writes a nonblocking child from its own thread, whenever it is complete: read now
+      // (or at the group's end) it is NULL on one rank and set on another, and ranks that
+      // disagree on whether it is ours would wait for each other. None of them takes it.
+      CAR_INFO(-1, "a nonblocking ncclCommSplit/ncclCommShrink child is not ours: NCCL hands it out later, from "
+                   "its own thread; its all-reduces go to NCCL (not counted)");
+      return;
+    }
+    std::vector<std::shared_ptr<CommState>> states;
+    for (int i = 0; i < count; ++i) {
+      if (comms[i] != nullptr) {
+        states.push_back(adoptCommunicator(comms[i], nonblocking || result == ncclInProgress));
+      } else if (birth == Birth::Child && insideGroup()) {
+        adoptAtGroupEnd(&comms[i]);  // NCCL fills it in at the group's end
+      }
+    }
+    scheduleSetup(real, states);
+  });
+}
+
+bool parentNonblocking(ncclComm_t parent) {
+  std::shared_ptr<CommState> state = Registry::instance().find(parent);
+  return state ? state->nonblocking : defaultNonblocking();
+}
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Where an all-reduce goes.
+enum class Route {
+  Ours,     // our kernel is on the stream
+  Nccl,     // forwarded
+  Refused,  // an abort, destroy or finalize from another thread has the communicator
+};
+
+Route refuse(CommState& state) {
+  if (!state.refusalWarned.exchange(true)) {
+    CAR_WARN(state.device, "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
+             "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state));
+  }
+  return Route::Refused;
+}
+
+Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return Route::Nccl;
+  if (state->gate.closed()) return refuse(*state);
+  // Never set up inside the caller's graph capture: the handshake's copies and collectives
+  // would be captured too, or break the capture. Every rank captures the same calls.
+  if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
+    setUpBeforeAllReduce(real, state);
+    if (state->gate.closed()) return refuse(*state);  // aborted while we set it up
+  }
+
+  std::unique_lock<std::mutex> lock(state->mutex);
+  if (state->phase == CommPhase::Pending) {
+    state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
+    return Route::Nccl;
+  }
+  if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
+    if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
+    return Route::Nccl;
+  }
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t query = real.commGetAsyncError(comm, &async);
+  if (!ncclAllowsOurKernel(query, async)) {
+    state->phase = CommPhase::Ineligible;
+    state->reason = std::string("NCCL reports the communicator broken: ") +
+                    real.getErrorString(query != ncclSuccess ? query : async);
+    CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
+    state->stats().countForwarded(ForwardReason::NotEligible);
+    return Route::Nccl;
+  }
+  AllReduceCall call;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.type = elementTypeOf(type);
+  call.op = reduceOpOf(op);
+  call.stream = stream;
+  // Only looked at when the user asked for it: no lookup on the default path.
+  if (shimConfig().symmetricNcclBytes > 0 && call.type) {
+    call.symmetricBuffers = state->symmetricWindows.containBoth(send, recv, count * elementBytes(*call.type));
+  }
+  SubmitResult result = state->engine->submit(call);
+  if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
+  if (result.error != cudaSuccess) {
+    state->phase = CommPhase::Ineligible;
+    state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
+    if (!state->failureWarned.exchange(true)) {
+      CAR_WARN(state->device, "{}: {}; this communicator now forwards every all-reduce to NCCL", describe(*state),
+               state->reason);
+    }
+  }
+  return result.launched ? Route::Ours : Route::Nccl;
+}
+
+}  // namespace
+}  // namespace car
+
+using namespace car;
+
+CAR_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  Route route = Route::Nccl;
+  if (!passThrough()) {
+    guarded("ncclAllReduce", [&] { route = routeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  }
+  if (route == Route::Ours) return ncclSuccess;
+  if (route == Route::Refused) return ncclInvalidUsage;
+  return real->allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->commInitRank(comm, nranks, commId, rank);
+  adoptAndSchedule(*real, result, comm, 1, defaultNonblocking());
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                               ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->commInitRankConfig(comm, nranks, commId, rank, config);
+  adoptAndSchedule(*real, result, comm, 1, isNonblocking(config, defaultNonblocking()));
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                 ncclUniqueId* commIds, ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commInitRankScalable, "ncclCommInitRankScalable")) return ncclInvalidUsage;
+  const ncclResult_t result = real->commInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+  adoptAndSchedule(*real, result, newcomm, 1, isNonblocking(config, defaultNonblocking()));
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->commInitAll(comms, ndev, devlist);
+  adoptAndSchedule(*real, result, comms, ndev, false);
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
+  const ncclResult_t result = real->commSplit(comm, color, key, newcomm, config);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                       ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commShrink, "ncclCommShrink")) return ncclInvalidUsage;
+  const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
+  // NCCL_SHRINK_ABORT ends the parent's operations in flight: ours first, as an abort does.
+  if ((shrinkFlags & NCCL_SHRINK_ABORT) != 0 && !passThrough()) {
+    guarded("ncclCommShrink", [&] { stopBeforeNccl(comm, "ncclCommShrink(NCCL_SHRINK_ABORT)"); });
+  }
+  const ncclResult_t result = real->commShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  bool forward = true;
+  guarded("ncclCommFinalize", [&] { forward = releaseBeforeNccl(comm, ReleaseKind::Finalize); });
+  return forward ? real->commFinalize(comm) : ncclSuccess;
+}
+
+CAR_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  bool forward = true;
+  guarded("ncclCommDestroy", [&] { forward = releaseBeforeNccl(comm, ReleaseKind::Destroy); });
+  return forward ? real->commDestroy(comm) : ncclSuccess;
+}
+
+CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  std::shared_ptr<CommState> state;
+  guarded("ncclCommAbort", [&] { state = beginAbort(comm); });
+  const ncclResult_t result = real->commAbort(comm);
+  if (state) guarded("ncclCommAbort", [&] { finishAbort(state); });
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commRevoke, "ncclCommRevoke")) return ncclInvalidUsage;
+  if (!passThrough()) guarded("ncclCommRevoke", [&] { stopBeforeNccl(comm, "ncclCommRevoke"); });
+  return real->commRevoke(comm, revokeFlags);
+}
+
+CAR_EXPORT ncclResult_t ncclGroupStart() {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  noteGroupStart();
+  const ncclResult_t result = real->groupStart();
+  if (result != ncclSuccess) noteGroupStartFailed();
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclGroupEnd() {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  const ncclResult_t result = real->groupEnd();
+  guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->groupSimulateEnd, "ncclGroupSimulateEnd")) return ncclInvalidUsage;
+  const ncclResult_t result = real->groupSimulateEnd(simInfo);
+  guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
+  return result;
+}
+
+// Symmetric windows: NCCL's own; we only note where they are, for NCCL_CAR_SYMMETRIC_NCCL_BYTES.
+CAR_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                               int winFlags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commWindowRegister, "ncclCommWindowRegister")) return ncclInvalidUsage;
+  const ncclResult_t result = real->commWindowRegister(comm, buff, size, win, winFlags);
+  if (result == ncclSuccess && win != nullptr && (winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 && !passThrough()) {
+    guarded("ncclCommWindowRegister", [&] {
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.add(*win, buff, size);
+    });
+  }
+  return result;
+}
+
+CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commWindowDeregister, "ncclCommWindowDeregister")) return ncclInvalidUsage;
+  if (!passThrough()) {
+    guarded("ncclCommWindowDeregister", [&] {
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.remove(win);
+    });
+  }
+  return real->commWindowDeregister(comm, win);
+}

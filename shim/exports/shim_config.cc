@@ -1,0 +1,35 @@
+#include "exports/shim_config.h"
+
+#include <dlfcn.h>
+
+#include <string>
+#include <vector>
+
+#include "log.h"
+
+namespace car {
+
+const Config& shimConfig() {
+  static const Config config = [] {
+    std::vector<std::string> problems;
+    Config parsed = parseConfig(&processEnvironment, &problems);
+    setLogLevel(parsed.logLevel);
+    std::string why;
+    if (!parsed.debugFile.empty() && !logToFile(parsed.debugFile, &why)) {
+      problems.push_back(fmt::format("NCCL_CAR_DEBUG_FILE: {}; logging to stderr", why));
+    }
+    for (const std::string& problem : problems) CAR_WARN(-1, "{}", problem);
+    return parsed;
+  }();
+  return config;
+}
+
+const void* ownLibraryBase() {
+  static const void* base = [] {
+    Dl_info info{};
+    return dladdr(reinterpret_cast<const void*>(&ownLibraryBase), &info) != 0 ? info.dli_fbase : nullptr;
+  }();
+  return base;
+}
+
+}  // namespace car

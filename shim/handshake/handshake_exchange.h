@@ -1,0 +1,82 @@
+// The handshake's all-gathers (shim/handshake/handshake.cc): every communicator of a batch stages its
+// own record in device scratch, all of them all-gather in one NCCL group, and each reads
+// every rank's copy back. Each communicator's receive area is zeroed first, so a record
+// that never arrived reads as "did not arrive", never as an earlier handshake's bytes.
+// Every NCCL call goes through the communicator's gate (shim/lifecycle/nccl_gate.h), and every wait
+// ends when an abort, destroy or finalize closes that gate.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lifecycle/comm_state.h"
+#include "handshake/handshake_record.h"
+#include "handshake/handshake_scratch.h"
+#include "exports/real_nccl.h"
+#include "handshake/verdict.h"
+
+namespace car {
+
+// One communicator's part of the batch: scratch for both all-gathers (laid out by
+// ScratchLayout) and a private stream.
+struct Slot {
+  std::shared_ptr<CommState> state;
+  cudaStream_t stream = nullptr;
+  char* scratch = nullptr;
+  bool inHandshake = false;   // takes part in the collectives; false if it failed before
+  bool deviceBusy = false;    // an all-gather may still write the scratch: never reuse it
+  std::string failure;        // why it could not take part, or why a collective failed
+  bool warned = false;        // this rank already WARNed about its own failure
+  HandshakeRecord record{};
+  std::vector<HandshakeRecord> records;
+  LinkReport report{};
+  std::vector<LinkReport> reports;
+  std::vector<void*> bases;
+  Verdict verdict;
+};
+
+// A slot's failure when an abort, destroy or finalize closed its gate.
+constexpr const char* kStoppedDuringSetup = "stopped: the communicator was aborted, destroyed or finalized during set-up";
+
+
+// What the exchange does on the device for one slot (a host-memory fake in the CPU tests).
+class HandshakeDevice {
+ public:
+  enum class StreamState { Idle, Busy, Failed };
+  virtual ~HandshakeDevice() = default;
+  // Copies `bytes` from `data` to scratch + offset and zeroes the receive area, in order on
+  // the slot's stream, then waits for that stream alone.
+  virtual bool stage(Slot& slot, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
+                     std::size_t clearBytes) = 0;
+  virtual StreamState query(Slot& slot) = 0;
+  // Copies scratch + offset back; the stream is idle.
+  virtual bool readBack(Slot& slot, std::size_t offset, void* out, std::size_t bytes) = 0;
+};
+
+struct ExchangeLimits {
+  // After an abort closed the gate: how long NCCL gets to stop an all-gather still writing
+  // our scratch, before we give the scratch up for lost.
+  double drainAfterStopSeconds = 10.0;
+};
+
+// Exchange 1 (records) and exchange 2 (link reports) for every slot in the handshake.
+// A slot's failure says why its tables cannot be trusted.
+void exchangeRecords(const RealNccl& real, HandshakeDevice& device, std::vector<Slot>& slots,
+                     const ExchangeLimits& limits = {});
+void exchangeReports(const RealNccl& real, HandshakeDevice& device, std::vector<Slot>& slots,
+                     const ExchangeLimits& limits = {});
+
+// The CUDA one: DeviceGuard, the slot's stream, no device-wide synchronisation.
+HandshakeDevice& cudaHandshakeDevice();
+
+// Device scratch for handshakes, reused and never freed: cudaFree waits for the whole
+// device, where a kernel of ours on another communicator may be waiting for a peer that is
+// itself in this handshake. Null on failure.
+char* takeScratch(int device);
+void returnScratch(int device, char* scratch);
+
+}  // namespace car

@@ -1,0 +1,80 @@
+// What every rank tells every other rank at setup, in two all-gathers over the real
+// communicator. Plain fixed-size data: it travels as bytes.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "config.h"
+#include "handshake/p2p_limit.h"
+
+namespace car {
+
+// A text field as sent by a peer, read no further than the field: a peer's record is
+// bytes, not a promise of a terminating NUL.
+template <std::size_t N>
+std::string fieldText(const char (&field)[N]) {
+  return std::string(field, strnlen(field, N));
+}
+
+constexpr std::uint32_t kHandshakeMagic = 0x43415235;  // "CAR5": layout version
+
+// Whether a rank could take part at all; anything but Ready makes the whole
+// communicator forward.
+enum class RankStatus : std::uint32_t {
+  Ready = 0,
+  NoBuffers = 1,      // cudaMalloc or IPC export of the buffer block failed
+  NoDevice = 2,       // CUDA unusable on this rank
+  NoBoard = 3,        // the release board (shim/ipc/release_board.h) could not be created
+};
+
+// First all-gather: identity, device and buffer of each rank.
+struct HandshakeRecord {
+  std::uint32_t magic;
+  RankStatus status;
+  std::int32_t rank;
+  std::int32_t ranks;
+  std::int32_t pid;
+  std::int32_t cudaDevice;     // ordinal in the owner's process
+  std::int32_t computeCapability;  // major * 10 + minor of the rank's GPU
+  std::int32_t boardId;        // System V id of the rank's release board, -1 if none
+  std::uint64_t ipcNamespace;
+  std::uint64_t pidNamespace;
+  std::uint64_t blockAddress;  // the block in the owner's address space
+  char host[128];              // "hostname/boot-id", NUL-terminated
+  char busId[32];              // PCI bus id of the rank's GPU
+  cudaIpcMemHandle_t handle;   // of the whole buffer block
+  SharedSettings settings;
+  std::int32_t p2pLimit;       // P2pLimit: NCCL_P2P_DISABLE / NCCL_P2P_LEVEL on this rank
+  std::int32_t reserved;
+};
+
+// Second all-gather: what each rank found when it tried to reach every peer. Each rank
+// can only judge its own row; the verdict uses everybody's.
+struct LinkReport {
+  std::uint32_t magic;
+  std::uint32_t mapped;        // 1: every peer's block is mapped here
+  std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
+  std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
+  std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
+  char problem[96];            // why mapping failed, NUL-terminated
+};
+
+// Both travel through NCCL as bytes: plain data only.
+static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
+static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
+// Layout "CAR5" on the wire. Changing either struct fails this on purpose: bump
+// kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
+// changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
+// compute alike. CAR5: PushState holds 256 area copies (was 128).
+static_assert(kHandshakeMagic == 0x43415235 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
+              "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
+// Bit p of each mask is rank p.
+static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),
+              "LinkReport's rank masks must hold a bit for every rank");
+
+}  // namespace car

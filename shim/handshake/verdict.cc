@@ -1,0 +1,182 @@
+#include "handshake/verdict.h"
+
+#include "../kernels/rank_signal.h"
+
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace car {
+namespace {
+
+template <std::size_t N>
+bool terminated(const char (&field)[N]) {
+  return strnlen(field, N) < N;
+}
+
+bool knownP2pLimit(std::int32_t value) {
+  return value >= static_cast<std::int32_t>(P2pLimit::None) && value <= static_cast<std::int32_t>(P2pLimit::Off);
+}
+
+}  // namespace
+
+bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b) {
+  return a.pid == b.pid && a.pidNamespace == b.pidNamespace && fieldText(a.host) == fieldText(b.host);
+}
+
+Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
+  Verdict verdict;
+  const int ranks = static_cast<int>(records.size());
+  if (ranks < 2 || ranks > kMaxRanks) {
+    verdict.reason = fmt::format("{} ranks (we take 2 to {})", ranks, kMaxRanks);
+    return verdict;
+  }
+  std::set<std::string> hosts;
+  for (int r = 0; r < ranks; ++r) {
+    const HandshakeRecord& record = records[r];
+    if (record.magic == 0) {  // the receive area is cleared before the exchange
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("the handshake record of rank {} did not arrive", r);
+      return verdict;
+    }
+    if (record.magic != kHandshakeMagic || record.rank != r || record.ranks != ranks || !terminated(record.host) ||
+        !terminated(record.busId) || !knownP2pLimit(record.p2pLimit)) {
+      verdict.reason = fmt::format("rank {} sent a malformed handshake (another nccl-car version?)", r);
+      return verdict;
+    }
+    if (record.status == RankStatus::NoBuffers) {
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} could not allocate or export its buffers", r);
+      return verdict;
+    }
+    if (record.status == RankStatus::NoBoard) {
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} could not create its release board (System V shared memory)", r);
+      return verdict;
+    }
+    if (record.status != RankStatus::Ready) {
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} cannot use CUDA", r);
+      return verdict;
+    }
+    hosts.insert(fieldText(record.host));
+  }
+  if (hosts.size() > 1) {
+    verdict.reason = fmt::format("ranks span {} hosts", hosts.size());
+    return verdict;
+  }
+  for (int r = 1; r < ranks; ++r) {
+    if (const char* variable = firstDifferingVariable(records[0].settings, records[r].settings)) {
+      verdict.differingVariable = variable;
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("{} differs between rank 0 and rank {}", variable, r);
+      return verdict;
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (static_cast<P2pLimit>(records[r].p2pLimit) != P2pLimit::Off) continue;
+    verdict.reason = fmt::format("NCCL_P2P_DISABLE or NCCL_P2P_LEVEL turns peer-to-peer access off on rank {}", r);
+    return verdict;
+  }
+  verdict.computeCapability = records[0].computeCapability;
+  for (int r = 1; r < ranks; ++r) {
+    if (records[r].computeCapability != verdict.computeCapability) verdict.computeCapability = 0;
+  }
+  verdict.allSameProcess = true;
+  for (int r = 1; r < ranks; ++r) {
+    if (sameProcess(records[0], records[r])) continue;
+    verdict.allSameProcess = false;
+  }
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = a + 1; b < ranks; ++b) {
+      if (!sameProcess(records[a], records[b]) && records[a].ipcNamespace != records[b].ipcNamespace) {
+        verdict.unexpected = true;
+        verdict.reason = fmt::format("rank {} and rank {} are in different IPC namespaces "
+                                     "(containers need a shared IPC namespace)", a, b);
+        return verdict;
+      }
+    }
+  }
+  if (const std::optional<int> rank = processOnSeveralGpusWithIpcPeers(records)) {
+    verdict.reason = fmt::format("the process of rank {} drives several GPUs and has peers in other processes "
+                                 "(nccl-tests -g N under MPI): CUDA IPC mappings are not shared across its GPUs here",
+                                 *rank);
+    return verdict;
+  }
+  verdict.eligible = true;
+  return verdict;
+}
+
+std::optional<int> processOnSeveralGpusWithIpcPeers(const std::vector<HandshakeRecord>& records) {
+  const int ranks = static_cast<int>(records.size());
+  for (int a = 0; a < ranks; ++a) {
+    bool severalGpus = false;
+    bool ipcPeer = false;
+    for (int b = 0; b < ranks; ++b) {
+      if (!sameProcess(records[a], records[b])) {
+        ipcPeer = true;
+      } else if (fieldText(records[a].busId) != fieldText(records[b].busId)) {
+        severalGpus = true;
+      }
+    }
+    if (severalGpus && ipcPeer) return a;
+  }
+  return std::nullopt;
+}
+
+Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vector<LinkReport>& reports) {
+  Verdict verdict = judgeRecords(records);
+  if (!verdict.eligible) return verdict;
+  verdict.eligible = false;
+  const int ranks = static_cast<int>(records.size());
+  if (static_cast<int>(reports.size()) != ranks) {
+    verdict.reason = "link reports missing";
+    return verdict;
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (reports[r].magic != kHandshakeMagic || reports[r].mapped == 0) {
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} could not map its peers' buffers: {}", r,
+                                   fieldText(reports[r].problem));
+      return verdict;
+    }
+  }
+  verdict.fullNvlink = true;
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = 0; b < ranks; ++b) {
+      if (a == b) continue;
+      const bool reach = (reports[a].p2pMask >> b & 1u) && (reports[b].p2pMask >> a & 1u);
+      if (!reach) {
+        verdict.reason = fmt::format("no peer-to-peer access between rank {} and rank {}", a, b);
+        return verdict;
+      }
+      const bool nvlink = (reports[a].nvlinkMask >> b & 1u) && (reports[b].nvlinkMask >> a & 1u);
+      if (!nvlink) verdict.fullNvlink = false;
+    }
+  }
+  if (!verdict.fullNvlink) {
+    for (int r = 0; r < ranks; ++r) {
+      if (static_cast<P2pLimit>(records[r].p2pLimit) != P2pLimit::NvlinkOnly) continue;
+      verdict.reason = fmt::format("NCCL_P2P_LEVEL on rank {} allows peer-to-peer access over NVLink only, "
+                                   "and not every pair of ranks has NVLink", r);
+      return verdict;
+    }
+  }
+  if (ranks > 2 && !verdict.fullNvlink) {
+    for (int r = 0; r < ranks; ++r) {
+      if (reports[r].nvmlMissing == 0) continue;
+      // Not a topology we do not serve but one we cannot see: worth a WARN.
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} cannot load NVML (libnvidia-ml.so.1), so NVLink between "
+                                   "its GPU and the others is unknown", r);
+      return verdict;
+    }
+    verdict.reason = fmt::format("{} ranks without NVLink between every pair", ranks);
+    return verdict;
+  }
+  verdict.eligible = true;
+  return verdict;
+}
+
+}  // namespace car

@@ -1,0 +1,142 @@
+#include "lifecycle/release.h"
+
+#include <chrono>
+
+#include "ipc/block_retirement.h"
+#include "log.h"
+#include "lifecycle/registry.h"
+
+namespace car {
+namespace {
+
+const char* callName(ReleaseKind kind) {
+  switch (kind) {
+    case ReleaseKind::Destroy: return "ncclCommDestroy";
+    case ReleaseKind::Finalize: return "ncclCommFinalize";
+    case ReleaseKind::Abort: return "ncclCommAbort";
+  }
+  return "release";
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Waits up to `seconds` for the engine's last launch, raising its abort word as soon as a
+// stop is asked for (an abort from another thread: the engine is out of the state by now,
+// so stopKernels could not reach it).
+bool waitForKernels(CommState& state, RankEngine& engine, double seconds, bool* raised) {
+  const double deadline = now() + seconds;
+  while (!engine.waitIdleWithin(0.01)) {
+    if (state.stopRequested.load() && !*raised) {
+      engine.raiseAbort();
+      *raised = true;
+      CAR_INFO(state.device, "{}: our kernels told to stop (an abort came while we waited)", describe(state));
+    }
+    if (now() > deadline) return false;
+  }
+  return true;
+}
+
+// Our last kernel ended (true), or is still running after every bound (false).
+bool drain(CommState& state, RankEngine& engine, ReleaseKind kind) {
+  bool raised = false;
+  if (state.stopRequested.load()) {
+    engine.raiseAbort();  // raised already by stopKernels; idempotent
+    raised = true;
+  }
+  const double first = raised ? kAbortDrainSeconds : kReleaseDrainSeconds;
+  if (waitForKernels(state, engine, first, &raised)) return true;
+  if (raised) return false;
+  CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of {} (a peer never joined that "
+           "all-reduce); telling it to stop, its result is undefined", describe(state), first, callName(kind));
+  engine.raiseAbort();
+  raised = true;
+  return waitForKernels(state, engine, kAbortDrainSeconds, &raised);
+}
+
+void releaseOurSide(CommState& state, ReleaseKind kind) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.phase == CommPhase::Released) return;
+  const CommPhase before = state.phase;
+  state.phase = CommPhase::Released;
+  // Never set up, or a handshake still holds engine and peers (it frees them when it ends).
+  if (before == CommPhase::Pending) return;
+  // Calls forwarded before the engine existed (not ready yet) count too.
+  if (state.engine) state.engine->stats().mergeFrom(state.forwardedWithoutEngine);
+  const std::string summary = state.stats().summary();
+  std::unique_ptr<RankEngine> engine = state.takeEngine();
+  if (engine) {
+    if (!drain(state, *engine, kind)) {
+      // A kernel of ours may still run: its memory and the peers' blocks it reads must stay.
+      CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of being told to stop; its buffers "
+               "and mappings are left allocated", describe(state), kAbortDrainSeconds);
+      static_cast<void>(engine.release());
+      state.peers.abandon();
+      static_cast<void>(state.board.release());  // never retired: peers keep their view of it too
+      return;
+    }
+    letGoOfBuffers(state, std::move(engine));
+  }
+  CAR_INFO(state.device, "{} released: {}", describe(state), summary);
+}
+
+void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind) {
+  releaseOurSide(*state, kind);
+  Registry::instance().forget(state);
+}
+
+}  // namespace
+
+void letGoOfBuffers(CommState& state, std::unique_ptr<RankEngine> engine) {
+  state.peers.unmapAll();
+  if (!engine) return;
+  if (!state.board) return;  // no board, no importer: nobody could map the block
+  RetiringBlock block;
+  block.board = std::move(state.board);
+  RankEngine* owned = engine.release();
+  block.free = [owned] { delete owned; };
+  block.who = describe(state);
+  block.device = state.device;
+  blockRetirement().retire(std::move(block));
+}
+
+bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind) {
+  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return true;
+  if (!state->gate.close(kGateCloseSeconds)) {
+    CAR_INFO(state->device, "{} {}: a set-up call of ours is still inside NCCL", describe(*state), callName(kind));
+  }
+  // Another thread releases it: an abort (which took NCCL's call too) or the caller's own
+  // second release, which reaches NCCL from that thread.
+  if (state->releaseClaimed.exchange(true)) return false;
+  releaseAndForget(state, kind);
+  return !state->abortReachedNccl.load();
+}
+
+std::shared_ptr<CommState> beginAbort(ncclComm_t comm) {
+  std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return nullptr;
+  // First our spinning kernels, then our set-up calls: NCCL frees the communicator next.
+  if (state->stopKernels()) CAR_INFO(state->device, "{} ncclCommAbort: our kernels told to stop", describe(*state));
+  if (!state->gate.close(kGateCloseSeconds)) {
+    CAR_INFO(state->device, "{} ncclCommAbort: a set-up call of ours is still inside NCCL; NCCL's abort ends it",
+             describe(*state));
+  }
+  state->abortReachedNccl.store(true);
+  return state;
+}
+
+void finishAbort(const std::shared_ptr<CommState>& state) {
+  if (state->releaseClaimed.exchange(true)) return;  // a destroy or finalize there ends its wait now
+  releaseAndForget(state, ReleaseKind::Abort);
+}
+
+void stopBeforeNccl(ncclComm_t comm, const char* call) {
+  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return;
+  if (state->stopKernels()) {
+    CAR_INFO(state->device, "{} {}: our kernels told to stop; its all-reduces go to NCCL from now on",
+             describe(*state), call);
+  }
+}
+
+}  // namespace car

@@ -1,0 +1,48 @@
+// How our side of a communicator ends, around NCCL's own calls:
+//  - ncclCommDestroy / ncclCommFinalize: wait for our last kernel (bounded: if it has not
+//    finished after kReleaseDrainSeconds it is told to stop), close our mappings of the
+//    peers' blocks, retire our own block (freed once no peer maps it), then NCCL's call;
+//  - ncclCommAbort: our kernels told to stop and our set-up calls ended first, then NCCL's
+//    abort, then the same release (bounded by kAbortDrainSeconds);
+//  - ncclCommRevoke, ncclCommShrink(NCCL_SHRINK_ABORT): our kernels told to stop, later
+//    all-reduces forwarded; the release comes with the communicator's destroy.
+// An abort from another thread while a destroy or finalize waits still finds the state
+// (it stays registered until its release ends) and stops our kernels; the destroy or
+// finalize then leaves NCCL alone, since NCCL freed the communicator in the abort.
+#pragma once
+
+#include <nccl.h>
+
+#include <memory>
+
+#include "lifecycle/comm_state.h"
+
+namespace car {
+
+enum class ReleaseKind { Destroy, Finalize, Abort };
+
+// After an abort NCCL's own kernels stop at once; ours stop at their next look at the
+// abort word. Anything longer means our kernel is queued behind work that never ends.
+constexpr double kAbortDrainSeconds = 10.0;
+// Destroy and finalize let a kernel in flight complete, as NCCL's finalize does, but a
+// peer that does not come within this long is taken for gone.
+constexpr double kReleaseDrainSeconds = 30.0;
+
+// ncclCommDestroy / ncclCommFinalize, before NCCL's call. Returns whether that call
+// should still reach NCCL: false when another thread's abort or release of the same
+// communicator has it.
+bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind);
+
+// ncclCommAbort, before NCCL's abort: stops our kernels and our set-up calls.
+std::shared_ptr<CommState> beginAbort(ncclComm_t comm);
+// ... and after it: releases our side (unless a destroy or finalize is already at it).
+void finishAbort(const std::shared_ptr<CommState>& state);
+
+// ncclCommRevoke and ncclCommShrink(NCCL_SHRINK_ABORT), before NCCL's call.
+void stopBeforeNccl(ncclComm_t comm, const char* call);
+
+// Closes our mappings of the peers' blocks (and leaves their boards), then retires our
+// own block with the engine that owns it. No kernel of that engine may still run.
+void letGoOfBuffers(CommState& state, std::unique_ptr<RankEngine> engine);
+
+}  // namespace car

@@ -1,0 +1,164 @@
+#include "lifecycle/setup.h"
+
+#include <chrono>
+#include <thread>
+
+#include "handshake/handshake.h"
+#include "log.h"
+#include "lifecycle/registry.h"
+
+namespace car {
+namespace {
+
+thread_local int tGroupDepth = 0;
+thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
+thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
+
+thread_local std::vector<ncclComm_t*> tSlotsInGroup;
+
+void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+  std::vector<std::shared_ptr<CommState>> pending;
+  for (const auto& state : states) {
+    if (state->phase == CommPhase::Pending) pending.push_back(state);
+  }
+  if (!pending.empty()) runHandshakes(real, pending);
+}
+
+// Marks a communicator that never reached the handshake, and says so at INFO like the
+// handshake's own verdicts. Its rank and size stay unknown: a communicator whose creation
+// failed is not safe to query.
+void markNotEligible(CommState& state, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.phase != CommPhase::Pending) return;
+  state.phase = CommPhase::Ineligible;
+  state.reason = reason;
+  CAR_INFO(-1, "{} setup: not eligible: {}", describe(state), reason);
+}
+
+// Nonblocking communicators: wait for the real init to finish, as the caller itself must
+// before using it. Returns false (and marks it) if init failed or cannot be read, and
+// false alone if an abort, destroy or finalize from another thread closed the gate.
+bool waitUntilInitialised(const RealNccl& real, CommState& state) {
+  ncclResult_t async = ncclInProgress;
+  ncclResult_t query = ncclSuccess;
+  while (true) {
+    if (!state.gate.pass([&] { query = real.commGetAsyncError(state.comm, &async); })) return false;
+    if (query != ncclSuccess || async != ncclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (query != ncclSuccess) {
+    markNotEligible(state, std::string("cannot read the communicator's state: ") + real.getErrorString(query));
+    return false;
+  }
+  if (async != ncclSuccess) {
+    markNotEligible(state, std::string("the real communicator failed to initialise: ") + real.getErrorString(async));
+    return false;
+  }
+  return true;
+}
+
+// What the thread's outermost group leaves to us when it ends (really or simulated).
+struct EndedGroup {
+  std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
+  std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
+  std::vector<ncclComm_t*> slots;                   // blocking splits and shrinks NCCL fills in only now
+};
+
+// Counts a group end; at the outermost one hands over the group's communicators.
+bool outermostGroupEnded(EndedGroup* group) {
+  if (tGroupDepth > 0) --tGroupDepth;
+  if (tGroupDepth > 0) return false;
+  group->created.swap(tCreatedInGroup);
+  group->lazy.swap(tAllReduceInGroup);
+  group->slots.swap(tSlotsInGroup);
+  // A later group holding an all-reduce must be able to queue these again.
+  for (const auto& state : group->lazy) state->allReduceInGroup = false;
+  return true;
+}
+
+void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+  std::vector<std::shared_ptr<CommState>> ready;
+  for (const auto& state : states) {
+    if (state->phase == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
+  }
+  setUpNow(real, ready);
+}
+
+}  // namespace
+
+std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
+  auto state = std::make_shared<CommState>();
+  state->comm = comm;
+  state->nonblocking = nonblocking;
+  Registry::instance().add(state);
+  return state;
+}
+
+void adoptAtGroupEnd(ncclComm_t* slot) {
+  if (slot != nullptr && tGroupDepth > 0) tSlotsInGroup.push_back(slot);
+}
+
+void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+  std::vector<std::shared_ptr<CommState>> blocking;
+  for (const auto& state : states) {
+    if (state->nonblocking) continue;  // lazily, before its first all-reduce
+    if (tGroupDepth > 0) tCreatedInGroup.push_back(state);
+    else blocking.push_back(state);
+  }
+  setUpNow(real, blocking);
+}
+
+void noteGroupStart() { ++tGroupDepth; }
+
+void noteGroupStartFailed() {
+  if (tGroupDepth > 0) --tGroupDepth;
+}
+
+bool insideGroup() { return tGroupDepth > 0; }
+
+void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
+  EndedGroup group;
+  if (!outermostGroupEnded(&group)) return;
+  if (realResult != ncclSuccess && realResult != ncclInProgress) {
+    if (group.created.empty()) return;
+    const std::string reason = std::string("the group that created it failed: ") + real.getErrorString(realResult);
+    for (const auto& state : group.created) markNotEligible(*state, reason);
+    return;
+  }
+  // A group still in progress has nonblocking members: whether NCCL has written a child yet
+  // would differ from rank to rank, so none is read (as for a nonblocking split, hooks.cc).
+  if (realResult == ncclSuccess) {
+    for (ncclComm_t* slot : group.slots) {
+      // NCCL publishes the child with a release store; NULL: no communicator for this rank.
+      const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      if (child != nullptr) group.created.push_back(adoptCommunicator(child, false));
+    }
+  } else if (!group.slots.empty()) {
+    CAR_INFO(-1, "{} ncclCommSplit/ncclCommShrink child(ren) of a group that ended in progress are not ours: their "
+                 "all-reduces go to NCCL (not counted)", group.slots.size());
+  }
+  setUpNow(real, group.created);
+  setUpNonblocking(real, group.lazy);
+}
+
+void noteGroupSimulateEnd() {
+  EndedGroup group;
+  if (!outermostGroupEnded(&group)) return;
+  // The lazy ones are set up at their next all-reduce outside a group, as if the group had
+  // not been. Whether NCCL finished creating the others is not ours to guess: they forward.
+  for (const auto& state : group.created) markNotEligible(*state, "created in a group ended by ncclGroupSimulateEnd");
+}
+
+void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {
+  if (!state->nonblocking) return;  // a blocking one is set up at its group's end
+  if (tGroupDepth > 0) {
+    if (!state->allReduceInGroup) {
+      state->allReduceInGroup = true;
+      tAllReduceInGroup.push_back(state);
+    }
+    return;
+  }
+  setUpNonblocking(real, {state});
+}
+
+}  // namespace car
