@@ -7,6 +7,12 @@
 // is then exact, except for avg of a floating type over a rank count that is not a power of
 // two: 1/ranks is not exact there (NCCL multiplies each input by it), so a result within
 // `ranks` units in the last place of the largest input passes.
+//
+// Every call gets inputs of its own: the call with seed s reads element i's value at index
+// i + s, so consecutive calls (and graph replays, which advance the seed) differ, and a
+// result computed from the previous call's data is caught. Every pattern repeats after
+// valuePeriod(ranks) elements, so a table of one period, on the device, is all a kernel
+// needs to write any call's input or to check any call's output (bench_kernels.h).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,6 +26,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 namespace bench {
 
@@ -86,9 +94,12 @@ inline double inputValue(const TypeInfo& type, ncclRedOp_t op, int rank, int ran
     return base + sign * k;
   }
   // sum, min, max: -4..4 (unsigned 0..8); fp8 sums -1..1, whose partial sums over 8 ranks stay
-  // within the integers fp8e5m2 holds exactly.
-  const int spread = isFp8(type) && op == ncclSum ? 1 : 4;
-  const int value = static_cast<int>((i * 7 + rank * 5) % (2 * spread + 1));
+  // within the integers fp8e5m2 holds exactly. Rank 0's fp8 sum inputs are shifted by i / 3:
+  // over 3 or 6 ranks the others alone would sum to 0 everywhere, at every seed.
+  const bool fp8Sum = isFp8(type) && op == ncclSum;
+  const int spread = fp8Sum ? 1 : 4;
+  const std::size_t shift = fp8Sum && rank == 0 ? i / 3 : 0;
+  const int value = static_cast<int>((i * 7 + rank * 5 + shift) % (2 * spread + 1));
   return isUnsigned ? value : value - spread;
 }
 
@@ -113,6 +124,12 @@ inline double tolerance(const TypeInfo& type, ncclRedOp_t op, int ranks) {
   if (op != ncclAvg || type.kind != Kind::Float || (ranks & (ranks - 1)) == 0) return 0;
   return ranks * std::ldexp(1.0, (isFp8(type) ? 0 : 2) - type.mantissaBits);
 }
+
+// The length after which inputValue and expectedValue repeat, for every type and op: their
+// indices enter only through i % 9 (sum, min, max; fp8 sums also (i / 3) % 3), i % 5 and
+// i % (ranks + 1) (prod), i % 5 and i % 3 (avg), i % 4 and (i / 4) % 2 (fp8 avg); 360 is a
+// multiple of 9, 5, 3 and 8.
+inline unsigned valuePeriod(int ranks) { return std::lcm(360u, static_cast<unsigned>(ranks) + 1); }
 
 template <typename T>
 inline void store(T value, unsigned char* out) {
@@ -162,6 +179,35 @@ inline double decode(const TypeInfo& type, const unsigned char* in) {
     case ncclFloat8e5m2: return static_cast<float>(load<__nv_fp8_e5m2>(in));
     default: std::abort();
   }
+}
+
+// One period of `rank`'s inputs (rank >= 0) or of the expected results (rank < 0), encoded in
+// the type: element j is the value at index j. A call with seed s reads element i at
+// (i + s) % period.
+inline std::vector<unsigned char> patternTable(const TypeInfo& type, ncclRedOp_t op, int rank, int ranks) {
+  const unsigned period = valuePeriod(ranks);
+  std::vector<unsigned char> table(static_cast<std::size_t>(period) * type.bytes);
+  for (unsigned j = 0; j < period; ++j) {
+    const double value = rank >= 0 ? inputValue(type, op, rank, ranks, j) : expectedValue(type, op, ranks, j);
+    encode(type, value, &table[static_cast<std::size_t>(j) * type.bytes]);
+  }
+  return table;
+}
+
+// The elements of `output` (count elements of the call with seed `seed`) farther from the
+// expected result than tolerance() allows. Written so that a NaN counts as wrong.
+inline std::size_t wrongElements(const TypeInfo& type, ncclRedOp_t op, int ranks, unsigned long long seed,
+                                 const unsigned char* output, std::size_t count) {
+  const unsigned period = valuePeriod(ranks);
+  const double allowed = tolerance(type, op, ranks);
+  std::vector<double> expected(period);
+  for (unsigned j = 0; j < period; ++j) expected[j] = expectedValue(type, op, ranks, j);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double got = decode(type, &output[i * type.bytes]);
+    wrong += !(std::fabs(got - expected[(i + seed) % period]) <= allowed);
+  }
+  return wrong;
 }
 
 }  // namespace bench

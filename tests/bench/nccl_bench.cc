@@ -1,301 +1,140 @@
-// The side-by-side benchmark program: drives the real NCCL's ncclAllReduce over the GPUs of
-// this machine, one process per GPU (forked here, no MPI), and prints, per message size, the
-// median microseconds of one call eager and replayed from a CUDA graph, and the host time to
-// issue one eager call. Run it as is for NCCL alone, under LD_PRELOAD=libnccl-car.so for NCCL
-// with nccl-car; --symmetric registers the buffers as NCCL symmetric windows (nccl-tests'
-// -R 2). `tools/nccl-car bench` runs the configurations in alternation and prints the table.
-// Every size is checked once before it is timed; at a wrong size every rank stops, after a
-// '# wrong: <bytes> bytes, <n> element(s) ...' line.
+// The side-by-side benchmark program: drives ncclAllReduce through the real NCCL, one
+// process per rank (forked here, no MPI), and prints per mode, workload and size the
+// microseconds per call, checked. Run it as is for NCCL alone, under
+// LD_PRELOAD=libnccl-car.so for NCCL with nccl-car; `tools/nccl-car bench` runs the
+// configurations in alternation and prints the table (docs/cli.md).
 //
-// Every NCCL type and built-in op: --type takes the library's names (kernels/all_reduce.h) or
-// nccl-tests' (-d), --op sum|prod|min|max|avg. The inputs keep every result exact in the type,
-// and the check exact but for some averages (bench_values.h says which, and why).
-// Sizes are in bytes: each size is rounded down to a whole number of elements (the row shows
-// the bytes reduced, as nccl-tests does), and a size under one element is skipped.
+// The modes (nccl_bench_options.h): model-like (per layer a cuBLAS GEMM, the all-reduce, an
+// elementwise kernel, as a graph and eager; per call, the step minus the same step without
+// the all-reduces, over the layers), isolated (a plain kernel writes each call's input),
+// chain (calls back to back, the old form, which flatters programmatic dependent launch).
+// The isolated eager calls also give the host time to issue one call. Workloads: plain, in
+// place, on a second stream, after a large call.
 //
-//   car_nccl_bench [--gpus N] [--type NAME] [--op NAME] [--min-bytes B] [--max-bytes B]
-//                  [--calls N] [--samples N] [--symmetric]
+// Everything timed is checked: every call's input is new (seeded per call and per replay),
+// and the output of the last call of every timed sample is compared exactly with the
+// expected result (bench_values.h) before the next sample; before any of it, a check that
+// does not see planted errors stops the program. Each size starts with a probe: one call
+// checked on the host.
 //
-// Output: '#' lines, then CSV: bytes,eager_us,graph_us,host_us (each the largest over ranks);
-// the exit status is non-zero after a wrong result or a failed call.
+// --ranks N: N processes on N GPUs; with --one-gpu all on GPU 0, for the one-GPU rig
+// (docs/design.md, "Testing without a multi-GPU machine"): run it under MPS. Each rank then
+// gets its own NCCL_HOSTID (NCCL refuses two ranks of one host on one GPU), NCCL over
+// loopback sockets unless NCCL_SOCKET_IFNAME says otherwise, no CUDA_DEVICE_MAX_CONNECTIONS
+// (MPS clients share one pool of queues), and NCCL_CAR_MAX_BLOCKS, unless set, such that
+// every rank's blocks are resident at once with room for a second grid (PDL).
+//
+// Output: '#' lines, then CSV rows
+//   mode,workload,bytes,us,checked,wrong,samples_us
+// mode: model-graph model-eager isolated-graph isolated-eager host chain-graph chain-eager
+// probe; us: the median over samples (empty for probe); checked: the calls whose output was
+// checked on every rank; wrong: their wrong elements, summed, on the worst rank; samples_us:
+// each sample's figure, ';'-separated. Exit status 2 after a wrong result, 1 on a failure.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "../e2e/unique_id_file.h"
-#include "bench_values.h"
+#include "nccl_bench_check.h"
+#include "nccl_bench_options.h"
+#include "nccl_bench_rank.h"
 
 namespace {
 
 using namespace bench;
 
-int gRank = 0;
+// Blocks a pull kernel of ours uses at most; the rig gives no rank more (as the e2e runner's rig_blocks).
+constexpr int kRigBlockCap = 36;
 
-#define BENCH_CHECK(ok, what)                                                      \
-  do {                                                                             \
-    if (!(ok)) {                                                                   \
-      std::fprintf(stderr, "car_nccl_bench rank %d: %s failed (line %d)\n", gRank, what, __LINE__); \
-      std::exit(2);                                                                \
-    }                                                                              \
-  } while (0)
-#define CUDA_OK(call) BENCH_CHECK((call) == cudaSuccess, #call)
-#define NCCL_OK(call) BENCH_CHECK((call) == ncclSuccess, #call)
-
-constexpr const char* kUsage =
-    "usage: car_nccl_bench [--gpus N] [--type NAME] [--op NAME] [--min-bytes B] [--max-bytes B] "
-    "[--calls N] [--samples N] [--symmetric]\n"
-    "  --type  int8 uint8 int32 uint32 int64 uint64 fp16 bf16 fp32 fp64 fp8e4m3 fp8e5m2 (default bf16);\n"
-    "          nccl-tests' names too: half bfloat16 float double f8e4m3 f8e5m2 (fp8 needs sm_90)\n"
-    "  --op    sum prod min max avg (default sum)\n"
-    "  sizes double from --min-bytes to --max-bytes (default 1K, 8M); each is rounded down to a whole\n"
-    "  number of elements, the bytes reduced are printed, a size under one element is skipped\n";
-
-struct Options {
-  int gpus = 0;  // 0: every visible GPU
-  const TypeInfo* type = &kTypes[7];  // bf16
-  const OpInfo* op = &kOps[0];        // sum
-  std::size_t minBytes = 1 << 10;
-  std::size_t maxBytes = 8 << 20;
-  int calls = 100;
-  int samples = 7;
-  bool symmetric = false;
-};
-
-std::size_t parseBytes(const char* text) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  if (*end == 'K' || *end == 'k') value *= 1024;
-  else if (*end == 'M' || *end == 'm') value *= 1024 * 1024;
-  else if (*end == 'G' || *end == 'g') value *= 1024.0 * 1024 * 1024;
-  return static_cast<std::size_t>(value);
+void printRow(const Row& row) {
+  std::string samples;
+  for (double value : row.samples) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%s%.3f", samples.empty() ? "" : ";", value);
+    samples += text;
+  }
+  char us[32] = "";
+  if (row.us >= 0) std::snprintf(us, sizeof us, "%.3f", row.us);
+  std::printf("%s,%s,%zu,%s,%d,%.0f,%s\n", row.mode.c_str(), workloadName(row.workload), row.bytes, us, row.checked,
+              row.wrong, samples.c_str());
+  std::fflush(stdout);
 }
 
-[[noreturn]] void usage(const char* problem) {
-  if (problem) std::fprintf(stderr, "car_nccl_bench: %s\n", problem);
-  std::fputs(kUsage, problem ? stderr : stdout);
-  std::exit(problem ? 2 : 0);
+void printHeader(const Options& options, int ranks, int gpus) {
+  int version = 0;
+  ncclGetVersion(&version);
+  std::printf("# car_nccl_bench: %d ranks, one process each, on %s, NCCL %d, all-reduce, %s %s, %s buffers\n", ranks,
+              options.oneGpu ? "GPU 0 (the one-GPU rig: under MPS)" : (std::to_string(gpus) + " GPUs").c_str(),
+              version, options.type->name, options.op->name,
+              options.symmetric ? "symmetric-window" : "cudaMalloc");
+  if (options.probe) {
+    std::printf("# probe: one call per size, checked on the host; nothing timed\n");
+  } else {
+    std::printf("# model: %d layers of a %dx%dx%d bf16 GEMM, the all-reduce, an elementwise kernel; isolated and "
+                "chain: %d calls; after-large: a %zu-byte call before each; %d samples per row, each the largest "
+                "over ranks; the last call of every timed sample checked\n",
+                options.layers, options.gemm.m, options.gemm.n, options.gemm.k, options.calls, options.largeBytes,
+                options.samples);
+  }
+  if (options.oneGpu) {
+    const char* blocks = std::getenv("NCCL_CAR_MAX_BLOCKS");
+    std::printf("# one GPU: NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=%s, NCCL_CAR_MAX_BLOCKS=%s\n",
+                std::getenv("NCCL_SOCKET_IFNAME"), blocks ? blocks : "(library default)");
+  }
+  std::printf("mode,workload,bytes,us,checked,wrong,samples_us\n");
+  std::fflush(stdout);
 }
 
-const TypeInfo* typeNamed(const std::string& name) {
-  for (const TypeInfo& type : kTypes)
-    if (name == type.name || name == type.testsName) return &type;
-  usage(("--type: unknown type '" + name + "'").c_str());
+// The rig's per-rank environment, set in the rank's process before its first CUDA or NCCL
+// call (NCCL and the library read it then).
+void setUpOneGpuRank(int rank, int ranks) {
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  setenv("NCCL_HOSTID", ("car-nccl-bench-" + std::to_string(getppid()) + "-rank-" + std::to_string(rank)).c_str(), 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  if (std::getenv("NCCL_CAR_MAX_BLOCKS") == nullptr) {
+    int multiprocessors = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0));
+    const int blocks = std::max(1, std::min(kRigBlockCap, multiprocessors / (2 * ranks)));
+    setenv("NCCL_CAR_MAX_BLOCKS", std::to_string(blocks).c_str(), 1);
+  }
 }
 
-const OpInfo* opNamed(const std::string& name) {
-  for (const OpInfo& op : kOps)
-    if (name == op.name) return &op;
-  usage(("--op: unknown op '" + name + "'").c_str());
-}
-
-Options parseOptions(int argc, char** argv) {
-  Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool hasValue = i + 1 < argc;
-    if (arg == "--gpus" && hasValue) options.gpus = std::atoi(argv[++i]);
-    else if (arg == "--min-bytes" && hasValue) options.minBytes = parseBytes(argv[++i]);
-    else if (arg == "--max-bytes" && hasValue) options.maxBytes = parseBytes(argv[++i]);
-    else if (arg == "--calls" && hasValue) options.calls = std::max(1, std::atoi(argv[++i]));
-    else if (arg == "--samples" && hasValue) options.samples = std::max(1, std::atoi(argv[++i]));
-    else if (arg == "--symmetric") options.symmetric = true;
-    else if (arg == "--type" && hasValue) options.type = typeNamed(argv[++i]);
-    else if (arg == "--op" && hasValue) options.op = opNamed(argv[++i]);
-    else if (arg == "--help" || arg == "-h") usage(nullptr);
-    else usage(("unknown option or missing value: " + arg).c_str());
-  }
-  if (options.minBytes == 0) usage("--min-bytes: must be at least 1");
-  return options;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-class Rank {
- public:
-  Rank(const Options& options, int rank, int ranks, const ncclUniqueId& id) : options_(options), rank_(rank), ranks_(ranks) {
-    CUDA_OK(cudaSetDevice(rank));
-    NCCL_OK(ncclCommInitRank(&comm_, ranks, id, rank));
-    CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CUDA_OK(cudaEventCreate(&start_));
-    CUDA_OK(cudaEventCreate(&stop_));
-    send_ = allocate(options.maxBytes, &sendWindow_);
-    recv_ = allocate(options.maxBytes, &recvWindow_);
-    CUDA_OK(cudaMalloc(&scratch_, 64));
-  }
-  ~Rank() {
-    release(send_, sendWindow_);
-    release(recv_, recvWindow_);
-    cudaFree(scratch_);
-    ncclCommDestroy(comm_);
-  }
-
-  // Fills the input, runs one call of `count` elements and compares every element. Returns
-  // the wrong elements of the worst rank, known to every rank: all stop together at a wrong
-  // size, rather than the right ones waiting forever in a collective for a rank that left.
-  double wrongElements(std::size_t count) {
-    const TypeInfo& type = *options_.type;
-    const ncclRedOp_t op = options_.op->op;
-    const std::size_t bytes = count * type.bytes;
-    std::vector<unsigned char> data(bytes);
-    for (std::size_t i = 0; i < count; ++i) encode(type, inputValue(type, op, rank_, ranks_, i), &data[i * type.bytes]);
-    // On our stream, not the legacy default one: stream_ does not wait for that stream, so a
-    // plain cudaMemset could land after the all-reduce has written the output.
-    CUDA_OK(cudaMemcpyAsync(send_, data.data(), bytes, cudaMemcpyHostToDevice, stream_));
-    CUDA_OK(cudaMemsetAsync(recv_, 0xFF, bytes, stream_));
-    NCCL_OK(ncclAllReduce(send_, recv_, count, type.type, op, comm_, stream_));
-    CUDA_OK(cudaMemcpyAsync(data.data(), recv_, bytes, cudaMemcpyDeviceToHost, stream_));
-    CUDA_OK(cudaStreamSynchronize(stream_));
-    const double allowed = tolerance(type, op, ranks_);
-    double wrong = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      const double got = decode(type, &data[i * type.bytes]);
-      // Written so that a NaN counts as wrong.
-      wrong += !(std::fabs(got - expectedValue(type, op, ranks_, i)) <= allowed);
-    }
-    return largestOverRanks({wrong})[0];
-  }
-
-  // Times eager and graph calls of a size that passed wrongElements.
-  std::vector<double> measure(std::size_t count) {
-    for (int i = 0; i < options_.calls; ++i) allReduce(count);  // warm-up
-    std::vector<double> eager, host, graph;
-    for (int s = 0; s < options_.samples; ++s) {
-      barrier();
-      CUDA_OK(cudaEventRecord(start_, stream_));
-      const auto issued = std::chrono::steady_clock::now();
-      for (int i = 0; i < options_.calls; ++i) allReduce(count);
-      host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
-                     options_.calls);
-      CUDA_OK(cudaEventRecord(stop_, stream_));
-      eager.push_back(elapsedMicros() / options_.calls);
-    }
-    cudaGraphExec_t exec = captureCalls(count);
-    CUDA_OK(cudaGraphLaunch(exec, stream_));  // warm-up
-    for (int s = 0; s < options_.samples; ++s) {
-      barrier();
-      CUDA_OK(cudaEventRecord(start_, stream_));
-      CUDA_OK(cudaGraphLaunch(exec, stream_));
-      CUDA_OK(cudaEventRecord(stop_, stream_));
-      graph.push_back(elapsedMicros() / options_.calls);
-    }
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    return largestOverRanks({median(eager), median(graph), median(host)});
-  }
-
- private:
-  void* allocate(std::size_t bytes, ncclWindow_t* window) {
-    void* pointer = nullptr;
-    if (options_.symmetric) {
-      NCCL_OK(ncclMemAlloc(&pointer, bytes));
-      NCCL_OK(ncclCommWindowRegister(comm_, pointer, bytes, window, NCCL_WIN_COLL_SYMMETRIC));
-    } else {
-      CUDA_OK(cudaMalloc(&pointer, bytes));
-    }
-    return pointer;
-  }
-  void release(void* pointer, ncclWindow_t window) {
-    if (options_.symmetric) {
-      ncclCommWindowDeregister(comm_, window);
-      ncclMemFree(pointer);
-    } else {
-      cudaFree(pointer);
-    }
-  }
-  void allReduce(std::size_t count) {
-    NCCL_OK(ncclAllReduce(send_, recv_, count, options_.type->type, options_.op->op, comm_, stream_));
-  }
-  // Every rank starts a sample together: a tiny all-reduce, then wait for it.
-  void barrier() {
-    NCCL_OK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclMax, comm_, stream_));
-    CUDA_OK(cudaStreamSynchronize(stream_));
-  }
-  cudaGraphExec_t captureCalls(std::size_t count) {
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < options_.calls; ++i) allReduce(count);
-    CUDA_OK(cudaStreamEndCapture(stream_, &graph));
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphDestroy(graph));
-    return exec;
-  }
-  double elapsedMicros() {
-    CUDA_OK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms * 1000.0;
-  }
-  std::vector<double> largestOverRanks(const std::vector<double>& values) {
-    std::vector<float> mine(values.begin(), values.end());
-    float* device = static_cast<float*>(scratch_);
-    CUDA_OK(cudaMemcpy(device, mine.data(), mine.size() * sizeof(float), cudaMemcpyHostToDevice));
-    NCCL_OK(ncclAllReduce(device, device, mine.size(), ncclFloat32, ncclMax, comm_, stream_));
-    CUDA_OK(cudaStreamSynchronize(stream_));
-    CUDA_OK(cudaMemcpy(mine.data(), device, mine.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    return {mine.begin(), mine.end()};
-  }
-
-  const Options& options_;
-  int rank_;
-  int ranks_;
-  ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  void* send_ = nullptr;
-  void* recv_ = nullptr;
-  void* scratch_ = nullptr;
-  ncclWindow_t sendWindow_{}, recvWindow_{};
-};
-
-int runRank(const Options& options, int rank, int ranks, const std::string& idPath) {
-  gRank = rank;
+int runRank(const Options& options, int rank, int ranks, int gpus, const std::string& idPath) {
+  gBenchRank = rank;
+  if (options.oneGpu) setUpOneGpuRank(rank, ranks);
   ncclUniqueId id;
   BENCH_CHECK(shareUniqueIdThroughFile(rank, idPath, &id), "sharing the NCCL unique id");
-  Rank self(options, rank, ranks, id);
-  if (rank == 0) {
-    int version = 0;
-    ncclGetVersion(&version);
-    std::printf("# car_nccl_bench: %d GPUs, one process each, NCCL %d, %s %s, %s buffers, %d calls per sample, "
-                "median of %d samples, largest over ranks\n",
-                ranks, version, options.type->name, options.op->name,
-                options.symmetric ? "symmetric-window" : "cudaMalloc", options.calls, options.samples);
-    std::printf("bytes,eager_us,graph_us,host_us\n");
-    std::fflush(stdout);
+  RankBench self(options, rank, ranks, options.oneGpu ? 0 : rank, id);
+  if (!self.checkerSeesErrors()) {
+    if (rank == 0) std::printf("# the output check does not see errors planted in an output: nothing measured\n");
+    return 2;
   }
-  const std::size_t elementBytes = options.type->bytes;
-  for (std::size_t size = options.minBytes; size <= options.maxBytes; size *= 2) {
-    const std::size_t count = size / elementBytes;  // rounded down; under one element: skipped
+  if (rank == 0) printHeader(options, ranks, gpus);
+  bool wrong = false;
+  for (std::size_t size : options.sizes) {
+    const std::size_t count = size / options.type->bytes;  // rounded down; under one element: skipped
     if (count == 0) continue;
-    const std::size_t bytes = count * elementBytes;
-    const double wrong = self.wrongElements(count);
-    if (wrong > 0) {
-      if (rank == 0) {
-        std::printf("# wrong: %zu bytes, %.0f element(s) differ on the worst rank\n", bytes, wrong);
-        std::fflush(stdout);
+    std::vector<Row> rows = {self.probe(count)};
+    if (!options.probe) {
+      for (Workload workload : options.workloads) {
+        for (Mode mode : options.modes) {
+          for (Row& row : self.measure(mode, workload, count)) rows.push_back(std::move(row));
+        }
       }
-      return 2;
     }
-    const std::vector<double> times = self.measure(count);
-    if (rank == 0) {
-      std::printf("%zu,%.2f,%.2f,%.2f\n", bytes, times[0], times[1], times[2]);
-      std::fflush(stdout);
+    for (const Row& row : rows) {
+      wrong = wrong || row.wrong > 0;
+      if (rank == 0) printRow(row);
     }
   }
-  return 0;
+  return wrong ? 2 : 0;
 }
 
 // The number of visible GPUs, asked in a child process: CUDA must not be initialised in a
@@ -317,25 +156,29 @@ int countDevicesInChild() {
 int main(int argc, char** argv) {
   Options options = parseOptions(argc, argv);
   const int devices = countDevicesInChild();
-  if (devices < 2) {
-    std::printf("car_nccl_bench: needs 2 or more GPUs (found %d); nothing measured\n", devices);
+  if (options.oneGpu ? devices < 1 : devices < 2) {
+    std::printf("car_nccl_bench: needs %s (found %d GPUs); nothing measured\n",
+                options.oneGpu ? "a GPU" : "2 or more GPUs, or --one-gpu", devices);
     return 0;
   }
-  if (options.gpus == 0 || options.gpus > devices) options.gpus = devices;
+  if (options.oneGpu && options.ranks == 0) options.ranks = 2;
+  if (!options.oneGpu && (options.ranks == 0 || options.ranks > devices)) options.ranks = devices;
+  const int gpus = options.oneGpu ? 1 : options.ranks;
   const std::string idPath = "/tmp/car_nccl_bench_id." + std::to_string(getpid());
   std::vector<pid_t> children;
-  for (int rank = 0; rank < options.gpus; ++rank) {
+  for (int rank = 0; rank < options.ranks; ++rank) {
     const pid_t child = fork();
-    if (child == 0) std::_Exit(runRank(options, rank, options.gpus, idPath));
+    if (child == 0) std::_Exit(runRank(options, rank, options.ranks, gpus, idPath));
     children.push_back(child);
   }
-  int failures = 0;
+  int failures = 0, wrongRanks = 0;
   for (pid_t child : children) {
     int status = 0;
     waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) ++wrongRanks;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
   }
   std::remove(idPath.c_str());
   if (failures != 0) std::fprintf(stderr, "car_nccl_bench: %d rank(s) failed\n", failures);
-  return failures == 0 ? 0 : 1;
+  return failures != 0 ? 1 : wrongRanks != 0 ? 2 : 0;
 }

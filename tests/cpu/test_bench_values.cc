@@ -168,3 +168,65 @@ TEST_CASE("bench values: ranks hold different values, and a rank left out of the
     }
   }
 }
+
+TEST_CASE("bench values: every pattern repeats after valuePeriod, so a table of one period serves any seed",
+          "[bench-values]") {
+  for (const TypeInfo& type : kTypes) {
+    for (const OpInfo& op : kOps) {
+      for (int ranks = 2; ranks <= 8; ++ranks) {
+        CAPTURE(type.name, op.name, ranks);
+        const unsigned period = valuePeriod(ranks);
+        int differ = 0;
+        for (std::size_t i = 0; i < period; ++i) {
+          for (int r = 0; r < ranks; ++r)
+            differ += inputValue(type, op.op, r, ranks, i) != inputValue(type, op.op, r, ranks, i + 3 * period);
+          differ += expectedValue(type, op.op, ranks, i) != expectedValue(type, op.op, ranks, i + period);
+        }
+        CHECK(differ == 0);
+        const std::vector<unsigned char> table = patternTable(type, op.op, 1, ranks);
+        REQUIRE(table.size() == std::size_t{period} * type.bytes);
+        CHECK(decode(type, &table[5 * type.bytes]) == inputValue(type, op.op, 1, ranks, 5));
+      }
+    }
+  }
+}
+
+TEST_CASE("bench values: the next seed gives every rank other inputs, and sums other results", "[bench-values]") {
+  for (const TypeInfo& type : kTypes) {
+    for (const OpInfo& op : kOps) {
+      for (int ranks = 2; ranks <= 8; ++ranks) {
+        CAPTURE(type.name, op.name, ranks);
+        const unsigned period = valuePeriod(ranks);
+        for (int r = 0; r < ranks; ++r) {
+          std::size_t changed = 0;
+          for (std::size_t i = 0; i < period; ++i)
+            changed += inputValue(type, op.op, r, ranks, i) != inputValue(type, op.op, r, ranks, i + 1);
+          CAPTURE(r);
+          CHECK(changed * 5 >= period);  // a fifth of the elements at least (unsigned products: 1 or 2)
+        }
+        if (op.op != ncclSum) continue;
+        std::size_t changed = 0;
+        for (std::size_t i = 0; i < period; ++i)
+          changed += expectedValue(type, op.op, ranks, i) != expectedValue(type, op.op, ranks, i + 1);
+        CHECK(changed * 2 >= period);  // a result of the previous call's data fails the check
+      }
+    }
+  }
+}
+
+TEST_CASE("bench values: wrongElements counts errors at the call's own seed", "[bench-values]") {
+  for (const TypeInfo& type : kTypes) {
+    const int ranks = 4;
+    const std::size_t count = 1000;
+    const unsigned long long seed = 12345;
+    std::vector<unsigned char> output(count * type.bytes);
+    for (std::size_t i = 0; i < count; ++i)
+      encode(type, expectedValue(type, ncclSum, ranks, i + seed), &output[i * type.bytes]);
+    CAPTURE(type.name);
+    CHECK(wrongElements(type, ncclSum, ranks, seed, output.data(), count) == 0);
+    CHECK(wrongElements(type, ncclSum, ranks, seed + 1, output.data(), count) >= count / 2);
+    for (std::size_t at : {std::size_t{0}, std::size_t{500}, count - 1})
+      for (int b = 0; b < type.bytes; ++b) output[at * type.bytes + b] ^= 0xFF;
+    CHECK(wrongElements(type, ncclSum, ranks, seed, output.data(), count) == 3);
+  }
+}

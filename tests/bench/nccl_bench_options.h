@@ -1,0 +1,57 @@
+// car_nccl_bench's command line (tests/bench/nccl_bench.cc has the usage).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "bench_values.h"
+
+namespace bench {
+
+// The collectives the program can time. One place per collective: its call
+// (RankBench::collective), its buffers and its expected output; issue 26's all-gather and
+// reduce-scatter come in here.
+enum class Collective { AllReduce };
+
+// How the calls are placed, each a row of its own (docs/cli.md, "The modes"):
+//   model:    per layer a cuBLAS GEMM, the all-reduce, an elementwise kernel; per call: the
+//             step's time minus the same step without the all-reduces, over the layers
+//   isolated: before each call a kernel writes its input; per call: minus the same kernels alone
+//   chain:    calls back to back, inputs written beforehand: the form that flatters a kernel
+//             that lets the next call start early (programmatic dependent launch)
+enum class Mode { Model, Isolated, Chain };
+
+// What surrounds each call: its own buffers, out of place, on the main stream (plain); in
+// place (PyTorch's form); on a second stream joined by events (PyTorch's collective stream);
+// after a large call (the small call pays for what the large one left behind).
+enum class Workload { Plain, InPlace, TwoStreams, AfterLarge };
+
+const char* modeName(Mode mode);
+const char* workloadName(Workload workload);
+
+struct Gemm {
+  int m = 16, n = 4096, k = 4096;  // tokens x hidden, times hidden x hidden, bf16
+};
+
+struct Options {
+  int ranks = 0;        // 0: one per visible GPU
+  bool oneGpu = false;  // every rank a process on GPU 0 (the rig: under MPS)
+  Collective collective = Collective::AllReduce;
+  const TypeInfo* type = &kTypes[7];  // bf16
+  const OpInfo* op = &kOps[0];        // sum
+  std::vector<std::size_t> sizes;     // bytes, before rounding down to whole elements
+  std::vector<Mode> modes = {Mode::Model, Mode::Isolated};
+  std::vector<Workload> workloads = {Workload::Plain};
+  int layers = 4;
+  Gemm gemm;
+  int calls = 20;    // per sample, isolated and chain
+  int samples = 15;
+  std::size_t largeBytes = 8 << 20;  // after-large: the size of the call before each one timed
+  bool symmetric = false;
+  bool probe = false;  // one checked call per size, nothing timed (for NCCL's tuning log)
+};
+
+Options parseOptions(int argc, char** argv);
+
+}  // namespace bench

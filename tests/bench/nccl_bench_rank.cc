@@ -1,0 +1,368 @@
+#include "nccl_bench_rank.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "nccl_bench_check.h"
+
+namespace bench {
+namespace {
+
+constexpr std::size_t kScratchBytes = 4096;            // largestOverRanks: 3 * 100 samples + 2, as doubles
+constexpr std::size_t kCublasWorkspace = 32 << 20;     // set, so that capturing a GEMM allocates nothing
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+Pattern RankBench::upload(const std::vector<unsigned char>& table, const TypeInfo& type, int ranks) {
+  void* device = deviceMemory(table.size());
+  CUDA_OK(cudaMemcpy(device, table.data(), table.size(), cudaMemcpyHostToDevice));
+  return Pattern{device, valuePeriod(ranks), type.bytes};
+}
+
+RankBench::RankBench(const Options& options, int rank, int ranks, int device, const ncclUniqueId& id)
+    : options_(options), rank_(rank), ranks_(ranks) {
+  const TypeInfo& type = *options.type;
+  CUDA_OK(cudaSetDevice(device));
+  NCCL_OK(ncclCommInitRank(&comm_, ranks, id, rank));
+  CUDA_OK(cudaStreamCreateWithFlags(&main_, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  for (cudaEvent_t* event : {&start_, &stop_}) CUDA_OK(cudaEventCreate(event));
+  for (cudaEvent_t* event : {&fork_, &join_}) CUDA_OK(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
+
+  for (std::size_t size : options.sizes) maxCount_ = std::max(maxCount_, size / type.bytes);
+  maxCount_ = std::max<std::size_t>(maxCount_, 1);
+  const std::size_t maxBytes = maxCount_ * type.bytes;
+  for (int i = 0; i < 2; ++i) {
+    in_[i] = allocate(maxBytes);
+    out_[i] = allocate(maxBytes);
+  }
+  const bool afterLarge =
+      std::find(options.workloads.begin(), options.workloads.end(), Workload::AfterLarge) != options.workloads.end();
+  if (afterLarge) {
+    largeCount_ = std::max<std::size_t>(1, options.largeBytes / type.bytes);
+    largeIn_ = allocate(largeCount_ * type.bytes);
+    largeOut_ = allocate(largeCount_ * type.bytes);
+  }
+  if (std::find(options.modes.begin(), options.modes.end(), Mode::Model) != options.modes.end()) {
+    const Gemm& g = options.gemm;
+    const std::size_t aBytes = std::size_t{2} * g.m * g.k, bBytes = std::size_t{2} * g.k * g.n;
+    gemmA_ = deviceMemory(aBytes);
+    gemmB_ = deviceMemory(bBytes);
+    gemmC_ = deviceMemory(std::size_t{2} * g.m * g.n);
+    // Small values (0x3c3c is about 0.0115 in bf16): no overflow, and a GEMM is as fast on them as on any.
+    CUDA_OK(cudaMemset(gemmA_, 0x3c, aBytes));
+    CUDA_OK(cudaMemset(gemmB_, 0x3c, bBytes));
+    CUBLAS_OK(cublasCreate(&cublas_));
+    CUBLAS_OK(cublasSetStream(cublas_, main_));
+    CUBLAS_OK(cublasSetWorkspace(cublas_, deviceMemory(kCublasWorkspace), kCublasWorkspace));
+  }
+  scratch_ = deviceMemory(kScratchBytes);
+  sink_ = static_cast<unsigned*>(deviceMemory(sizeof(unsigned)));
+  seedCounter_ = static_cast<unsigned long long*>(deviceMemory(sizeof(unsigned long long)));
+  wrong_ = static_cast<unsigned long long*>(deviceMemory(sizeof(unsigned long long)));
+  CUDA_OK(cudaMemset(seedCounter_, 0, sizeof(unsigned long long)));
+
+  input_ = upload(patternTable(type, options.op->op, rank, ranks), type, ranks);
+  expected_ = upload(patternTable(type, options.op->op, -1, ranks), type, ranks);
+  checkOnHost_ = tolerance(type, options.op->op, ranks) > 0;
+  floating_ = type.kind == Kind::Float;
+  if (largeIn_ != nullptr) CUDA_OK(writePattern(largeIn_, largeCount_, input_, Seed{}, main_));  // seed 0, once
+  CUDA_OK(cudaStreamSynchronize(main_));
+}
+
+RankBench::~RankBench() {
+  cudaStreamSynchronize(main_);
+  cudaStreamSynchronize(side_);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  for (const Allocation& allocation : allocations_) {
+    if (allocation.window != nullptr) ncclCommWindowDeregister(comm_, allocation.window);
+    if (allocation.fromNccl) ncclMemFree(allocation.pointer);
+    else cudaFree(allocation.pointer);
+  }
+  ncclCommDestroy(comm_);
+}
+
+void* RankBench::allocate(std::size_t bytes) {
+  void* pointer = nullptr;
+  ncclWindow_t window = nullptr;
+  if (options_.symmetric) {
+    NCCL_OK(ncclMemAlloc(&pointer, bytes));
+    // Without symmetric support (the one-GPU rig: NCCL sees one host per rank) NCCL registers
+    // nothing and leaves the window null.
+    NCCL_OK(ncclCommWindowRegister(comm_, pointer, bytes, &window, NCCL_WIN_COLL_SYMMETRIC));
+  } else {
+    CUDA_OK(cudaMalloc(&pointer, bytes));
+  }
+  allocations_.push_back({pointer, window, options_.symmetric});
+  return pointer;
+}
+
+void* RankBench::deviceMemory(std::size_t bytes) {
+  void* pointer = nullptr;
+  CUDA_OK(cudaMalloc(&pointer, bytes));
+  allocations_.push_back({pointer, nullptr, false});
+  return pointer;
+}
+
+// The one place a collective is called: issue 26's collectives add their case here.
+void RankBench::collective(const void* send, void* recv, std::size_t count, bool twoStreams, double* hostMicros) {
+  cudaStream_t stream = main_;
+  if (twoStreams) {
+    CUDA_OK(cudaEventRecord(fork_, main_));
+    CUDA_OK(cudaStreamWaitEvent(side_, fork_, 0));
+    stream = side_;
+  }
+  const auto issued = std::chrono::steady_clock::now();
+  switch (options_.collective) {
+    case Collective::AllReduce:
+      NCCL_OK(ncclAllReduce(send, recv, count, options_.type->type, options_.op->op, comm_, stream));
+      break;
+  }
+  if (hostMicros != nullptr) {
+    *hostMicros += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count();
+  }
+  if (twoStreams) {
+    CUDA_OK(cudaEventRecord(join_, side_));
+    CUDA_OK(cudaStreamWaitEvent(main_, join_, 0));
+  }
+}
+
+void RankBench::gemm() {
+  const Gemm& g = options_.gemm;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_OK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &alpha, gemmA_, CUDA_R_16BF, g.m, gemmB_,
+                         CUDA_R_16BF, g.k, &beta, gemmC_, CUDA_R_16BF, g.m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// Model: layer l reads in_[l % 2] and writes out_[l % 2] (in place: in_[l % 2] itself), and
+// its elementwise kernel writes the next layer's input; the last one writes the next step's
+// first input. Isolated: in_[0] to out_[0]. Chain: in_[call % 2] to out_[0].
+const void* RankBench::sendOf(const Plan& plan, int call) const {
+  return plan.mode == Mode::Isolated ? in_[0] : in_[call % 2];
+}
+
+void* RankBench::recvOf(const Plan& plan, int call) const {
+  if (plan.workload == Workload::InPlace) return const_cast<void*>(sendOf(plan, call));
+  return plan.mode == Mode::Model ? out_[call % 2] : out_[0];
+}
+
+double RankBench::issueStep(const Plan& plan, bool withCalls) {
+  const bool twoStreams = plan.workload == Workload::TwoStreams;
+  const std::size_t bytes = plan.count * options_.type->bytes;
+  double host = 0;
+  for (int call = 0; call < plan.callsPerStep; ++call) {
+    switch (plan.mode) {
+      case Mode::Model:
+        gemm();
+        if (withCalls) collective(sendOf(plan, call), recvOf(plan, call), plan.count, twoStreams, &host);
+        CUDA_OK(consumeAndWritePattern(recvOf(plan, call), bytes, sink_, const_cast<void*>(sendOf(plan, call + 1)),
+                                       plan.count, input_, Seed{seedCounter_, static_cast<unsigned long long>(call) + 1},
+                                       main_));
+        break;
+      case Mode::Isolated:
+        if (plan.workload == Workload::AfterLarge) collective(largeIn_, largeOut_, largeCount_, false, nullptr);
+        CUDA_OK(writePattern(const_cast<void*>(sendOf(plan, call)), plan.count, input_,
+                             Seed{seedCounter_, static_cast<unsigned long long>(call)}, main_));
+        if (withCalls) collective(sendOf(plan, call), recvOf(plan, call), plan.count, twoStreams, &host);
+        break;
+      case Mode::Chain:
+        collective(sendOf(plan, call), recvOf(plan, call), plan.count, twoStreams, &host);
+        break;
+    }
+  }
+  if (plan.mode != Mode::Chain) CUDA_OK(advanceSeeds(seedCounter_, plan.callsPerStep, main_));
+  return host;
+}
+
+double RankBench::runStep(const Plan& plan, bool withCalls, cudaGraphExec_t exec) {
+  double host = 0;
+  if (exec != nullptr) CUDA_OK(cudaGraphLaunch(exec, main_));
+  else host = issueStep(plan, withCalls);
+  if (plan.mode != Mode::Chain) seedBase_ += plan.callsPerStep;
+  return host;
+}
+
+cudaGraphExec_t RankBench::capture(const Plan& plan, bool withCalls) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(main_, cudaStreamCaptureModeThreadLocal));
+  issueStep(plan, withCalls);
+  CUDA_OK(cudaStreamEndCapture(main_, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphDestroy(graph));
+  return exec;
+}
+
+// Model and isolated steps write their inputs themselves; the model's first one comes from
+// the step before, so the first step of a row needs it written.
+void RankBench::writeFirstInput(const Plan& plan) {
+  if (plan.mode == Mode::Model) CUDA_OK(writePattern(in_[0], plan.count, input_, Seed{seedCounter_, 0}, main_));
+}
+
+// Chain: both inputs new before each sample, outside the timed part.
+void RankBench::writeChainInputs(const Plan& plan) {
+  for (int i = 0; i < 2; ++i) CUDA_OK(writePattern(in_[i], plan.count, input_, Seed{nullptr, seedBase_ + i}, main_));
+  seedBase_ += 2;
+}
+
+unsigned long long RankBench::hostChecked(const void* output, std::size_t count, unsigned long long seed) {
+  std::vector<unsigned char> data(count * options_.type->bytes);
+  CUDA_OK(cudaMemcpyAsync(data.data(), output, data.size(), cudaMemcpyDeviceToHost, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+  return wrongElements(*options_.type, options_.op->op, ranks_, seed, data.data(), count);
+}
+
+void RankBench::checkLastCall(const Plan& plan, unsigned long long sampleSeed) {
+  const int last = plan.callsPerStep - 1;
+  const unsigned long long seed = sampleSeed + (plan.mode == Mode::Chain ? last % 2 : last);
+  const void* output = recvOf(plan, last);
+  if (checkOnHost_) {
+    hostWrong_ += hostChecked(output, plan.count, seed);
+  } else {
+    CUDA_OK(countMismatches(output, plan.count, expected_, Seed{nullptr, seed}, floating_, wrong_, main_));
+  }
+  // The call before each timed one: its input never changes (seed 0), its output is checked too.
+  if (plan.workload == Workload::AfterLarge) {
+    if (checkOnHost_) hostWrong_ += hostChecked(largeOut_, largeCount_, 0);
+    else CUDA_OK(countMismatches(largeOut_, largeCount_, expected_, Seed{}, floating_, wrong_, main_));
+  }
+}
+
+// One row pair (or, isolated eager, three rows with the host time) of a mode at one size.
+// Each sample times one step with the calls and, but for chain, one without them right
+// after, so that drift hits both; the per-call figure is their difference over the calls.
+std::vector<Row> RankBench::timeForm(const Plan& plan, bool graph) {
+  const bool baseline = plan.mode != Mode::Chain;
+  const int samples = options_.samples;
+  writeFirstInput(plan);
+  cudaGraphExec_t with = graph ? capture(plan, true) : nullptr;
+  cudaGraphExec_t without = graph && baseline ? capture(plan, false) : nullptr;
+  for (int warmUp = 0; warmUp < 2; ++warmUp) {
+    if (plan.mode == Mode::Chain) writeChainInputs(plan);
+    runStep(plan, true, with);
+    if (baseline) runStep(plan, false, without);
+  }
+  CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
+  hostWrong_ = 0;
+  std::vector<double> times(3 * samples, 0.0);  // with, without, host: per sample
+  for (int s = 0; s < samples; ++s) {
+    if (plan.mode == Mode::Chain) writeChainInputs(plan);
+    const unsigned long long sampleSeed = plan.mode == Mode::Chain ? seedBase_ - 2 : seedBase_;
+    barrier();
+    CUDA_OK(cudaEventRecord(start_, main_));
+    times[2 * samples + s] = runStep(plan, true, with) / plan.callsPerStep;
+    CUDA_OK(cudaEventRecord(stop_, main_));
+    times[s] = elapsedMicros();
+    checkLastCall(plan, sampleSeed);
+    if (baseline) {
+      barrier();
+      CUDA_OK(cudaEventRecord(start_, main_));
+      runStep(plan, false, without);
+      CUDA_OK(cudaEventRecord(stop_, main_));
+      times[samples + s] = elapsedMicros();
+    }
+  }
+  unsigned long long deviceWrong = 0;
+  CUDA_OK(cudaMemcpyAsync(&deviceWrong, wrong_, sizeof deviceWrong, cudaMemcpyDeviceToHost, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+  if (with != nullptr) CUDA_OK(cudaGraphExecDestroy(with));
+  if (without != nullptr) CUDA_OK(cudaGraphExecDestroy(without));
+
+  std::vector<double> shared = times;
+  shared.push_back(static_cast<double>(deviceWrong + hostWrong_));
+  shared = largestOverRanks(shared);
+  const std::size_t bytes = plan.count * options_.type->bytes;
+  const std::string form = std::string(modeName(plan.mode)) + (graph ? "-graph" : "-eager");
+  Row row{form, plan.workload, bytes, 0, samples, shared.back(), {}};
+  for (int s = 0; s < samples; ++s) row.samples.push_back((shared[s] - shared[samples + s]) / plan.callsPerStep);
+  row.us = median(row.samples);
+  std::vector<Row> rows = {row};
+  if (plan.mode == Mode::Isolated && !graph) {
+    Row host{"host", plan.workload, bytes, 0, samples, row.wrong,
+             std::vector<double>(shared.begin() + 2 * samples, shared.begin() + 3 * samples)};
+    host.us = median(host.samples);
+    rows.push_back(host);
+  }
+  return rows;
+}
+
+std::vector<Row> RankBench::measure(Mode mode, Workload workload, std::size_t count) {
+  if ((mode == Mode::Chain && workload == Workload::InPlace) ||
+      (workload == Workload::AfterLarge && mode != Mode::Isolated)) {
+    return {};
+  }
+  const Plan plan{mode, workload, count, mode == Mode::Model ? options_.layers : options_.calls};
+  std::vector<Row> rows = timeForm(plan, true);
+  for (Row& row : timeForm(plan, false)) rows.push_back(std::move(row));
+  return rows;
+}
+
+Row RankBench::probe(std::size_t count) {
+  const Plan plan{Mode::Isolated, Workload::Plain, count, 1};
+  CUDA_OK(cudaMemsetAsync(out_[0], 0xFF, count * options_.type->bytes, main_));  // poisoned: not last call's
+  const unsigned long long seed = seedBase_;
+  runStep(plan, true, nullptr);
+  const double wrong = largestOverRanks({static_cast<double>(hostChecked(out_[0], count, seed))})[0];
+  return Row{"probe", Workload::Plain, count * options_.type->bytes, -1, 1, wrong, {}};
+}
+
+bool RankBench::checkerSeesErrors() {
+  const std::size_t count = maxCount_;
+  const unsigned long long seed = 7;
+  CUDA_OK(writePattern(out_[0], count, expected_, Seed{nullptr, seed}, main_));
+  // Each planted error is the bitwise complement of the right element: never equal to it, nor
+  // another encoding of a zero.
+  const std::vector<unsigned char> table = patternTable(*options_.type, options_.op->op, -1, ranks_);
+  const std::size_t planted[] = {0, count / 2, count - 1};
+  std::size_t plantedCount = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (i > 0 && planted[i] == planted[i - 1]) continue;
+    const std::size_t at = planted[i];
+    const std::size_t bytes = options_.type->bytes;
+    std::vector<unsigned char> wrong(bytes);
+    for (std::size_t b = 0; b < bytes; ++b) wrong[b] = static_cast<unsigned char>(~table[((at + seed) % expected_.period) * bytes + b]);
+    CUDA_OK(cudaMemcpyAsync(static_cast<unsigned char*>(out_[0]) + at * bytes, wrong.data(), bytes,
+                            cudaMemcpyHostToDevice, main_));
+    CUDA_OK(cudaStreamSynchronize(main_));
+    ++plantedCount;
+  }
+  CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
+  CUDA_OK(countMismatches(out_[0], count, expected_, Seed{nullptr, seed}, floating_, wrong_, main_));
+  unsigned long long seen = 0;
+  CUDA_OK(cudaMemcpyAsync(&seen, wrong_, sizeof seen, cudaMemcpyDeviceToHost, main_));
+  const unsigned long long seenOnHost = hostChecked(out_[0], count, seed);
+  const bool right = seen == plantedCount && seenOnHost == plantedCount;
+  return largestOverRanks({right ? 0.0 : 1.0})[0] == 0.0;
+}
+
+// Every rank starts a sample together: a tiny all-reduce, then wait for it.
+void RankBench::barrier() {
+  NCCL_OK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclMax, comm_, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+}
+
+std::vector<double> RankBench::largestOverRanks(const std::vector<double>& values) {
+  BENCH_CHECK(values.size() * sizeof(double) <= kScratchBytes, "largestOverRanks: too many values");
+  std::vector<double> result(values);
+  CUDA_OK(cudaMemcpyAsync(scratch_, result.data(), result.size() * sizeof(double), cudaMemcpyHostToDevice, main_));
+  NCCL_OK(ncclAllReduce(scratch_, scratch_, result.size(), ncclFloat64, ncclMax, comm_, main_));
+  CUDA_OK(cudaMemcpyAsync(result.data(), scratch_, result.size() * sizeof(double), cudaMemcpyDeviceToHost, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+  return result;
+}
+
+double RankBench::elapsedMicros() {
+  CUDA_OK(cudaEventSynchronize(stop_));
+  float ms = 0;
+  CUDA_OK(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms * 1000.0;
+}
+
+}  // namespace bench
