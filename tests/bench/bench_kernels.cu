@@ -1,6 +1,7 @@
 #include "bench_kernels.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace bench {
 namespace {
@@ -115,6 +116,36 @@ cudaError_t countMismatches(const void* out, std::size_t count, const Pattern& e
         static_cast<const Word*>(out), count, static_cast<const Word*>(expected.table), expected.period, seed, signBit,
         wrong);
   });
+}
+
+std::size_t plantErrorsAndCount(void* out, std::size_t count, const Pattern& expected, const unsigned char* table,
+                                unsigned long long seed, bool floating, unsigned long long* wrong,
+                                cudaStream_t stream, unsigned long long* seen) {
+  *seen = ~0ull;
+  if (writePattern(out, count, expected, Seed{nullptr, seed}, stream) != cudaSuccess) return 0;
+  const std::size_t bytes = expected.elementBytes;
+  std::vector<std::size_t> places = {0, count / 2, count - 1};
+  places.erase(std::unique(places.begin(), places.end()), places.end());  // a short output
+  std::size_t planted = 0;
+  for (std::size_t at : places) {
+    std::vector<unsigned char> complement(bytes);
+    for (std::size_t b = 0; b < bytes; ++b) complement[b] = static_cast<unsigned char>(~table[((at + seed) % expected.period) * bytes + b]);
+    if (cudaMemcpyAsync(static_cast<unsigned char*>(out) + at * bytes, complement.data(), bytes, cudaMemcpyHostToDevice,
+                        stream) != cudaSuccess ||
+        cudaStreamSynchronize(stream) != cudaSuccess) {
+      return 0;
+    }
+    ++planted;
+  }
+  unsigned long long counted = 0;
+  if (cudaMemsetAsync(wrong, 0, sizeof counted, stream) != cudaSuccess ||
+      countMismatches(out, count, expected, Seed{nullptr, seed}, floating, wrong, stream) != cudaSuccess ||
+      cudaMemcpyAsync(&counted, wrong, sizeof counted, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+      cudaStreamSynchronize(stream) != cudaSuccess) {
+    return 0;
+  }
+  *seen = counted;
+  return planted;
 }
 
 }  // namespace bench

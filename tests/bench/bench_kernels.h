@@ -44,4 +44,13 @@ cudaError_t advanceSeeds(unsigned long long* counter, unsigned long long by, cud
 cudaError_t countMismatches(const void* out, std::size_t count, const Pattern& expected, Seed seed, bool floating,
                             unsigned long long* wrong, cudaStream_t stream);
 
+// Writes the expected pattern of `seed` to out[0..count), plants errors (each element the
+// bitwise complement of the right one: never equal to it, nor another zero) at the first,
+// middle and last elements, and counts them with countMismatches. Returns the errors
+// planted, and in *seen those counted: a check that cannot fail would pass every row.
+// `table` is the host copy of expected.table. Synchronises `stream`.
+std::size_t plantErrorsAndCount(void* out, std::size_t count, const Pattern& expected, const unsigned char* table,
+                                unsigned long long seed, bool floating, unsigned long long* wrong,
+                                cudaStream_t stream, unsigned long long* seen);
+
 }  // namespace bench

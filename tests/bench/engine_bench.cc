@@ -5,6 +5,13 @@
 // through the engine (no NCCL hook on that path). On one GPU this measures our kernels, waits
 // and launch path, not NVLink.
 //
+// The calls run back to back (a chain, which flatters programmatic dependent launch: see
+// car_nccl_bench's model-like and isolated modes for what a model sees). Every output is
+// checked as car_nccl_bench checks it: before each sample every rank's two inputs get new
+// seeds (bench_values.h), the calls take turns with them, and the output of the sample's last
+// call is compared exactly on the device; `wrong` counts the wrong elements over all ranks
+// and samples, and a wrong row makes the exit status 1.
+//
 //   car_bench [--ranks 2,4,8] [--type bf16|fp16|fp32] [--kernels 1shot,2shot,1stage,2stage]
 //             [--pdl 0|1] [--max-blocks N] [--markdown]
 #include <cuda_runtime_api.h>
@@ -18,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_kernels.h"
+#include "bench_values.h"
 #include "policy.h"
 #include "rank_group.h"
 
@@ -49,38 +58,52 @@ double median(std::vector<double> values) {
 
 class Bench {
  public:
-  Bench(RankGroup& group, std::size_t bytes, ElementType type) : group_(group), type_(type) {
+  Bench(RankGroup& group, std::size_t bytes, ElementType type) : group_(group), type_(type), info_(typeInfoOf(type)) {
     count_ = bytes / elementBytes(type);
-    for (int r = 0; r < group.ranks(); ++r) {
-      void* in = nullptr;
-      void* out = nullptr;
-      CHECK_CUDA(cudaMalloc(&in, bytes));
-      CHECK_CUDA(cudaMalloc(&out, bytes));
-      CHECK_CUDA(cudaMemset(in, 0x3c, bytes));  // 1.0-ish values, not zeros
-      in_.push_back(in);
-      out_.push_back(out);
+    const int ranks = group.ranks();
+    for (int r = 0; r < ranks; ++r) {
+      for (int i = 0; i < 2; ++i) in_[i].push_back(deviceMemory(bytes));
+      out_.push_back(deviceMemory(bytes));
+      inputs_.push_back(upload(patternTable(info_, ncclSum, r, ranks)));
       cudaEvent_t event;
       CHECK_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
       joins_.push_back(event);
     }
+    expectedTable_ = patternTable(info_, ncclSum, -1, ranks);
+    expected_ = upload(expectedTable_);
+    wrong_ = static_cast<unsigned long long*>(deviceMemory(sizeof(unsigned long long)));
     CHECK_CUDA(cudaEventCreate(&start_));
     CHECK_CUDA(cudaEventCreate(&stop_));
   }
   ~Bench() {
-    for (void* p : in_) cudaFree(p);
-    for (void* p : out_) cudaFree(p);
+    for (void* p : memory_) cudaFree(p);
     for (cudaEvent_t e : joins_) cudaEventDestroy(e);
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
   }
 
+  // Whether the check counts errors planted in an output: a check that cannot fail would
+  // pass every row.
+  bool checkSeesErrors() {
+    unsigned long long seen = 0;
+    const std::size_t planted = plantErrorsAndCount(out_[0], count_, expected_, expectedTable_.data(), 3, true, wrong_,
+                                                    group_.stream(0), &seen);
+    return planted > 0 && seen == planted;
+  }
+
+  // The wrong elements of the last eagerMicros or graphMicros, over every rank and sample.
+  unsigned long long wrong() const { return wrongSeen_; }
+
   // Eager: kCallsPerSample calls of every rank between two events, all streams joined.
   // Also keeps the host's time to submit one rank's call (hostMicros).
   double eagerMicros() {
+    writeInputs();
     issue(kCallsPerSample);  // warm-up
+    startRow();
     std::vector<double> samples;
     std::vector<double> host;
     for (int s = 0; s < kSamples; ++s) {
+      const unsigned long long seed = writeInputs();
       CHECK_CUDA(cudaEventRecord(start_, group_.stream(0)));
       fork(start_);
       const auto issued = std::chrono::steady_clock::now();
@@ -91,7 +114,9 @@ class Bench {
       CHECK_CUDA(cudaEventRecord(stop_, group_.stream(0)));
       CHECK_CUDA(cudaEventSynchronize(stop_));
       samples.push_back(elapsedMicros() / kCallsPerSample);
+      checkLastCall(seed);
     }
+    endRow();
     hostMicros_ = median(host);
     return median(samples);
   }
@@ -113,24 +138,67 @@ class Bench {
     cudaGraphExec_t exec = nullptr;
     CHECK_CUDA(cudaStreamEndCapture(origin, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    writeInputs();
     CHECK_CUDA(cudaGraphLaunch(exec, origin));  // warm-up
+    startRow();
     std::vector<double> samples;
     for (int s = 0; s < kSamples; ++s) {
+      const unsigned long long seed = writeInputs();
       CHECK_CUDA(cudaEventRecord(start_, origin));
       CHECK_CUDA(cudaGraphLaunch(exec, origin));
       CHECK_CUDA(cudaEventRecord(stop_, origin));
       CHECK_CUDA(cudaEventSynchronize(stop_));
       samples.push_back(elapsedMicros() / kCallsPerSample);
+      checkLastCall(seed);
     }
+    endRow();
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphDestroy(graph));
     return median(samples);
   }
 
  private:
+  static const bench::TypeInfo& typeInfoOf(ElementType type) {
+    for (const bench::TypeInfo& info : bench::kTypes)
+      if (std::strcmp(info.name, elementTypeName(type)) == 0) return info;
+    std::fprintf(stderr, "no bench values for %s\n", elementTypeName(type));
+    std::exit(2);
+  }
+  void* deviceMemory(std::size_t bytes) {
+    void* pointer = nullptr;
+    CHECK_CUDA(cudaMalloc(&pointer, std::max<std::size_t>(bytes, 1)));
+    memory_.push_back(pointer);
+    return pointer;
+  }
+  bench::Pattern upload(const std::vector<unsigned char>& table) {
+    void* device = deviceMemory(table.size());
+    CHECK_CUDA(cudaMemcpy(device, table.data(), table.size(), cudaMemcpyHostToDevice));
+    return bench::Pattern{device, bench::valuePeriod(group_.ranks()), info_.bytes};
+  }
+  // Both inputs of every rank get new seeds, on stream 0 before the sample's first event (so
+  // outside the timed part); returns the first seed.
+  unsigned long long writeInputs() {
+    const unsigned long long first = seed_;
+    for (int r = 0; r < group_.ranks(); ++r)
+      for (int i = 0; i < 2; ++i)
+        CHECK_CUDA(bench::writePattern(in_[i][r], count_, inputs_[r], bench::Seed{nullptr, first + i}, group_.stream(0)));
+    seed_ += 2;
+    return first;
+  }
+  void startRow() { CHECK_CUDA(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), group_.stream(0))); }
+  // After the sample's last event: the last call read in_[(calls - 1) % 2].
+  void checkLastCall(unsigned long long firstSeed) {
+    const bench::Seed seed{nullptr, firstSeed + (kCallsPerSample - 1) % 2};
+    for (int r = 0; r < group_.ranks(); ++r)
+      CHECK_CUDA(bench::countMismatches(out_[r], count_, expected_, seed, true, wrong_, group_.stream(0)));
+  }
+  void endRow() {
+    CHECK_CUDA(cudaMemcpyAsync(&wrongSeen_, wrong_, sizeof wrongSeen_, cudaMemcpyDeviceToHost, group_.stream(0)));
+    CHECK_CUDA(cudaStreamSynchronize(group_.stream(0)));
+  }
   void issue(int calls) {
-    std::vector<const void*> send(in_.begin(), in_.end());
     for (int c = 0; c < calls; ++c) {
+      std::vector<const void*> send(in_[c % 2].begin(), in_[c % 2].end());
       std::string why;
       if (!group_.allReduce(send, out_, count_, type_, &why)) {
         std::fprintf(stderr, "all-reduce not launched: %s\n", why.c_str());
@@ -156,8 +224,16 @@ class Bench {
   RankGroup& group_;
   double hostMicros_ = 0;
   ElementType type_;
+  const bench::TypeInfo& info_;
   std::size_t count_ = 0;
-  std::vector<void*> in_, out_;
+  std::vector<void*> memory_;
+  std::vector<void*> in_[2], out_;   // per rank
+  std::vector<bench::Pattern> inputs_;  // per rank
+  std::vector<unsigned char> expectedTable_;
+  bench::Pattern expected_;
+  unsigned long long* wrong_ = nullptr;
+  unsigned long long wrongSeen_ = 0;
+  unsigned long long seed_ = 0;
   std::vector<cudaEvent_t> joins_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
@@ -238,13 +314,17 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, elementTypeName(options.type), kCallsPerSample, kSamples,
               options.pdl ? "on" : "off");
   std::printf("# several ranks on ONE GPU: this measures our kernels and barriers, not NVLink\n");
+  std::printf("# calls back to back; every sample's inputs new, its last call's output checked on every rank "
+              "(wrong: elements, all ranks and samples)\n");
   if (options.markdown) {
-    std::printf("| ranks | blocks | kernel | size | eager us | eager, copy in kernel us | graph us | host us |\n"
-                "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| ranks | blocks | kernel | size | eager us | eager, copy in kernel us | graph us | host us | wrong |\n"
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   } else {
-    std::printf("%5s %6s %7s %8s %10s %13s %10s %8s\n", "ranks", "blocks", "kernel", "size", "eager_us",
-                "eager_ik_us", "graph_us", "host_us");
+    std::printf("%5s %6s %7s %8s %10s %13s %10s %8s %6s\n", "ranks", "blocks", "kernel", "size", "eager_us",
+                "eager_ik_us", "graph_us", "host_us", "wrong");
   }
+  bool checkerTested = false;
+  unsigned long long wrongTotal = 0;
   for (int ranks : options.ranks) {
     for (AlgorithmOverride algorithm : options.kernels) {
       const bool push = isPush(*forcedAlgorithm(algorithm));
@@ -263,20 +343,34 @@ int main(int argc, char** argv) {
         if (!canRun(*forcedAlgorithm(algorithm), CommunicatorFacts{ranks, true, 0}, bytes, config,
                     wirePacksPerPack(options.type))) continue;
         Bench bench(copyEngine, bytes, options.type);
+        if (!checkerTested && !bench.checkSeesErrors()) {
+          std::printf("car_bench: the output check does not see errors planted in an output: nothing measured\n");
+          return 1;
+        }
+        checkerTested = true;
         const double eager = bench.eagerMicros();
+        unsigned long long wrong = bench.wrong();
         const double host = bench.hostMicros();
         const double graph = bench.graphMicros();  // a graph always uses the separate copy
-        const double eagerInKernel = push ? eager : Bench(*copyInKernel, bytes, options.type).eagerMicros();
+        wrong += bench.wrong();
+        double eagerInKernel = eager;
+        if (!push) {
+          Bench inKernel(*copyInKernel, bytes, options.type);
+          eagerInKernel = inKernel.eagerMicros();
+          wrong += inKernel.wrong();
+        }
+        wrongTotal += wrong;
         if (options.markdown) {
-          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.2f | %.2f |\n", ranks, blocks, overrideName(algorithm),
-                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host);
+          std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.2f | %.2f | %llu |\n", ranks, blocks,
+                      overrideName(algorithm), sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host, wrong);
         } else {
-          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.2f %8.2f\n", ranks, blocks, overrideName(algorithm),
-                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host);
+          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.2f %8.2f %6llu\n", ranks, blocks, overrideName(algorithm),
+                      sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host, wrong);
         }
         std::fflush(stdout);
       }
     }
   }
-  return 0;
+  if (wrongTotal > 0) std::printf("car_bench: %llu wrong element(s): see the wrong column\n", wrongTotal);
+  return wrongTotal > 0 ? 1 : 0;
 }

@@ -314,31 +314,12 @@ Row RankBench::probe(std::size_t count) {
 }
 
 bool RankBench::checkerSeesErrors() {
-  const std::size_t count = maxCount_;
   const unsigned long long seed = 7;
-  CUDA_OK(writePattern(out_[0], count, expected_, Seed{nullptr, seed}, main_));
-  // Each planted error is the bitwise complement of the right element: never equal to it, nor
-  // another encoding of a zero.
   const std::vector<unsigned char> table = patternTable(*options_.type, options_.op->op, -1, ranks_);
-  const std::size_t planted[] = {0, count / 2, count - 1};
-  std::size_t plantedCount = 0;
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (i > 0 && planted[i] == planted[i - 1]) continue;
-    const std::size_t at = planted[i];
-    const std::size_t bytes = options_.type->bytes;
-    std::vector<unsigned char> wrong(bytes);
-    for (std::size_t b = 0; b < bytes; ++b) wrong[b] = static_cast<unsigned char>(~table[((at + seed) % expected_.period) * bytes + b]);
-    CUDA_OK(cudaMemcpyAsync(static_cast<unsigned char*>(out_[0]) + at * bytes, wrong.data(), bytes,
-                            cudaMemcpyHostToDevice, main_));
-    CUDA_OK(cudaStreamSynchronize(main_));
-    ++plantedCount;
-  }
-  CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
-  CUDA_OK(countMismatches(out_[0], count, expected_, Seed{nullptr, seed}, floating_, wrong_, main_));
   unsigned long long seen = 0;
-  CUDA_OK(cudaMemcpyAsync(&seen, wrong_, sizeof seen, cudaMemcpyDeviceToHost, main_));
-  const unsigned long long seenOnHost = hostChecked(out_[0], count, seed);
-  const bool right = seen == plantedCount && seenOnHost == plantedCount;
+  const std::size_t planted =
+      plantErrorsAndCount(out_[0], maxCount_, expected_, table.data(), seed, floating_, wrong_, main_, &seen);
+  const bool right = planted > 0 && seen == planted && hostChecked(out_[0], maxCount_, seed) == planted;
   return largestOverRanks({right ? 0.0 : 1.0})[0] == 0.0;
 }
 
