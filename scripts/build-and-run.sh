@@ -2,8 +2,9 @@
 # README command 1: set up, build, and run the main job: say where the library is and how
 # to use it, run `nccl-car doctor`, then measure what this machine allows:
 #   2 or more GPUs: nccl-car against NCCL's best configuration on all of them (nccl-car
-#                   bench with our car_nccl_bench: bf16, 1 KiB to 8 MiB, 2 repeats), the
-#                   runs kept in $build/bench-side-by-side/; arguments go to nccl-car bench
+#                   bench with our car_nccl_bench: bf16, its default modes, workloads and
+#                   sizes, 5 repeats), the runs kept in $build/bench-side-by-side/;
+#                   arguments go to nccl-car bench
 #   1 GPU:          the engine benchmark, build/tests/car_bench; arguments go to it
 #   no GPU:         says so and exits 0
 set -euo pipefail
@@ -31,5 +32,5 @@ fi
 runs="$build/bench-side-by-side"
 rm -rf "$runs"
 echo "nccl-car against NCCL's best on $gpus GPUs (every run's output kept in $runs):"
-exec python3 "$root/tools/nccl-car" bench --dtypes bf16 --min-bytes 1K --max-bytes 8M --repeats 2 \
-  --timeout 120 --save "$runs" --csv "$runs/bench.csv" --svg "$runs/bench.svg" "$@"
+exec python3 "$root/tools/nccl-car" bench --dtypes bf16 --repeats 5 \
+  --timeout 300 --save "$runs" --csv "$runs/bench.csv" --chart "$runs/bench.png" "$@"

@@ -98,7 +98,10 @@ class Bench {
   // Also keeps the host's time to submit one rank's call (hostMicros).
   double eagerMicros() {
     writeInputs();
+    CHECK_CUDA(cudaEventRecord(start_, group_.stream(0)));  // the inputs are written before any rank reads them
+    fork(start_);
     issue(kCallsPerSample);  // warm-up
+    join();
     startRow();
     std::vector<double> samples;
     std::vector<double> host;

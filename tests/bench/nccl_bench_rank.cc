@@ -1,7 +1,5 @@
 #include "nccl_bench_rank.h"
 
-#include <cuda_bf16.h>
-
 #include <algorithm>
 #include <chrono>
 

@@ -8,18 +8,23 @@ LD_PRELOAD, NCCL_CAR_PDL=0 or NCCL_CAR_ALGO. Every run appends what it saw, as o
 to $FAKE_BENCH_LOG. It prints canned times from $FAKE_BENCH_CONFIG, a JSON object:
     "times": {config: [[fixed, per_kib], ...]}   eager microseconds at size S are
               fixed + per_kib * S / 1024, one pair per repeat (cycled); graph is half that
+    "factor": {mode: f}         car_nccl_bench: that row mode's times times f (model-graph, ...)
     "host": {config: us}        host time per call (car_nccl_bench), default 2
     "offset": {name: us}        added to the fixed time of the runs of an op or dtype (as the program
                                 got it), or of one configuration's: "car prod"; tells the tables
                                 of several dtypes and ops apart
     "unknown": [name]           all_reduce_perf: a type or op this build lacks; it says so and
                                 measures float (sum) instead, as nccl-tests does
-    "wrong": {config: bytes}    the result at this size is wrong
+    "wrong": {config: bytes}    the result at this size is wrong (car_nccl_bench: every row there,
+                                then exit 2)
+    "unchecked": {config: [mode]}  car_nccl_bench: rows of these modes say no call was checked
     "exit": {config: status}    exit with this status after printing
     "sleep": {config: seconds}  sleep first
-    "nothing": [config]         print no result, as car_nccl_bench does on one GPU, and exit 0
+    "nothing": [config]         print no result, as car_nccl_bench does without GPUs, and exit 0
     "silent": [config]          a run with the library that prints no library line
-    "leaky": [config]           a run without the library that prints library lines"""
+    "leaky": [config]           a run without the library that prints library lines
+A car_nccl_bench --probe run with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING prints NCCL's
+tuning lines: "RING/LL" below 4 KiB, "NVLS/Simple" from there (a symmetric kernel with -R2)."""
 
 import json
 import os
@@ -59,13 +64,15 @@ def record(role, config, args, dtype, op, mode):
         with open(log) as stream:
             earlier = [json.loads(line) for line in stream]
     seen = {"role": role, "config": config, "args": args, "dtype": dtype, "op": op, "mode": mode,
+            "probe": "--probe" in args,
             "env": {name: os.environ.get(name) for name in
                     ("LD_PRELOAD", "NCCL_CAR_DEBUG", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_CAR_PDL", "NCCL_CAR_ALGO",
-                     "NCCL_CAR_MAX_BYTES")}}
+                     "NCCL_CAR_MAX_BYTES", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS")}}
     with open(log, "a") as stream:
         stream.write(json.dumps(seen) + "\n")
     return sum(1 for run in earlier
-               if (run["config"], run["dtype"], run["op"], run["mode"]) == (config, dtype, op, mode))
+               if (run["config"], run["dtype"], run["op"], run["mode"], run["probe"])
+               == (config, dtype, op, mode, seen["probe"]))
 
 
 def sizes(low, high, element_bytes):
@@ -77,17 +84,57 @@ def sizes(low, high, element_bytes):
         size *= 2
 
 
+def row_modes(modes):
+    rows = []
+    for mode in modes:
+        rows += [f"{mode}-graph", f"{mode}-eager"] + (["host"] if mode == "isolated" else [])
+    return rows
+
+
+def tuning_lines(config, size):
+    if os.environ.get("NCCL_DEBUG") != "INFO" or os.environ.get("NCCL_DEBUG_SUBSYS") != "TUNING":
+        return []
+    if "R2" in config and size >= 4096:
+        return [f"node:1:2 [0] NCCL INFO AllReduce [Symmetric]: {size} Bytes -> Kernel AllReduce_AGxLL_R "
+                "nchannels 2 nthreads 512 nWorks 1"]
+    algo = "RING/LL" if size < 4096 else "NVLS/Simple"
+    line = f"node:1:2 [0] NCCL INFO AllReduce: {size} Bytes -> Algo {algo.split('/')[0]} proto {algo.split('/')[1]} "
+    return [line + "channel{Lo..Hi}={0..1}"] * 2   # one per call: the same choice twice
+
+
 def car_nccl_bench(canned, config, args, eager_us):
     wrong_at = canned.get("wrong", {}).get(config)
-    print(f"# car_nccl_bench: {option(args, '--gpus')} GPUs, one process each (fake)")
-    print("bytes,eager_us,graph_us,host_us")
+    unchecked = canned.get("unchecked", {}).get(config, [])
+    probe = "--probe" in args
+    print(f"# car_nccl_bench: {option(args, '--ranks')} ranks, one process each (fake)")
+    print("mode,workload,bytes,us,checked,wrong,samples_us")
     element_bytes = LIBRARY_TYPE_BYTES[option(args, "--type")]
-    for size in sizes(int(option(args, "--min-bytes")), int(option(args, "--max-bytes")), element_bytes):
-        if size == wrong_at:
-            print(f"# wrong: {size} bytes, 3 element(s) differ on the worst rank")
-            return 2
-        print(f"{size},{eager_us(size):.2f},{eager_us(size) / 2:.2f},{canned.get('host', {}).get(config, 2.0):.2f}")
-    return 0
+    modes = row_modes(option(args, "--modes", "model,isolated").split(","))
+    workloads = option(args, "--workloads", "plain").split(",")
+    status = 0
+    for size in (int(word) // element_bytes * element_bytes for word in option(args, "--sizes").split(",")):
+        if size == 0:
+            continue
+        wrong = 3 if size == wrong_at else 0
+        status = 2 if wrong else status
+        for line in tuning_lines(config, size):
+            print(line)
+        print(f"probe,plain,{size},,1,{wrong},")
+        if probe:
+            continue
+        for workload in workloads:
+            for mode in modes:
+                if (mode.startswith("chain") and workload == "in-place") or \
+                        (workload == "after-large" and not mode.startswith("isolated") and mode != "host"):
+                    continue
+                if mode == "host":
+                    us = canned.get("host", {}).get(config, 2.0)
+                else:
+                    us = eager_us(size) / (2 if mode.endswith("graph") else 1)
+                us *= canned.get("factor", {}).get(mode, 1)
+                checked = 0 if mode in unchecked else 15
+                print(f"{mode},{workload},{size},{us:.3f},{checked},{wrong if checked else 0},{us:.3f};{us:.3f}")
+    return status
 
 
 def all_reduce_perf(canned, config, args, eager_us):
@@ -126,7 +173,7 @@ def main():
     repeat = record(role, config, args, dtype, op, mode)
     time.sleep(canned.get("sleep", {}).get(config, 0))
     if config in canned.get("nothing", []):
-        print("car_nccl_bench: needs 2 or more GPUs (found 1); nothing measured")
+        print("car_nccl_bench: needs 2 or more GPUs, or --one-gpu (found 1 GPUs); nothing measured")
         return 0
     pairs = canned["times"][config]
     fixed, per_kib = pairs[repeat % len(pairs)]
