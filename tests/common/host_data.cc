@@ -596,13 +596,29 @@ bool matches(const Expected& expected, ElementType type, const HostBuffer& out, 
   return got >= low && got <= high;  // -0.0 and +0.0 compare equal
 }
 
-std::uint64_t wrongAnswerBits(const Expected& expected, ElementType type) {
-  HostBuffer probe{type, std::vector<std::uint8_t>(elementBytes(type))};
+namespace {
+
+// wrongAnswerBits with a one-element buffer of `type` to try the bits in.
+std::uint64_t wrongAnswerIn(HostBuffer& probe, const Expected& expected) {
   probe.setBits(0, ~std::uint64_t{0});
-  if (!matches(expected, type, probe, 0)) return probe.bitsAt(0);
+  if (!matches(expected, probe.type, probe, 0)) return probe.bitsAt(0);
   // All ones is right: a NaN is expected (all zeros is a zero, never a NaN) or an integer of
   // all ones (all zeros is another integer).
   return 0;
+}
+
+}  // namespace
+
+std::uint64_t wrongAnswerBits(const Expected& expected, ElementType type) {
+  HostBuffer probe{type, std::vector<std::uint8_t>(elementBytes(type))};
+  return wrongAnswerIn(probe, expected);
+}
+
+HostBuffer wrongAnswers(const std::vector<Expected>& expected, ElementType type) {
+  HostBuffer probe{type, std::vector<std::uint8_t>(elementBytes(type))};
+  HostBuffer wrong{type, std::vector<std::uint8_t>(expected.size() * elementBytes(type))};
+  for (std::size_t i = 0; i < expected.size(); ++i) wrong.setBits(i, wrongAnswerIn(probe, expected[i]));
+  return wrong;
 }
 
 std::string describe(const Expected& expected, ElementType type) {

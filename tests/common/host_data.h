@@ -153,6 +153,8 @@ bool matches(const Expected& expected, ElementType type, const HostBuffer& out, 
 // every floating type), or all zeros where all ones is right. An output poisoned with these
 // fails in every element a kernel leaves unwritten.
 std::uint64_t wrongAnswerBits(const Expected& expected, ElementType type);
+// An output whose every element holds wrongAnswerBits of its expected value.
+HostBuffer wrongAnswers(const std::vector<Expected>& expected, ElementType type);
 std::string describe(const Expected& expected, ElementType type);
 std::string describeElement(const HostBuffer& out, std::size_t i);
 
