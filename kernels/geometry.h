@@ -12,6 +12,11 @@
 #else
 #define CAR_HOST_DEVICE
 #endif
+#if defined(__CUDA_ARCH__)
+#define CAR_UNROLL _Pragma("unroll")
+#else
+#define CAR_UNROLL
+#endif
 
 namespace car {
 
@@ -42,6 +47,52 @@ CAR_HOST_DEVICE constexpr Shard shardOf(long long packs, int ranks, int rank) {
   long long begin = rank * part;
   long long end = (rank == ranks - 1) ? packs : begin + part;
   return Shard{begin, end};
+}
+
+// Which packs thread `thread` of a grid of `stride` threads handles in each step of the 2stage
+// kernel: shard offsets thread, thread + stride, ... of every shard, in every step. The kernel
+// runs these walks and the CPU tests replay them. Two things rest on the mapping being the
+// same in every step (tests/cpu/test_geometry.cc checks both):
+// - the barrier between the stages is per block, so the gather may read offset j of a peer's
+//   shard only in the block that reduced offset j on that peer;
+// - in place, the packs a block writes into the output in stage 2 are exactly those it copied
+//   into staging at the entry, so no block overwrites input that another has yet to copy.
+
+// The entry copy: visit(pack) for every message pack this thread copies into staging, shard
+// by shard, each at this thread's offsets.
+template <int kRanks, typename Visit>
+CAR_HOST_DEVICE inline void twoStageCopyWalk(long long packs, long long thread, long long stride, Visit&& visit) {
+  CAR_UNROLL
+  for (int s = 0; s < kRanks; ++s) {
+    const Shard shard = shardOf(packs, kRanks, s);
+    for (long long j = thread; shard.begin + j < shard.end; j += stride) visit(shard.begin + j);
+  }
+}
+
+// Stage 1: visit(offset) for every offset of `rank`'s shard this thread reduces (message pack
+// shardOf(packs, kRanks, rank).begin + offset).
+template <int kRanks, typename Visit>
+CAR_HOST_DEVICE inline void twoStageReduceWalk(long long packs, int rank, long long thread, long long stride,
+                                               Visit&& visit) {
+  const Shard mine = shardOf(packs, kRanks, rank);
+  for (long long j = thread; mine.begin + j < mine.end; j += stride) visit(j);
+}
+
+// Stage 2: visit(i, offset, pack) for every pack this thread gathers: offset `offset` of the
+// shard of source i (rank (rank + i) % kRanks, the kernel's rotated order), which is message
+// pack `pack`.
+template <int kRanks, typename Visit>
+CAR_HOST_DEVICE inline void twoStageGatherWalk(long long packs, int rank, long long thread, long long stride,
+                                               Visit&& visit) {
+  const long long part = shardPart(packs, kRanks);
+  const long long largest = largestShard(packs, kRanks);
+  for (long long j = thread; j < largest; j += stride) {
+    CAR_UNROLL
+    for (int i = 0; i < kRanks; ++i) {
+      const int from = (rank + i) % kRanks;
+      if (j < part || from == kRanks - 1) visit(i, j, from * part + j);
+    }
+  }
 }
 
 // ---- The push kernels (1shot, 2shot) ----------------------------------------------------

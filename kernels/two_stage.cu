@@ -36,47 +36,31 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
     shards[i] = static_cast<const Pack*>(peers.tmp[from]);
   }
   Pack* myShard = static_cast<Pack*>(peers.tmp[rank]);
-  const Shard mine = shardOf(packs, kRanks, rank);
-  const long long part = shardPart(packs, kRanks);
-  const long long largest = largestShard(packs, kRanks);
   const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
 
-  // Rank s reads shard s of our staging in stage 1, thread t at shard offsets t, t +
-  // stride, ...: copy every shard with that same mapping. Thread t then also owns, in stage
-  // 2, exactly the output packs it copied, so in-place calls are safe.
+  // Every step walks the packs as twoStage*Walk (geometry.h) lay out: rank s reads shard s of
+  // our staging in stage 1 at this thread's offsets, so the copy takes every shard at those
+  // offsets, and in place this thread later writes exactly the output packs it copied.
   auto copyBlockSlice = [&](Pack* staging, const Pack* in) {
-#pragma unroll
-    for (int s = 0; s < kRanks; ++s) {
-      const Shard shard = shardOf(packs, kRanks, s);
-      for (long long j = thread; shard.begin + j < shard.end; j += stride) {
-        staging[shard.begin + j] = in[shard.begin + j];
-      }
-    }
+    twoStageCopyWalk<kRanks>(packs, thread, stride, [&](long long pack) { staging[pack] = in[pack]; });
   };
   if (enterAllReduce<kRanks>(peers, self, rank, input, abortFlag, copyBlockSlice)) return;
 
-  // Stage 1: reduce my shard. Thread t handles shard offsets t, t + stride, ...
-  for (long long j = thread; mine.begin + j < mine.end; j += stride) {
-    myShard[j] = reducePacks<T, kRanks>(sources, mine.begin + j, args.op);
-  }
+  // Stage 1: reduce my shard.
+  const long long myFirst = shardOf(packs, kRanks, rank).begin;
+  twoStageReduceWalk<kRanks>(packs, rank, thread, stride, [&](long long offset) {
+    myShard[offset] = reducePacks<T, kRanks>(sources, myFirst + offset, args.op);
+  });
 
   // The shards were written by this very kernel: publish them with release/acquire.
   if (crossRankBarrier<kRanks, BarrierKind::Middle>(peers, self, rank, abortFlag)) return;
 
-  // Stage 2: gather. Thread t reads shard offsets t, t + stride, ... again: the barrier is
-  // per block, so it only guarantees that offset j is ready to the block that, on every
-  // rank, wrote offset j in stage 1. Any other thread-to-offset mapping would read shards
-  // that no barrier has made visible yet.
-  for (long long j = thread; j < largest; j += stride) {
-#pragma unroll
-    for (int i = 0; i < kRanks; ++i) {
-      const int from = (rank + i) % kRanks;
-      if (j < part || from == kRanks - 1) {
-        storeMessagePack(output, from * part + j, args.bytes, outputAligned, shards[i][j]);
-      }
-    }
-  }
+  // Stage 2: gather. The barrier is per block: it only guarantees that offset j is ready to
+  // the block that, on every rank, wrote offset j in stage 1, which the shared walk ensures.
+  twoStageGatherWalk<kRanks>(packs, rank, thread, stride, [&](int i, long long offset, long long pack) {
+    storeMessagePack(output, pack, args.bytes, outputAligned, shards[i][offset]);
+  });
   // Leave only once every peer's block b has gathered from our tmp: then the end of our
   // kernel means that no peer reads our block any more, which is what lets a rank free its
   // block after its last kernel (docs/design.md, "Release"). The next call's own ordering

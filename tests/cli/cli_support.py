@@ -19,13 +19,21 @@ if TOOLS_DIR not in sys.path:
 from nccl_car_cli import library_query  # noqa: E402  (needs the path above)
 
 
-def query_program(test):
-    """This build's query program, for tests of what the library itself answers. Missing,
-    it fails the test under ctest (which runs after the build) and skips it elsewhere."""
-    if not os.access(QUERY_PROGRAM, os.X_OK):
+def require_built(test, *paths):
+    """For a test of what this build made: each of `paths` missing fails the test under ctest
+    (which names the build in CAR_BUILD_DIR and runs after it) and skips it elsewhere, so
+    that no test passes there by not running."""
+    missing = [path for path in paths if not os.path.exists(path)]
+    if missing:
         if "CAR_BUILD_DIR" in os.environ:
-            test.fail(f"{QUERY_PROGRAM} is not built")
-        test.skipTest(f"{QUERY_PROGRAM} is not built")
+            test.fail(f"not built: {', '.join(missing)}")
+        test.skipTest(f"not built: {', '.join(missing)}")
+
+
+def query_program(test):
+    """This build's query program, for tests of what the library itself answers
+    (require_built)."""
+    require_built(test, QUERY_PROGRAM)
     return library_query.LibraryQuery(QUERY_PROGRAM)
 
 

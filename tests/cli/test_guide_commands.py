@@ -8,7 +8,7 @@ import subprocess
 import sys
 import unittest
 
-from cli_support import BUILD_DIR, REPO_ROOT, clean_env, run_tool
+from cli_support import BUILD_DIR, REPO_ROOT, clean_env, require_built, run_tool
 
 GUIDE = os.path.join(REPO_ROOT, "docs", "user-guide.md")
 LIBRARY = os.path.join(BUILD_DIR, "shim", "libnccl-car.so")
@@ -45,10 +45,10 @@ class GuideCommands(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.strip(), "1")
 
-    @unittest.skipUnless(os.path.exists(DRIVER) and os.path.exists(LIBRARY), "the build has no shim_driver")
     def test_did_it_work_lines(self):
         """'Did it work?': with NCCL_CAR_DEBUG=INFO every communicator prints a setup: and a
         released: line, and `nccl-car run` sums them."""
+        require_built(self, DRIVER, LIBRARY)
         self.assert_in_guide("NCCL_CAR_DEBUG=INFO")
         self.assert_in_guide("tools/nccl-car run -- ")
         log = os.path.join(BUILD_DIR, "guide-standin-calls.log")
@@ -60,10 +60,10 @@ class GuideCommands(unittest.TestCase):
         self.assertIn("released:", result.stderr)
         self.assertRegex(result.stderr, r"forwarded to NCCL: [1-9][0-9]* call")
 
-    @unittest.skipUnless(os.path.exists(LIBRARY) and os.path.isdir(STANDIN_FOLDER), "the build has no stand-in")
     def test_programs_that_load_nccl_themselves(self):
         """'Which command for which program': the LD_AUDIT and drop-in commands, and the
         tool's auto mode, reach a ctypes client (PyNccl's way) over the stand-in NCCL."""
+        require_built(self, LIBRARY, STANDIN_FOLDER)
         car = os.path.dirname(LIBRARY)
         commands = {
             "LD_AUDIT=$CAR/libnccl-car-audit.so python3 ": {"LD_AUDIT": os.path.join(car, "libnccl-car-audit.so"),

@@ -6,7 +6,7 @@ import sys
 import tempfile
 import unittest
 
-from cli_support import REPO_ROOT, clean_env, run_tool, stand_in_library, write_script
+from cli_support import REPO_ROOT, clean_env, require_built, run_tool, stand_in_library, write_script
 from nccl_car_cli import elf_probe, nccl_probe, routes
 
 BUILD_DIR = os.environ.get("CAR_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
@@ -57,8 +57,8 @@ class ChooseTest(unittest.TestCase):
         self.assertEqual(mode, "preload")
         self.assertIn("nothing in the command shows", why)
 
-    @unittest.skipUnless(os.path.exists(LINKED_DRIVER) and os.path.exists(LIBRARY), "no build")
     def test_executables(self):
+        require_built(self, LINKED_DRIVER, LIBRARY)
         self.assertEqual(elf_probe.nccl_use(LINKED_DRIVER), "links")
         self.assertEqual(routes.choose([LINKED_DRIVER, "lifecycle"])[0], "preload")
         # libnccl-car.so names libnccl.so.2 (it dlopens the real one) without linking it.
@@ -161,8 +161,8 @@ class DoctorRoutesTest(unittest.TestCase):
 
 
 class ProbeTest(unittest.TestCase):
-    @unittest.skipUnless(os.path.exists(LIBRARY), "no build")
     def test_the_library_itself_is_never_the_real_nccl(self):
+        require_built(self, LIBRARY)
         dropin = os.path.join(os.path.dirname(LIBRARY), "dropin", "libnccl.so.2")
         loaded = []
         found = nccl_probe.locate({"NCCL_CAR_NCCL_LIB": dropin}, [], load=lambda target: loaded.append(target),

@@ -149,9 +149,9 @@ class WithoutQueryProgramTest(unittest.TestCase):
         self.assertTrue(note.startswith("option values not checked: the query program is not built"))
 
     def test_found_beside_the_library_first(self):
+        cli_support.require_built(self, cli_support.QUERY_PROGRAM)
         path, how = library_query.locate({}, os.path.join(cli_support.BUILD_DIR, "shim", "libnccl-car.so"))
-        if os.path.exists(cli_support.QUERY_PROGRAM):
-            self.assertEqual((path, how), (cli_support.QUERY_PROGRAM, "the library's build folder"))
+        self.assertEqual((path, how), (cli_support.QUERY_PROGRAM, "the library's build folder"))
         self.assertEqual(library_query.locate({}, "/elsewhere/shim/libnccl-car.so"),
                          (library_query.DEFAULT_PROGRAM, "default"))
 

@@ -138,11 +138,12 @@ Expected floatingExpected(const std::vector<HostBuffer>& inputs, std::size_t i, 
   }
   Expected expected;
   expected.value = reference;
-  if (std::isfinite(reference)) {
+  // Min and Max pick one input, which the type represents: no rounding, no tolerance.
+  expected.picked = exactOp;
+  if (std::isfinite(reference) && !exactOp) {
     // Subnormals of the accumulation type may be flushed to zero, one per operation.
-    const double flushed = (exactOp ? 1 : ranks) * format.accumulationMinNormal;
-    // Min and Max pick one input, which the type represents: no rounding at all.
-    const double rounding = exactOp ? 0 : halfUlpAt(format, std::fabs(reference) + accumulation);
+    const double flushed = ranks * format.accumulationMinNormal;
+    const double rounding = halfUlpAt(format, std::fabs(reference) + accumulation);
     expected.tolerance = accumulation + rounding + flushed;
     expected.accumulated = accumulation + flushed;
   }
@@ -573,6 +574,11 @@ bool matches(const Expected& expected, ElementType type, const HostBuffer& out, 
   if (std::isinf(expected.value)) {
     return format.saturates ? got == std::copysign(format.maxFinite, expected.value) : got == expected.value;
   }
+  if (expected.picked) {
+    // That very value (either zero's sign), or zero where it is a subnormal of the
+    // accumulation type, which may be flushed; never another input.
+    return got == expected.value || (got == 0 && std::fabs(expected.value) < format.accumulationMinNormal);
+  }
   double low = expected.value - expected.tolerance;
   double high = expected.value + expected.tolerance;
   if (format.saturates) {
@@ -590,6 +596,31 @@ bool matches(const Expected& expected, ElementType type, const HostBuffer& out, 
   return got >= low && got <= high;  // -0.0 and +0.0 compare equal
 }
 
+namespace {
+
+// wrongAnswerBits with a one-element buffer of `type` to try the bits in.
+std::uint64_t wrongAnswerIn(HostBuffer& probe, const Expected& expected) {
+  probe.setBits(0, ~std::uint64_t{0});
+  if (!matches(expected, probe.type, probe, 0)) return probe.bitsAt(0);
+  // All ones is right: a NaN is expected (all zeros is a zero, never a NaN) or an integer of
+  // all ones (all zeros is another integer).
+  return 0;
+}
+
+}  // namespace
+
+std::uint64_t wrongAnswerBits(const Expected& expected, ElementType type) {
+  HostBuffer probe{type, std::vector<std::uint8_t>(elementBytes(type))};
+  return wrongAnswerIn(probe, expected);
+}
+
+HostBuffer wrongAnswers(const std::vector<Expected>& expected, ElementType type) {
+  HostBuffer probe{type, std::vector<std::uint8_t>(elementBytes(type))};
+  HostBuffer wrong{type, std::vector<std::uint8_t>(expected.size() * elementBytes(type))};
+  for (std::size_t i = 0; i < expected.size(); ++i) wrong.setBits(i, wrongAnswerIn(probe, expected[i]));
+  return wrong;
+}
+
 std::string describe(const Expected& expected, ElementType type) {
   std::ostringstream text;
   if (expected.exact) {
@@ -604,7 +635,11 @@ std::string describe(const Expected& expected, ElementType type) {
     return text.str();
   }
   text << std::setprecision(17) << expected.value;
-  if (std::isfinite(expected.value)) text << " +- " << std::setprecision(6) << expected.tolerance;
+  if (expected.picked && std::isfinite(expected.value)) {
+    if (std::fabs(expected.value) < floatFormat(type).accumulationMinNormal) text << " or a flushed zero";
+  } else if (std::isfinite(expected.value)) {
+    text << " +- " << std::setprecision(6) << expected.tolerance;
+  }
   if (floatFormat(type).saturates) text << " (saturating at " << floatFormat(type).maxFinite << ")";
   return text.str();
 }

@@ -13,7 +13,8 @@
 //   within what that accumulation and that one rounding allow (Expected::tolerance).
 // - Zeros of either sign match each other (push kernels send -0.0 as +0.0); NaN must be NaN,
 //   an infinity that very infinity.
-// - Min and Max follow fminf/fmaxf: a NaN is ignored unless every rank's value is NaN.
+// - Min and Max follow fminf/fmaxf: a NaN is ignored unless every rank's value is NaN; the
+//   result is the very input picked, or zero where that is a subnormal of the accumulation.
 #pragma once
 
 #include <cstddef>
@@ -137,6 +138,9 @@ struct Expected {
   bool exact = false;       // integers: `bits` exactly
   std::uint64_t bits = 0;
   double value = 0;         // floating types: NaN: any NaN; +-inf: that infinity
+  // Floating Min and Max: `value` itself, or zero where `value` is a subnormal of the
+  // accumulation type (which may be flushed); no tolerance.
+  bool picked = false;
   double tolerance = 0;     // floating types: |got - value| at most this (after saturation)
   double accumulated = 0;   // the part of `tolerance` due to the accumulation, before rounding
 };
@@ -145,6 +149,12 @@ Expected expectedElement(const std::vector<HostBuffer>& inputs, std::size_t i, R
 std::vector<Expected> expectedResults(const std::vector<HostBuffer>& inputs, ReduceOp op);
 // Whether element i of `out` (of `type`) satisfies `expected`.
 bool matches(const Expected& expected, ElementType type, const HostBuffer& out, std::size_t i);
+// The bits of an element of `type` that are no right answer for `expected`: all ones (NaN in
+// every floating type), or all zeros where all ones is right. An output poisoned with these
+// fails in every element a kernel leaves unwritten.
+std::uint64_t wrongAnswerBits(const Expected& expected, ElementType type);
+// An output whose every element holds wrongAnswerBits of its expected value.
+HostBuffer wrongAnswers(const std::vector<Expected>& expected, ElementType type);
 std::string describe(const Expected& expected, ElementType type);
 std::string describeElement(const HostBuffer& out, std::size_t i);
 

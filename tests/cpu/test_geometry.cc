@@ -1,7 +1,8 @@
-// Grid size and the 2stage partition, simulated on the host with the same functions and
-// the same thread-to-pack mapping the kernels use.
+// Grid size and the 2stage partition, simulated on the host with the very functions the
+// kernels use (geometry.h), the 2stage kernel's walks included.
 #include <catch2/catch.hpp>
 
+#include <utility>
 #include <vector>
 
 #include "geometry.h"
@@ -22,56 +23,88 @@ TEST_CASE("grid: one pack per thread, at least one block, at most maxBlocks", "[
 
 namespace {
 
-// Replays both stages of the 2stage kernel on the host: which rank reduces each pack
-// (stage 1) and which packs each rank gathers (stage 2), with the kernel's loops.
-struct PartitionTrace {
-  std::vector<int> reducedBy;                 // owner count per pack
-  std::vector<std::vector<int>> gatheredBy;   // [rank][pack] count
-  bool sameThreadBothStages = true;           // thread t gathers from shard offset j iff t wrote j
+// Replays the 2stage kernel's three walks (geometry.h, the very functions the kernel runs) for
+// every thread of every rank, and records who handles each pack: how often, and in which block.
+struct TwoStageTrace {
+  std::vector<std::vector<int>> copied;     // [rank][pack]: times copied into staging
+  std::vector<int> reduced;                 // [pack]: times reduced, over all ranks
+  std::vector<std::vector<int>> gathered;   // [rank][pack]: times written into the output
+  int misplaced = 0;        // a gathered offset written to another pack than the one it holds
+  int unpublished = 0;      // a gathered offset that no block of the same index reduced
+  int overwrittenEarly = 0;  // an output pack written by another block than the one that copied it
 };
 
-PartitionTrace trace(long long packs, int ranks, int blocks) {
-  PartitionTrace t;
-  t.reducedBy.assign(packs, 0);
-  t.gatheredBy.assign(ranks, std::vector<int>(packs, 0));
+template <int kRanks>
+TwoStageTrace traceTwoStage(long long packs, int blocks) {
+  TwoStageTrace t;
+  t.copied.assign(kRanks, std::vector<int>(packs, 0));
+  t.reduced.assign(packs, 0);
+  t.gathered.assign(kRanks, std::vector<int>(packs, 0));
   const long long stride = static_cast<long long>(blocks) * kThreadsPerBlock;
-  const long long part = shardPart(packs, ranks);
-  const long long largest = largestShard(packs, ranks);
-  for (int rank = 0; rank < ranks; ++rank) {
-    const Shard mine = shardOf(packs, ranks, rank);
+  std::vector<std::vector<long long>> copyBlock(kRanks, std::vector<long long>(packs, -1));
+  std::vector<std::vector<long long>> reduceBlock(kRanks, std::vector<long long>(packs, -1));  // [rank][offset]
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const long long first = shardOf(packs, kRanks, rank).begin;
     for (long long thread = 0; thread < stride; ++thread) {
-      for (long long j = thread; mine.begin + j < mine.end; j += stride) {
-        t.reducedBy[mine.begin + j]++;
-        if (j % stride != thread) t.sameThreadBothStages = false;
-      }
-      for (long long j = thread; j < largest; j += stride) {
-        for (int i = 0; i < ranks; ++i) {
-          const int from = (rank + i) % ranks;
-          if (j < part || from == ranks - 1) t.gatheredBy[rank][from * part + j]++;
-        }
-      }
+      const long long block = thread / kThreadsPerBlock;
+      twoStageCopyWalk<kRanks>(packs, thread, stride, [&](long long pack) {
+        t.copied[rank][pack]++;
+        copyBlock[rank][pack] = block;
+      });
+      twoStageReduceWalk<kRanks>(packs, rank, thread, stride, [&](long long offset) {
+        t.reduced[first + offset]++;
+        reduceBlock[rank][offset] = block;
+      });
+    }
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (long long thread = 0; thread < stride; ++thread) {
+      const long long block = thread / kThreadsPerBlock;
+      twoStageGatherWalk<kRanks>(packs, rank, thread, stride, [&](int i, long long offset, long long pack) {
+        const int from = (rank + i) % kRanks;
+        t.gathered[rank][pack]++;
+        t.misplaced += pack != shardOf(packs, kRanks, from).begin + offset;
+        t.unpublished += reduceBlock[from][offset] != block;
+        t.overwrittenEarly += copyBlock[rank][pack] != block;
+      });
     }
   }
   return t;
 }
 
-}  // namespace
-
-TEST_CASE("2stage: every pack reduced by exactly one owner and gathered once by every rank",
-          "[geometry]") {
-  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
-    // Counts below the world size, not divisible by it, and spanning several grid strides.
-    for (long long packs : {1LL, 2LL, 7LL, 8LL, 9LL, 513LL, 1023LL, 4097LL, 36LL * 512 * 3 + 5}) {
-      const int blocks = gridBlocks(packs, kMaxBlocks);
-      CAPTURE(ranks, packs, blocks);
-      const PartitionTrace t = trace(packs, ranks, blocks);
-      CHECK(t.sameThreadBothStages);
+template <int kRanks>
+void checkTwoStage() {
+  // Counts below the world size, not divisible by it, and spanning several grid strides;
+  // grids of the policy's size and smaller ones (a cap), which stride more.
+  for (long long packs : {1LL, 2LL, 7LL, 8LL, 9LL, 513LL, 1023LL, 4097LL, 36LL * 512 * 3 + 5}) {
+    for (int blocks : {gridBlocks(packs, kMaxBlocks), 1, 3}) {
+      CAPTURE(kRanks, packs, blocks);
+      const TwoStageTrace t = traceTwoStage<kRanks>(packs, blocks);
+      CHECK(t.misplaced == 0);
+      CHECK(t.unpublished == 0);
+      CHECK(t.overwrittenEarly == 0);
       for (long long p = 0; p < packs; ++p) {
-        REQUIRE(t.reducedBy[p] == 1);
-        for (int rank = 0; rank < ranks; ++rank) REQUIRE(t.gatheredBy[rank][p] == 1);
+        REQUIRE(t.reduced[p] == 1);
+        for (int rank = 0; rank < kRanks; ++rank) {
+          REQUIRE(t.copied[rank][p] == 1);
+          REQUIRE(t.gathered[rank][p] == 1);
+        }
       }
     }
   }
+}
+
+template <int... kWorldSizes>
+void checkTwoStageAt(std::integer_sequence<int, kWorldSizes...>) {
+  (checkTwoStage<kWorldSizes + 2>(), ...);
+}
+
+}  // namespace
+
+TEST_CASE("2stage: every pack copied, reduced by one owner and gathered once, each by the block the barrier "
+          "orders", "[geometry]") {
+  static_assert(kMaxRanks >= 2);
+  checkTwoStageAt(std::make_integer_sequence<int, kMaxRanks - 1>{});
 }
 
 TEST_CASE("2stage shards: the last rank takes the remainder", "[geometry]") {

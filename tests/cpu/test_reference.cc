@@ -305,12 +305,55 @@ TEST_CASE("floating reference: one accumulation, then one rounding to nearest ev
     CHECK(accepts(pair, ReduceOp::Max, 1.0 + std::ldexp(1.0, -23)));
     CHECK_FALSE(accepts(pair, ReduceOp::Max, 1.0));
     CHECK(accepts(floatInputs(e4m3, {-448, 0.001953125}), ReduceOp::Min, -448));
+  }
+  SECTION("Min and Max of subnormals: the value picked, or a flushed zero; never another input") {
+    const double tiny = floatFormat(fp32).minSubnormal;
+    const auto subnormals = floatInputs(fp32, {tiny, 3 * tiny});
+    CHECK(accepts(subnormals, ReduceOp::Max, 3 * tiny));
+    CHECK(accepts(subnormals, ReduceOp::Max, 0.0));  // flushed
+    CHECK(accepts(subnormals, ReduceOp::Max, -0.0));
+    CHECK_FALSE(accepts(subnormals, ReduceOp::Max, tiny));  // the other rank's
+    CHECK_FALSE(accepts(subnormals, ReduceOp::Max, 2 * tiny));
+    CHECK_FALSE(accepts(subnormals, ReduceOp::Min, 3 * tiny));
+    const double tinyBf16 = floatFormat(bf16).minSubnormal;
+    CHECK(accepts(floatInputs(bf16, {-tinyBf16, tinyBf16}), ReduceOp::Min, -tinyBf16));
+    CHECK_FALSE(accepts(floatInputs(bf16, {-tinyBf16, tinyBf16}), ReduceOp::Min, tinyBf16));
+    // Normal in the fp32 accumulation: never flushed.
+    const double tiny16 = floatFormat(fp16).minSubnormal;
+    CHECK(accepts(floatInputs(fp16, {tiny16, 2 * tiny16}), ReduceOp::Max, 2 * tiny16));
+    CHECK_FALSE(accepts(floatInputs(fp16, {tiny16, 2 * tiny16}), ReduceOp::Max, 0.0));
+    const double tiny8 = floatFormat(e4m3).minSubnormal;
+    CHECK_FALSE(accepts(floatInputs(e4m3, {tiny8, -tiny8}), ReduceOp::Min, 0.0));
+    CHECK(accepts(floatInputs(fp64, {std::ldexp(1.0, -1070), 1.0}), ReduceOp::Min, std::ldexp(1.0, -1070)));
+    CHECK_FALSE(accepts(floatInputs(fp64, {std::ldexp(1.0, -1070), 1.0}), ReduceOp::Min, std::ldexp(1.0, -1069)));
     // The poison (all bits set) is NaN in every floating type: never a finite result.
     for (ElementType type : kFloatingTypes) {
       CAPTURE(elementTypeName(type));
       CHECK_FALSE(acceptsBits(floatInputs(type, {0.5, 0.25}), ReduceOp::Sum, ~std::uint64_t{0}));
     }
   }
+}
+
+TEST_CASE("the output's poison is no right answer, NaN expected or not", "[reference]") {
+  Random random(7);
+  for (ElementType type : kAllTypes) {
+    for (ReduceOp op : kAllOps) {
+      CAPTURE(elementTypeName(type), reduceOpName(op));
+      const std::size_t count = 4096;
+      const std::vector<HostBuffer> inputs = isFloating(type) ? specialInputs(type, op, count, 3, random)
+                                                              : std::vector<HostBuffer>{randomInputs(type, op, count, random),
+                                                                                        randomInputs(type, op, count, random)};
+      const std::vector<Expected> expected = expectedResults(inputs, op);
+      CHECK(countMismatches(expected, wrongAnswers(expected, type), nullptr) == count);
+    }
+  }
+  // Where all ones is right, all zeros.
+  const Expected nan = expectedResults(floatInputs(ElementType::Float16, {NAN, 1.0}), ReduceOp::Sum)[0];
+  CHECK(wrongAnswerBits(nan, ElementType::Float16) == 0);
+  const Expected allOnes = expectedResults(unsignedInputs(ElementType::UInt8, {255, 0}), ReduceOp::Sum)[0];
+  CHECK(wrongAnswerBits(allOnes, ElementType::UInt8) == 0);
+  CHECK(wrongAnswerBits(expectedResults(unsignedInputs(ElementType::UInt8, {1, 0}), ReduceOp::Sum)[0],
+                        ElementType::UInt8) == 0xFF);
 }
 
 TEST_CASE("countMismatches counts and describes; the sum-only form is the Sum op", "[reference]") {

@@ -1,10 +1,13 @@
 // ncclCommAbort releases a rank spinning in our barrier. Two ranks (one process each):
 // rank 1 joins the communicator but never calls the all-reduce; rank 0 calls it (taken by
 // our kernel, which then waits for rank 1 forever) and a watchdog thread calls
-// ncclCommAbort after one second, as PyTorch's watchdog would. Rank 0 must get control
-// back within a few seconds and exit cleanly.
+// ncclCommAbort after one second, as PyTorch's watchdog would. Rank 0 must find its
+// all-reduce still running at the abort and get control back, without error, within a few
+// seconds after it. That the kernel was ours the runner reads in the library's log.
 //
-//   abort_e2e RANK ID_FILE        prints "rank 0: returned N.NN s after the abort"
+//   abort_e2e RANK ID_FILE   rank 0 prints "rank 0: watchdog found the all-reduce still
+//                            running; ncclCommAbort -> 0" and "rank 0: stream returned
+//                            (no error) N.NN s after the abort"
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -55,16 +58,21 @@ int main(int argc, char** argv) {
     return fail(rank, "ncclAllReduce");
   }
   std::atomic<long long> abortedAt{0};
+  std::atomic<bool> runningAtAbort{false};
   std::thread watchdog([&] {
     std::this_thread::sleep_for(std::chrono::seconds(1));
+    // Still running: the all-reduce is the one waiting for rank 1, not one already done.
+    runningAtAbort = cudaStreamQuery(stream) == cudaErrorNotReady;
     abortedAt = Clock::now().time_since_epoch().count();
     const ncclResult_t result = ncclCommAbort(comm);
-    std::printf("rank 0: watchdog called ncclCommAbort -> %d\n", static_cast<int>(result));
+    std::printf("rank 0: watchdog found the all-reduce %s; ncclCommAbort -> %d\n",
+                runningAtAbort ? "still running" : "already finished", static_cast<int>(result));
   });
   const cudaError_t synced = cudaStreamSynchronize(stream);  // blocks until our kernel returns
   const auto returned = Clock::now().time_since_epoch().count();
   watchdog.join();
+  // Negative when the stream returned before the abort: then nothing was waiting for it.
   const double seconds = std::chrono::duration<double>(Clock::duration(returned - abortedAt.load())).count();
   std::printf("rank 0: stream returned (%s) %.2f s after the abort\n", cudaGetErrorString(synced), seconds);
-  return seconds < 5.0 ? 0 : 1;
+  return runningAtAbort && synced == cudaSuccess && seconds >= 0 && seconds < 5.0 ? 0 : 1;
 }

@@ -2,7 +2,10 @@
 // tests/e2e/run_e2e.py), ncclAllReduce of fp16/bf16/fp32 over sizes on both sides of the
 // 8 MiB limit, out-of-place and in-place, eager and replayed from a CUDA graph. Inputs are
 // small integers, so every sum is exact in every type and every order: any difference
-// is an error. Prints one summary line; exits 1 on any wrong element.
+// is an error. Prints one summary line, "rank R/N: C checks (A above 8388608 bytes), W wrong
+// (E elements)": the runner expects the library to take every call up to that size (its
+// default NCCL_CAR_MAX_BYTES, which the scenarios keep) and to forward the A above it as
+// too-large. Exits 1 on any wrong element.
 //
 //   allreduce_e2e RANK NRANKS ID_FILE [DEVICE]
 //   E2E_MAX_BYTES=N skips the larger sizes (for slow runs under compute-sanitizer).
@@ -44,6 +47,9 @@ struct TypeCase {
 
 const TypeCase kTypes[] = {{ncclFloat16, "fp16", 2}, {ncclBfloat16, "bf16", 2}, {ncclFloat32, "fp32", 4}};
 
+// The library's default NCCL_CAR_MAX_BYTES: calls above it go to NCCL.
+constexpr std::size_t kLibraryLimit = 8 << 20;
+
 // Below, at and above the 8 MiB limit; multiples of 16 and not; odd element counts.
 const std::size_t kSizes[] = {16,      48,      100,     1008,        4096 + 16,    65536, 262144 + 16,
                               1 << 20, 4 << 20, (8 << 20) - 16, 8 << 20, (8 << 20) + 16, 12 << 20};
@@ -65,6 +71,7 @@ float fromBits(const TypeCase& t, const void* in) {
 
 struct Tally {
   int checks = 0;
+  int aboveLimit = 0;  // checks of calls larger than kLibraryLimit
   int wrongChecks = 0;
   std::size_t wrongElements = 0;
 };
@@ -110,6 +117,7 @@ void runCase(ncclComm_t comm, cudaStream_t stream, int rank, int nranks, const T
     }
   }
   ++tally.checks;
+  if (count * t.bytes > kLibraryLimit) ++tally.aboveLimit;
   if (wrong != 0) {
     ++tally.wrongChecks;
     tally.wrongElements += wrong;
@@ -160,7 +168,7 @@ int main(int argc, char** argv) {
   cudaFree(recvDev);
   cudaStreamDestroy(stream);
   CHECK(ncclCommDestroy(comm) == ncclSuccess, "ncclCommDestroy");
-  std::printf("rank %d/%d: %d checks, %d wrong (%zu elements)\n", rank, nranks, tally.checks, tally.wrongChecks,
-              tally.wrongElements);
+  std::printf("rank %d/%d: %d checks (%d above %zu bytes), %d wrong (%zu elements)\n", rank, nranks, tally.checks,
+              tally.aboveLimit, kLibraryLimit, tally.wrongChecks, tally.wrongElements);
   return tally.wrongChecks == 0 ? 0 : 1;
 }

@@ -68,6 +68,12 @@ ncclResult_t spin(Rank& self) {
   return ncclAllReduce(self.buffer, self.buffer, kCount, ncclFloat32, ncclSum, self.comm, self.stream);
 }
 
+// Whether the all-reduce is still waiting when the recovery call comes: what the call then
+// ends is that wait (the runner reads in the library's log that the kernel was ours).
+bool stillRunning(Rank& self) { return cudaStreamQuery(self.stream) == cudaErrorNotReady; }
+
+std::string waitingText(bool waiting) { return waiting ? "still running" : "already finished"; }
+
 std::string seconds(double value) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f s", value);
@@ -77,19 +83,22 @@ std::string seconds(double value) {
 int shrinkAbort(Rank& self) {
   if (spin(self) != ncclSuccess) return verdict(self, false, "all-reduce failed");
   sleepSeconds(1);
+  const bool waiting = stillRunning(self);
   int excluded[1] = {1};
   ncclComm_t child = nullptr;
   const ncclResult_t shrunk = ncclCommShrink(self.comm, excluded, 1, &child, nullptr, NCCL_SHRINK_ABORT);
   const double idle = idleWithin(self.stream, 10);
   if (child != nullptr) ncclCommDestroy(child);
   ncclCommAbort(self.comm);
-  return verdict(self, shrunk == ncclSuccess && idle >= 0 && idle < 5,
-                 "shrink -> " + std::to_string(shrunk) + ", stream idle " + (idle < 0 ? "never" : seconds(idle) + " after it"));
+  return verdict(self, waiting && shrunk == ncclSuccess && idle >= 0 && idle < 5,
+                 "all-reduce " + waitingText(waiting) + " at the shrink; shrink -> " + std::to_string(shrunk) +
+                     ", stream idle " + (idle < 0 ? "never" : seconds(idle) + " after it"));
 }
 
 int revoke(Rank& self) {
   if (spin(self) != ncclSuccess) return verdict(self, false, "all-reduce failed");
   sleepSeconds(1);
+  const bool waiting = stillRunning(self);
   const ncclResult_t revoked = ncclCommRevoke(self.comm, NCCL_REVOKE_DEFAULT);
   const double idle = idleWithin(self.stream, 10);
   waitInitialised(self.comm);  // NCCL: in progress until quiescent
@@ -97,9 +106,10 @@ int revoke(Rank& self) {
   const ncclResult_t after = ncclAllReduce(self.buffer, self.buffer, kCount, ncclFloat32, ncclSum, self.comm, self.stream);
   const double idleAfter = idleWithin(self.stream, 10);
   ncclCommDestroy(self.comm);
-  return verdict(self, revoked == ncclSuccess && idle >= 0 && idle < 5 && idleAfter >= 0,
-                 "revoke -> " + std::to_string(revoked) + ", stream idle " + (idle < 0 ? "never" : seconds(idle)) +
-                     " after it; a later all-reduce -> " + std::to_string(after));
+  return verdict(self, waiting && revoked == ncclSuccess && idle >= 0 && idle < 5 && idleAfter >= 0,
+                 "all-reduce " + waitingText(waiting) + " at the revoke; revoke -> " + std::to_string(revoked) +
+                     ", stream idle " + (idle < 0 ? "never" : seconds(idle)) + " after it; a later all-reduce -> " +
+                     std::to_string(after));
 }
 
 // A thread that aborts the communicator 2 s after it starts, as PyTorch's watchdog would.
@@ -170,12 +180,14 @@ int setupAbort(Rank& self) {
 int ineligibleAbort(Rank& self) {
   if (spin(self) != ncclSuccess) return verdict(self, false, "all-reduce failed");
   sleepSeconds(1);
+  const bool waiting = stillRunning(self);
   const Clock::time_point aborted = Clock::now();
   ncclCommAbort(self.comm);
   const double returned = since(aborted);
   const double idle = idleWithin(self.stream, 10);
-  return verdict(self, idle >= 0 && idle < 5, "abort returned after " + seconds(returned) + ", stream idle " +
-                                                 (idle < 0 ? "never" : seconds(idle) + " after it"));
+  return verdict(self, waiting && idle >= 0 && idle < 5,
+                 "all-reduce " + waitingText(waiting) + " at the abort; abort returned after " + seconds(returned) +
+                     ", stream idle " + (idle < 0 ? "never" : seconds(idle) + " after it"));
 }
 
 // Both ranks: a taken all-reduce, then a group NCCL fails (a send to no such peer), which

@@ -12,7 +12,10 @@
 //     NPROCS processes, each driving several GPUs from one thread (nccl-tests -g N): CYCLES
 //     split/all-reduce/destroy cycles must leave device memory, files and mappings where
 //     they were; our mappings are closed on the device that opened them.
-// Prints "<what>: PASS|FAIL ..." lines; exits 0 when all pass.
+// Every all-reduce that completes has inputs that differ by rank and is checked; processes
+// and initall end with "<who>: N all-reduces (M checked), W wrong", the count the runner
+// compares with the calls the library's log says it took. Prints "<what>: PASS|FAIL ..."
+// lines; exits 0 when all pass.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -37,6 +40,45 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 void sleepSeconds(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 int gFailures = 0;
+
+// This process's all-reduces: made, checked (completed, result compared) and wrong.
+struct CallCounts {
+  int made = 0;
+  int checked = 0;
+  int wrong = 0;
+};
+CallCounts gCalls;
+
+// Rank r's input at element i: small integers, exact in any order of the sum.
+float inputValue(int rank, std::size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 17) - 8); }
+
+// Fills `count` floats at `buffer` with rank `rank`'s input, on `stream`.
+bool fillInput(float* buffer, std::size_t count, int rank, cudaStream_t stream) {
+  std::vector<float> host(count);
+  for (std::size_t i = 0; i < count; ++i) host[i] = inputValue(rank, i);
+  return cudaMemcpyAsync(buffer, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream) == cudaSuccess &&
+         cudaStreamSynchronize(stream) == cudaSuccess;
+}
+
+// Counts a completed in-place all-reduce of `ranks` ranks' inputs: checked, and wrong unless
+// every element holds the sum.
+void checkSum(const float* buffer, std::size_t count, int ranks) {
+  std::vector<float> host(count);
+  ++gCalls.checked;
+  bool right = cudaMemcpy(host.data(), buffer, count * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
+  for (std::size_t i = 0; right && i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < ranks; ++r) expected += inputValue(r, i);
+    right = host[i] == expected;
+  }
+  if (!right) ++gCalls.wrong;
+}
+
+void reportCalls(const std::string& who) {
+  std::printf("%s: %d all-reduces (%d checked), %d wrong\n", who.c_str(), gCalls.made, gCalls.checked, gCalls.wrong);
+  std::fflush(stdout);
+  if (gCalls.wrong != 0) ++gFailures;
+}
 
 void report(const std::string& what, bool pass, const std::string& detail) {
   std::printf("%s: %s %s\n", what.c_str(), pass ? "PASS" : "FAIL", detail.c_str());
@@ -66,11 +108,21 @@ struct Pair {
   float* buffer = nullptr;
 };
 
-// Both ranks here: a 4-byte all-reduce on the parent, then wait for it.
-bool meet(Pair& self) {
-  return ncclAllReduce(self.buffer, self.buffer, 1, ncclFloat32, ncclSum, self.parent, self.stream) == ncclSuccess &&
-         cudaStreamSynchronize(self.stream) == cudaSuccess;
+// An in-place all-reduce of `count` floats of this rank's input on `comm`, waited for and
+// checked.
+bool allReduceChecked(Pair& self, ncclComm_t comm, std::size_t count) {
+  if (!fillInput(self.buffer, count, self.rank, self.stream)) return false;
+  ++gCalls.made;
+  if (ncclAllReduce(self.buffer, self.buffer, count, ncclFloat32, ncclSum, comm, self.stream) != ncclSuccess ||
+      cudaStreamSynchronize(self.stream) != cudaSuccess) {
+    return false;
+  }
+  checkSum(self.buffer, count, 2);
+  return true;
 }
+
+// Both ranks here: a 4-byte all-reduce on the parent, then wait for it.
+bool meet(Pair& self) { return allReduceChecked(self, self.parent, 1); }
 
 ncclComm_t child(Pair& self) {
   ncclComm_t comm = nullptr;
@@ -80,11 +132,7 @@ ncclComm_t child(Pair& self) {
 // One all-reduce our kernel takes, completed; then rank 1 lets go `delay` after rank 0.
 double destroyAfter(Pair& self, double delay) {
   ncclComm_t comm = child(self);
-  if (comm == nullptr ||
-      ncclAllReduce(self.buffer, self.buffer, kCount, ncclFloat32, ncclSum, comm, self.stream) != ncclSuccess ||
-      cudaStreamSynchronize(self.stream) != cudaSuccess) {
-    return -1;
-  }
+  if (comm == nullptr || !allReduceChecked(self, comm, kCount)) return -1;
   if (self.rank == 1) sleepSeconds(delay);
   const Clock::time_point start = Clock::now();
   ncclCommDestroy(comm);
@@ -124,8 +172,9 @@ int processes(int rank, const char* idFile) {
   // After an abort a peer's kernel still writes into our block: rank 1 joins rank 0's
   // aborted all-reduce 3 s late, then aborts its own.
   ncclComm_t comm = child(self);
-  bool ok = comm != nullptr;
+  bool ok = comm != nullptr && fillInput(self.buffer, kCount, rank, self.stream);
   if (ok && rank == 1) sleepSeconds(3);
+  if (ok) ++gCalls.made;  // its result is undefined (aborted): made, not checked
   ok = ok && ncclAllReduce(self.buffer, self.buffer, kCount, ncclFloat32, ncclSum, comm, self.stream) == ncclSuccess;
   sleepSeconds(rank == 0 ? 0.5 : 2.0);
   const Clock::time_point aborted = Clock::now();
@@ -135,6 +184,7 @@ int processes(int rank, const char* idFile) {
   report(who + "abort with a peer still to come", ok && abortTook < 15, "abort took " + seconds(abortTook));
   if (!sweep(self)) report(who + "sweep", false, "");
   ncclCommDestroy(self.parent);
+  reportCalls("rank " + std::to_string(rank));
   return gFailures == 0 ? 0 : 1;
 }
 
@@ -155,7 +205,8 @@ bool prepareDevices(std::vector<Device>* devices) {
   return true;
 }
 
-// Each of `comms` all-reduces on its device, in one group, from this thread.
+// Each of the first `ranks` of `comms` all-reduces on its device, in one group, from this
+// thread.
 bool allReduceAll(std::vector<Device>& devices, const std::vector<ncclComm_t>& comms, std::size_t ranks) {
   ncclGroupStart();
   bool ok = true;
@@ -166,6 +217,16 @@ bool allReduceAll(std::vector<Device>& devices, const std::vector<ncclComm_t>& c
   return ncclGroupEnd() == ncclSuccess && ok;
 }
 
+// Device i holds rank i's input (ncclCommInitAll makes device i rank i).
+bool fillInputs(std::vector<Device>& devices) {
+  bool ok = true;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    ok = ok && cudaSetDevice(devices[i].ordinal) == cudaSuccess &&
+         fillInput(devices[i].buffer, kCount, static_cast<int>(i), devices[i].stream);
+  }
+  return ok;
+}
+
 int initAll(int ndev) {
   std::vector<Device> devices(ndev);
   for (int i = 0; i < ndev; ++i) devices[i].ordinal = i;
@@ -174,8 +235,13 @@ int initAll(int ndev) {
     return 1;
   }
   std::vector<ncclComm_t> comms(ndev);
-  bool ok = ncclCommInitAll(comms.data(), ndev, nullptr) == ncclSuccess && allReduceAll(devices, comms, ndev);
+  bool ok = ncclCommInitAll(comms.data(), ndev, nullptr) == ncclSuccess && fillInputs(devices) &&
+            allReduceAll(devices, comms, ndev);
+  gCalls.made += ndev;
   for (Device& device : devices) ok = ok && cudaStreamSynchronize(device.stream) == cudaSuccess;
+  for (Device& device : devices) {
+    if (ok) checkSum(device.buffer, kCount, ndev);
+  }
   double slowest = 0;
   for (ncclComm_t comm : comms) {
     const Clock::time_point start = Clock::now();
@@ -187,6 +253,7 @@ int initAll(int ndev) {
 
   // The last rank never joins: every other rank's kernel waits; aborted one after another.
   ok = ncclCommInitAll(comms.data(), ndev, nullptr) == ncclSuccess && allReduceAll(devices, comms, ndev - 1);
+  gCalls.made += ndev - 1;
   sleepSeconds(0.5);
   slowest = 0;
   for (ncclComm_t comm : comms) {
@@ -196,6 +263,7 @@ int initAll(int ndev) {
   }
   for (Device& device : devices) ok = ok && idleWithin(device.stream, 10);
   report("initall: aborts from one thread stop every kernel", ok && slowest < 12, "slowest abort " + seconds(slowest));
+  reportCalls("initall");
   return gFailures == 0 ? 0 : 1;
 }
 

@@ -28,7 +28,10 @@ to 8 ranks: SUM and AVG add values in [-8, 8] (unsigned: [0, 16]); MAX and MIN p
               anyway when the world size is a power of two).
   guards      the 32 elements before and after the tensor unchanged.
 
-Prints `rank R/W: PASS N all-reduces ...` or `rank R/W: FAIL ...` (and one WRONG line per
+A combination PyTorch refuses before NCCL is called fails like a wrong result: every one of
+these is one PyTorch hands NCCL (AVG on integers goes to ncclAvg), so a refusal is a change
+to look at, not a case to leave out. Prints `rank R/W: PASS N all-reduces (SHAPE), 0 wrong`
+(N the whole SHAPE, which the runner checks) or `rank R/W: FAIL ...` (and one WRONG line per
 wrong check, the first 10) and exits 1 on any failure.
 """
 import sys
@@ -54,7 +57,6 @@ MAX_TERM = 8      # no AVG term is larger
 REPORTED = 10     # WRONG lines printed at most
 
 wrong_checks = []
-skipped = []
 
 
 def say(line):
@@ -114,9 +116,14 @@ def mismatch(got, want, dtype, op):
     return f"{count} of {got.numel()} elements (first at {first}: got {got[first].item()}, want {want[first].item()})"
 
 
+def report_wrong(label, wrong):
+    wrong_checks.append(label)
+    if len(wrong_checks) <= REPORTED:
+        say(f"rank {RANK}/{WORLD}: WRONG {label}: {wrong}")
+
+
 def check_one(dtype, name, op, numel, offset):
-    """One all-reduce of a tensor `offset` elements past an aligned place; False when
-    PyTorch refused the combination (recorded as skipped)."""
+    """One all-reduce of a tensor `offset` elements past an aligned place, checked."""
     unsigned = dtype == torch.uint8
     start = GUARD + offset  # GUARD elements are 16-byte multiples: offset 0 stays aligned
     framed = torch.full((start + numel + GUARD,), SENTINEL, dtype=dtype, device=DEVICE)
@@ -125,24 +132,16 @@ def check_one(dtype, name, op, numel, offset):
     label = f"{str(dtype).replace('torch.', '')} {name} n={numel} at +{offset}"
     try:
         dist.all_reduce(tensor, op=op)
-    except (TypeError, ValueError) as refusal:
-        # PyTorch refuses some combinations before NCCL is called (ReduceOp.AVG on bool
-        # tensors, for one). It hands AVG on integers to ncclAvg; if a version refused it,
-        # that is PyTorch's choice, not a failure here: say so and go on.
-        if dtype.is_floating_point or name != "avg":
-            raise
-        skipped.append(f"{label}: PyTorch refuses it: {refusal!r}")
-        return False
+    except (TypeError, ValueError) as refusal:  # refused before NCCL: the next call can go on
+        report_wrong(label, f"PyTorch refuses it: {refusal!r}")
+        return
     torch.cuda.synchronize()
     wrong = mismatch(tensor, reference(name, numel, unsigned, dtype.is_floating_point), dtype, name)
     guards = torch.cat([framed[:start], framed[start + numel:]])
     if not bool((guards == SENTINEL).all().item()):
         wrong = (wrong + "; " if wrong else "") + "an element outside the tensor changed"
     if wrong:
-        wrong_checks.append(label)
-        if len(wrong_checks) <= REPORTED:
-            say(f"rank {RANK}/{WORLD}: WRONG {label}: {wrong}")
-    return True
+        report_wrong(label, wrong)
 
 
 def main():
@@ -154,15 +153,13 @@ def main():
             for name, op in OPS:
                 for numel in LENGTHS:
                     for offset in OFFSETS:
-                        made += check_one(dtype, name, op, numel, offset)
+                        check_one(dtype, name, op, numel, offset)
+                        made += 1
     except Exception as error:  # a crash fails the rank, and says where
         wrong_checks.append(f"crashed after {made} all-reduces: {error!r}")
         say(f"rank {RANK}/{WORLD}: WRONG {wrong_checks[-1]}")
     dist.destroy_process_group()
-    for line in skipped:
-        say(f"rank {RANK}/{WORLD}: skipped {line}")
-    shape = (f"{len(INTEGERS + FLOATS)} types x {len(OPS)} ops x {len(LENGTHS)} lengths x "
-             f"{len(OFFSETS)} placements, {len(skipped)} skipped")
+    shape = f"{len(INTEGERS + FLOATS)} types x {len(OPS)} ops x {len(LENGTHS)} lengths x {len(OFFSETS)} placements"
     if wrong_checks:
         say(f"rank {RANK}/{WORLD}: FAIL {len(wrong_checks)} of {made} all-reduces wrong ({shape}): "
             f"{wrong_checks[:5]}")

@@ -8,28 +8,16 @@
 namespace car::testing {
 namespace {
 
-// A poison byte whose pattern (every byte of an element equal to it) is a right answer for as
-// few elements as possible, judged on a sample: an element the kernel never wrote must not
-// pass for a result. 0xFF is NaN in every floating type; integers take any pattern as a value.
-std::uint8_t choosePoison(const std::vector<Expected>& expected, ElementType type) {
-  static constexpr std::uint8_t kCandidates[] = {0xFF, 0xA5, 0x5A, 0xC3, 0x3C, 0x96, 0x69};
-  HostBuffer probe{type, std::vector<std::uint8_t>(elementBytes(type))};
-  const std::size_t stride = std::max<std::size_t>(1, expected.size() / 4096);
-  std::uint8_t best = kCandidates[0];
-  std::size_t bestHits = ~std::size_t{0};
-  for (std::uint8_t candidate : kCandidates) {
-    std::fill(probe.bytes.begin(), probe.bytes.end(), candidate);
-    std::size_t hits = 0;
-    for (std::size_t i = 0; i < expected.size() && hits < bestHits; i += stride) {
-      hits += matches(expected[i], type, probe, 0);
-    }
-    if (hits < bestHits) {
-      best = candidate;
-      bestHits = hits;
-    }
-    if (hits == 0) break;
-  }
-  return best;
+// The bytes around every buffer: a kernel must leave them as they were. Not compared with
+// any result, so any pattern does.
+constexpr std::uint8_t kGuardByte = 0xA5;
+
+// A receive buffer's image for an out-of-place call: `shift` guard bytes, then `wrong` (the
+// output's elements, each no right answer: host_data.h, wrongAnswers).
+HostBuffer poisonedOutput(const HostBuffer& wrong, std::size_t shift) {
+  HostBuffer image{wrong.type, std::vector<std::uint8_t>(shift, kGuardByte)};
+  image.bytes.insert(image.bytes.end(), wrong.bytes.begin(), wrong.bytes.end());
+  return image;
 }
 
 std::string hexByte(std::uint8_t byte) {
@@ -97,9 +85,13 @@ OpOutcome OpRunner::run(const OpCall& call, const std::vector<HostBuffer>& input
     outcome.problem = "the test's own call does not fit its buffers";
     return outcome;
   }
-  // The reference first: the poison is chosen not to look like a right answer.
+  // The reference first: out of place, every element of the output starts as no right
+  // answer, so that one the kernel never wrote cannot pass for a result (a uniform poison
+  // could: all ones is the NaN that a NaN input makes right, and for integers a value like
+  // any other).
   const std::vector<Expected> expected = expectedResults(inputs, call.op);
-  const std::uint8_t poison = choosePoison(expected, call.type);
+  const HostBuffer wrong = call.inPlace ? HostBuffer{call.type, {}} : wrongAnswers(expected, call.type);
+  const std::uint8_t poison = kGuardByte;
   in_.poison(poison);
   out_.poison(poison);
   std::vector<std::vector<std::uint8_t>> images(ranks_);
@@ -109,6 +101,7 @@ OpOutcome OpRunner::run(const OpCall& call, const std::vector<HostBuffer>& input
     images[r].assign(call.sendShift[r], poison);
     images[r].insert(images[r].end(), inputs[r].bytes.begin(), inputs[r].bytes.end());
     in_.upload(r, HostBuffer{call.type, images[r]});
+    if (!call.inPlace) out_.upload(r, poisonedOutput(wrong, call.recvShift[r]));
     send[r] = static_cast<const std::uint8_t*>(in_.at(r)) + call.sendShift[r];
     recv[r] = call.inPlace ? static_cast<std::uint8_t*>(in_.at(r)) + call.sendShift[r]
                            : static_cast<std::uint8_t*>(out_.at(r)) + call.recvShift[r];

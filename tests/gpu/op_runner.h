@@ -1,6 +1,7 @@
 // One all-reduce of any (type, op) on every rank of a RankGroup, checked end to end: each
-// rank's buffers start at its own byte offset, everything around the output is poisoned, the
-// output is compared with the host reference (host_data.h), every rank's bits with rank 0's,
+// rank's buffers start at its own byte offset, everything around the output is guarded, an
+// out-of-place output starts with no right answer in any element, the output is compared
+// with the host reference (host_data.h), every rank's bits with rank 0's,
 // the bytes around the output and (out of place) the input must be left alone. A call that
 // only some ranks launched, that the ranks ran on different kernels, or that does not finish
 // in time is aborted, and the next call gets a new group: one broken (type, op) does not
@@ -52,7 +53,7 @@ double hangSeconds();
 class OpRunner {
  public:
   static constexpr std::size_t kMaxShift = 16;
-  // Poisoned bytes checked after the output.
+  // Guard bytes checked after the output.
   static constexpr std::size_t kGuardBytes = 32;
 
   // Buffers hold messages of up to maxMessageBytes at any shift.

@@ -1,8 +1,8 @@
 // Long runs: 100,000 back-to-back calls mixing every kernel, eager calls and graph replays
 // alternating on one communicator; CUDA graph capture with 1,000 replays; the pull kernels'
-// barrier counters running through their 32-bit wrap-around. Every call's output is
-// compared on the device with the expected bits and poisoned again. (The push kernels' area
-// index cycles 0, 1, 2 and has no wrap-around.)
+// barrier counters running through their 32-bit wrap-around (and read back past it). Every
+// call's output is compared on the device with the expected bits and poisoned again. (The
+// push kernels' area index cycles 0, 1, 2 and has no wrap-around.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "device_buffers.h"
 #include "host_data.h"
 #include "rank_group.h"
+#include "rank_signal.h"
 
 using namespace car;
 using namespace car::testing;
@@ -169,9 +170,20 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
     RankGroup group(kDevice, ranks, mixedConfig(ranks));
     auto slots = makeSlots(ranks, kMixedSizes, random);
     ErrorCounters errors(ranks);
+    // Capture itself must not run anything: outputs poisoned with a byte that neither the
+    // all-reduce (the sums) nor the check (0xFF) writes must keep it, and the check, had it
+    // run on them, would have counted errors.
+    constexpr std::uint8_t kNeverWritten = 0x5A;
+    for (auto& slot : slots) slot.out->poison(kNeverWritten);
     std::vector<cudaGraphExec_t> graphs = captureSlots(group, slots, errors);
-    // Capture itself must not have run anything.
+    group.synchronize();
     CHECK(errors.total() == 0);
+    for (auto& slot : slots) {
+      for (int r = 0; r < ranks; ++r) {
+        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.count);
+        CHECK(std::all_of(seen.bytes.begin(), seen.bytes.end(), [](std::uint8_t b) { return b == kNeverWritten; }));
+      }
+    }
 
     constexpr int kReplays = 1000;
     for (int replay = 0; replay < kReplays; ++replay) {
@@ -194,6 +206,8 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
 }
 
 TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") {
+  constexpr std::uint32_t kStart = 0xFFFFFFFFu - 40;  // 40 rounds below the wrap
+  constexpr int kCalls = 60;
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
     for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
       Random random(ranks * 10 + static_cast<int>(algorithm));
@@ -201,14 +215,26 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
       config.algorithm = algorithm;
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
       RankGroup group(kDevice, ranks, config);
-      // 40 rounds below the wrap: 1stage uses 2 barriers a call, 2stage 3.
-      for (int r = 0; r < ranks; ++r) REQUIRE(group.engine(r).presetRound(0xFFFFFFFFu - 40) == cudaSuccess);
+      for (int r = 0; r < ranks; ++r) REQUIRE(group.engine(r).presetRound(kStart) == cudaSuccess);
       auto slots = makeSlots(ranks, kMixedSizes, random);
       ErrorCounters errors(ranks);
-      for (int call = 0; call < 60; ++call) callAndCheck(group, slots[call % slots.size()], errors);
+      for (int call = 0; call < kCalls; ++call) callAndCheck(group, slots[call % slots.size()], errors);
       group.synchronize();
       CAPTURE(ranks, overrideName(algorithm));
       CHECK(errors.total() == 0);
+      // The counters crossed zero: block 0 (in every grid) of every rank counted every call's
+      // barriers, 2 a call for 1stage (entry, exit), 3 for 2stage (and the middle one), and
+      // ended past the wrap.
+      const Algorithm forced = *forcedAlgorithm(algorithm);
+      const std::uint32_t barriers = forced == Algorithm::OneStage ? 2 : 3;
+      const std::uint32_t end = kStart + barriers * kCalls;  // wraps
+      CHECK(end < kStart);
+      for (int r = 0; r < ranks; ++r) {
+        CHECK(group.engine(r).stats().taken(forced) == static_cast<std::uint64_t>(kCalls));
+        Signal signal;
+        CHECK_CUDA(cudaMemcpy(&signal, group.engine(r).block().base(), sizeof(Signal), cudaMemcpyDeviceToHost));
+        for (int lane = 0; lane < ranks; ++lane) CHECK(signal.roundOf[0][lane] == end);
+      }
     }
   }
 }

@@ -55,16 +55,23 @@ const char* copyModeName(CopyMode mode) {
   return "?";
 }
 
-// The kernel a call forced onto `forced` must run on. The pull kernels take any byte count up
-// to NCCL_CAR_MAX_BYTES (the engine stages the input); a push kernel only what its area holds,
-// else the policy's choice (1shot falls back to 2shot).
-// The kernel a forced call must run on; nullopt where the policy forwards it whatever is
-// forced: fp8 below sm_90, which NCCL itself refuses (reason `type`, kExpectedForward).
+// Every kernel can run a call this small: 8 copies of it, split in two wire packs, fill a
+// sixty-fourth of a push area at the default NCCL_CAR_PUSH_MAX_BYTES, which these sweeps keep.
+constexpr std::size_t kAnyKernelBytes = 16 * KiB;
+
+// The kernel a call forced onto `forced` must run on: the forced one wherever it can run (the
+// pull kernels take any byte count up to NCCL_CAR_MAX_BYTES, the engine staging the input; a
+// push kernel what its area holds, and every kernel kAnyKernelBytes), else the policy's own
+// choice, which the forced kernel must not change. Never the policy's answer to the forced
+// call itself: a force that was ignored would then pass. nullopt where the policy forwards it
+// whatever is forced: fp8 below sm_90, which NCCL itself refuses (reason `type`,
+// kExpectedForward).
 std::optional<Algorithm> expectedKernel(Algorithm forced, int ranks, ElementType type, std::size_t bytes,
                                         const Config& config) {
   if (isFp8(type) && deviceCapability() < 90) return std::nullopt;
-  if (!isPush(forced)) return forced;
-  return *chooseAlgorithm(facts(ranks), bytes, config, wirePacksPerPack(type)).algorithm;
+  const int wire = wirePacksPerPack(type);
+  if (bytes <= kAnyKernelBytes || canRun(forced, facts(ranks), bytes, config, wire)) return forced;
+  return *defaultAlgorithm(facts(ranks), bytes, config, wire).algorithm;
 }
 constexpr ForwardReason kExpectedForward = ForwardReason::Type;
 

@@ -52,8 +52,7 @@ def rig(context, ranks):
                                       launcher + [perf, "-b", "16", "-e", "16M", "-f", "4", "-d", dtype, "-c", "1",
                                                   "-n", "5", "-w", "2", "-G", graph],
                                       env, _RIG_RUN_LIMIT)
-                yield f"{ranks} ranks {dtype} -G {graph}", verdicts.nccl_tests(run.returncode, run.text,
-                                                                                min_eligible=ranks)
+                yield f"{ranks} ranks {dtype} -G {graph}", verdicts.nccl_tests(run.returncode, run.text, ranks)
 
 
 _SIZES = ["-b", "4", "-e", "64M", "-f", "4", "-c", "1", "-n", "5", "-w", "2"]
@@ -74,9 +73,10 @@ def _record_topology(context):
 
 
 def _gpus_runs(context, runs):
+    """Each (name, argv) run, one communicator rank per GPU."""
     for name, argv in runs:
         run = context.run_one(f"nt-{name}", argv, _gpus_env(context), _GPUS_RUN_LIMIT)
-        yield name, verdicts.nccl_tests(run.returncode, run.text)
+        yield name, verdicts.nccl_tests(run.returncode, run.text, context.machine.gpus)
 
 
 # What mpirun hands each rank on a machine with a GPU per rank (the library comes in the

@@ -119,7 +119,7 @@ def torch_gpus(context):
     """torch_e2e.py with one process per GPU."""
     gpus = context.machine.gpus
     run = _torch_gpus_run(context, f"torch-gpus{gpus}", gpus, TORCH_E2E)
-    yield f"one process per GPU, {gpus} GPUs", verdicts.torch_ranks(gpus, run.returncode, run.text, calls_taken=False)
+    yield f"one process per GPU, {gpus} GPUs", verdicts.torch_ranks(gpus, run.returncode, run.text)
 
 
 def torch_every_op_gpus(context):

@@ -50,6 +50,43 @@ def lines_matching(texts, pattern, flags=0):
     return [line for text in texts for line in text.splitlines() if compiled.search(line)]
 
 
+# The forward reasons a run that claims acceleration may show (plugin/policy.cc names them):
+# sizes above the library's limit belong to NCCL; a call of count 0 has nothing to reduce; an
+# op made by ncclRedOpCreatePreMulSum has no kernel of ours; a nonblocking communicator's first
+# all-reduce inside a group comes before its set-up; a communicator of one rank is not ours.
+TOO_LARGE = "too-large"
+EMPTY = "empty"
+OP = "op"
+NOT_READY = "comm-not-ready"
+INELIGIBLE = "ineligible-comm"
+# How the library names a communicator it refuses for having one rank (shim/handshake).
+ONE_RANK = re.compile(r"^1 ranks \(")
+
+
+def accelerated(seen, ranks, allowed=(TOO_LARGE,), most=None):
+    """What every verdict that claims acceleration requires of the library's lines of a run
+    (`seen`, a LogTally): at least `ranks` communicator ranks eligible and as many released,
+    calls taken by our kernels, and no call forwarded for a reason outside `allowed`, nor more
+    than most[reason] calls for a reason `most` bounds. Returns the (description, holds)
+    conditions and the unexpected forwards by reason, for the notes."""
+    most = most or {}
+    unexpected = forwarded_except(seen, allowed)
+    over = {reason: count for reason, count in seen.forward_reasons.items()
+            if reason in most and count > most[reason]}
+    conditions = [(f"{ranks} ranks eligible", seen.eligible >= ranks),
+                  (f"{ranks} ranks released", seen.releases >= ranks),
+                  ("calls taken", seen.taken_calls > 0),
+                  (f"no call forwarded but {' or '.join(allowed)}", not unexpected)]
+    conditions += [(f"at most {most[reason]} forwarded as {reason}", False) for reason in sorted(over)]
+    return conditions, {**unexpected, **over}
+
+
+def rank_tally(texts, rank, ranks):
+    """The library's lines of every text about communicator rank `rank` of `ranks` (its setup:
+    and released: lines), added up: for logs that several ranks share."""
+    return tally(*lines_matching(texts, rf"\brank {rank}/{ranks} "))
+
+
 def forwarded_except(seen, allowed):
     """The calls the released: lines of `seen` (a LogTally) count as forwarded for a reason
     not in `allowed`, by reason; calls forwarded without a reason given count as such."""

@@ -2,65 +2,77 @@
 all_reduce_perf (read with the command-line tool's parser, tools/nccl_car_cli/nccl_tests.py),
 PyTorch, a ctypes client as vLLM's PyNccl, JAX. Pure functions of exit codes and logs."""
 
+import math
 import re
 from collections import Counter
 
-from .verdict import all_zero, codes, counts, forwarded_except, judged, lines_matching, lines_with, tally
+from .verdict import (EMPTY, INELIGIBLE, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes, counts,
+                      judged, lines_matching, lines_with, rank_tally, tally)
 from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on the path: .verdict)
 
 # What nccl-tests' -d all runs at least (newer builds add f8e4m3 and f8e5m2, where NCCL and
 # the GPU have them), by the names its table prints.
 NCCL_TESTS_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16")
-# The one forward reason a run through the library may show when it takes every op and type:
-# sizes above its limit belong to NCCL.
-TOO_LARGE = "too-large"
-# A size too small for one element of a type makes all_reduce_perf call with count 0, which
-# there is nothing to do for; the library may leave that to NCCL.
-EMPTY = "empty"
+# nccl-tests' name for the op it makes with ncclRedOpCreatePreMulSum (-o all runs it too).
+MULSUM = "mulsum"
 
 
-def nccl_tests(returncode, log, min_eligible=None):
-    """all_reduce_perf -c 1: it ran to its end, no size had a wrong element, its own bounds
-    check passed and, where asked, enough communicators were eligible."""
+def _table_conditions(returncode, output):
+    """What every all_reduce_perf -c 1 run must show in its own output: its number of wrong
+    elements and the conditions. A row of N/A was not checked (-c 0, or nothing to check):
+    it proves nothing, so it fails."""
+    rows = output.rows
+    wrong = sum((row.out_of_place.wrong or 0) + (row.in_place.wrong or 0) for row in rows)
+    unchecked = sum(row.out_of_place.wrong is None or row.in_place.wrong is None for row in rows)
+    return wrong, [("exit 0", returncode == 0),
+                   ("a table of results", len(rows) > 0),
+                   ("#wrong 0", wrong == 0),
+                   ("every row checked (no N/A)", unchecked == 0),
+                   ("Out of bounds values : 0 OK", output.bounds_ok is True and output.out_of_bounds == 0)]
+
+
+def _allowed_forwards(rows):
+    """The forward reasons a table explains: sizes above the library's limit; count 0, where a
+    size holds no whole element of a type; mulsum, an op that is not NCCL's own."""
+    allowed = [TOO_LARGE]
+    if any(row.count == 0 for row in rows):
+        allowed.append(EMPTY)
+    if any(row.redop == MULSUM for row in rows):
+        allowed.append(OP)
+    return tuple(allowed)
+
+
+def nccl_tests(returncode, log, ranks):
+    """all_reduce_perf -c 1 on `ranks` communicator ranks through the library: it ran to its
+    end, every row checked and none wrong, its own bounds check passed; every rank eligible
+    and released, calls taken by our kernels, and no call forwarded for a reason the table
+    does not explain."""
     output = parse_output(log)
-    wrong = sum((row.out_of_place.wrong or 0) + (row.in_place.wrong or 0) for row in output.rows)
     seen = tally(log)
-    conditions = [("exit 0", returncode == 0),
-                  ("a table of results", len(output.rows) > 0),
-                  ("#wrong 0", wrong == 0),
-                  ("Out of bounds values : 0 OK", output.bounds_ok is True and output.out_of_bounds == 0)]
-    if min_eligible is not None:
-        conditions.append((f"at least {min_eligible} eligible", seen.eligible >= min_eligible))
-    return judged(conditions, f"exit {returncode}, {len(output.rows)} sizes, #wrong {wrong}, {seen.eligible} "
-                              f"communicator ranks eligible, {seen.taken_calls} calls taken")
+    wrong, conditions = _table_conditions(returncode, output)
+    ours, unexpected = accelerated(seen, ranks, _allowed_forwards(output.rows))
+    notes = [f"forwarded for other reasons: {counts(unexpected)}"] if unexpected else []
+    return judged(conditions + ours, f"exit {returncode}, {len(output.rows)} sizes, #wrong {wrong}, {seen.eligible} "
+                                     f"communicator ranks eligible, {seen.taken_calls} calls taken, {seen.forwarded} "
+                                     f"forwarded ({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
 
 
 def nccl_tests_every_type(returncode, log, op, sizes, ranks):
     """all_reduce_perf -c 1 -d all -o OP over one sweep of `sizes` sizes, on `ranks` ranks
-    through the library: it ran to its end with every type at every size and only OP; no
-    element wrong; every rank eligible and released; calls taken; and no call forwarded but
-    too-large ones (and empty ones, where a size holds no whole element of a type)."""
+    through the library: nccl_tests' conditions, and every type at every size and only OP
+    (so nothing may be forwarded but too-large calls, and empty ones where a size holds no
+    whole element of a type)."""
     output = parse_output(log)
     rows = output.rows
-    wrong = sum((row.out_of_place.wrong or 0) + (row.in_place.wrong or 0) for row in rows)
-    unchecked = sum(row.out_of_place.wrong is None or row.in_place.wrong is None for row in rows)
     per_type = Counter(row.dtype for row in rows)
     short = [dtype for dtype in NCCL_TESTS_TYPES if per_type[dtype] != sizes]
     other_ops = sorted({row.redop for row in rows} - {op})
     seen = tally(log)
-    allowed = (TOO_LARGE, EMPTY) if any(row.count == 0 for row in rows) else (TOO_LARGE,)
-    unexpected = forwarded_except(seen, allowed)
-    conditions = [("exit 0", returncode == 0),
-                  ("a table of results", len(rows) > 0),
-                  ("#wrong 0", wrong == 0),
-                  ("every row checked (no N/A)", unchecked == 0),
-                  ("Out of bounds values : 0 OK", output.bounds_ok is True and output.out_of_bounds == 0),
-                  (f"{sizes} sizes of each of {', '.join(NCCL_TESTS_TYPES)}", not short),
-                  (f"only {op} rows", not other_ops),
-                  (f"{ranks} ranks eligible", seen.eligible >= ranks),
-                  (f"{ranks} ranks released", seen.releases >= ranks),
-                  ("calls taken", seen.taken_calls > 0),
-                  (f"no call forwarded but {' or '.join(allowed)}", not unexpected)]
+    wrong, conditions = _table_conditions(returncode, output)
+    allowed = tuple(reason for reason in _allowed_forwards(rows) if reason != OP)
+    ours, unexpected = accelerated(seen, ranks, allowed)
+    conditions += [(f"{sizes} sizes of each of {', '.join(NCCL_TESTS_TYPES)}", not short),
+                   (f"only {op} rows", not other_ops)] + ours
     extra = sorted(set(per_type) - set(NCCL_TESTS_TYPES))
     also = f": also {' '.join(extra)}" if extra else ""
     detail = (f"exit {returncode}, {len(rows)} rows ({len(per_type)} types{also}"
@@ -79,24 +91,24 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks):
 
 
 def torch_every_op(ranks, returncode, log):
-    """tests/e2e/torch_ops_e2e.py under torchrun: every rank's every all-reduce right, every
-    rank eligible and released, calls taken, and every all-reduce the ranks made either taken
-    or forwarded as too-large (the largest of an integer or fp64 type may be), none forwarded
-    for another reason. A rank's PASS line counts wherever it starts: the ranks share
-    torchrun's output."""
-    passes = dict(re.findall(rf"rank (\d+)/{ranks}: PASS (\d+) all-reduces", log))
-    made = sum(int(count) for count in passes.values())
+    """tests/e2e/torch_ops_e2e.py under torchrun: every rank made every all-reduce of its
+    matrix (a combination PyTorch refused is a failure, not one fewer) and every one right;
+    every rank eligible and released, calls taken, and every all-reduce the ranks made either
+    taken or forwarded as too-large (the largest of an integer or fp64 type may be), none
+    forwarded for another reason. A rank's PASS line counts wherever it starts: the ranks
+    share torchrun's output."""
+    shape = r"\((\d+) types x (\d+) ops x (\d+) lengths x (\d+) placements\)"
+    passes = {rank: (int(count), math.prod(int(n) for n in matrix)) for rank, count, *matrix in
+              re.findall(rf"rank (\d+)/{ranks}: PASS (\d+) all-reduces {shape}", log)}
+    made = sum(count for count, _ in passes.values())
     seen = tally(log)
-    unexpected = forwarded_except(seen, (TOO_LARGE,))
+    ours, unexpected = accelerated(seen, ranks)
     conditions = [("exit 0", returncode == 0),
                   (f"all {ranks} ranks pass", len(passes) == ranks),
-                  (f"{ranks} ranks eligible", seen.eligible >= ranks),
-                  (f"{ranks} ranks released", seen.releases >= ranks),
-                  ("calls taken", seen.taken_calls > 0),
+                  ("each made its whole matrix", all(count == whole for count, whole in passes.values())),
                   (f"the {made} all-reduces made taken or {TOO_LARGE}",
-                   made > 0 and seen.taken_calls + seen.forward_reasons[TOO_LARGE] >= made),
-                  (f"no call forwarded but {TOO_LARGE}", not unexpected)]
-    notes = lines_matching([log], rf"rank \d+/{ranks}: (WRONG|FAIL|skipped)")[:8]
+                   made > 0 and seen.taken_calls + seen.forward_reasons[TOO_LARGE] >= made)] + ours
+    notes = lines_matching([log], rf"rank \d+/{ranks}: (WRONG|FAIL)")[:8]
     if unexpected:
         notes.append(f"forwarded for other reasons: {counts(unexpected)}")
     return judged(conditions, f"exit {returncode}, {len(passes)}/{ranks} ranks passed, {made} all-reduces made, "
@@ -104,35 +116,57 @@ def torch_every_op(ranks, returncode, log):
                               f"({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
 
 
-def torch_ranks(ranks, returncode, log, calls_taken=True):
-    """tests/e2e/torch_e2e.py under torchrun: every rank passes every phase and, where asked,
-    our kernels took calls."""
+def torch_ranks(ranks, returncode, log):
+    """tests/e2e/torch_e2e.py under torchrun: every rank passes every phase, and our kernels
+    took its calls: every communicator of two or more ranks eligible, every rank released,
+    and nothing forwarded but calls above the limit, the first all-reduce of a nonblocking
+    communicator (PyTorch issues it inside a group, before the set-up: at most one per
+    communicator rank) and, at 2 ranks, the calls of the one-rank group of the even ranks."""
     passed = len(lines_matching([log], rf"^rank \d+/{ranks}: PASS"))
     seen = tally(log)
-    conditions = [("exit 0", returncode == 0), (f"all {ranks} ranks pass", passed == ranks)]
-    if calls_taken:
-        conditions.append(("calls taken", seen.taken_calls > 0))
-    return judged(conditions, f"exit {returncode}, {passed}/{ranks} ranks passed, {seen.eligible} communicators "
-                              f"eligible, {seen.taken_calls} calls taken",
-                  lines_matching([log], r"phase .*FAIL|WRONG")[:5])
+    refused = {reason: count for reason, count in seen.not_eligible.items() if not ONE_RANK.match(reason)}
+    one_rank = len(seen.not_eligible) > len(refused)
+    allowed = (TOO_LARGE, NOT_READY) + ((INELIGIBLE,) if one_rank else ())
+    ours, unexpected = accelerated(seen, ranks, allowed, most={NOT_READY: seen.releases})
+    conditions = [("exit 0", returncode == 0), (f"all {ranks} ranks pass", passed == ranks),
+                  ("no communicator of 2 or more ranks refused", not refused)] + ours
+    notes = lines_matching([log], r"phase .*FAIL|WRONG")[:5]
+    if refused:
+        notes.append(f"refused: {counts(refused)}")
+    if unexpected:
+        notes.append(f"forwarded for other reasons: {counts(unexpected)}")
+    return judged(conditions, f"exit {returncode}, {passed}/{ranks} ranks passed, {seen.eligible} communicator ranks "
+                              f"eligible, {seen.taken_calls} calls taken, {seen.forwarded} forwarded "
+                              f"({counts(seen.forward_reasons)})", notes)
 
 
 # The watchdog's 5 s timeout, then PyTorch's own delay before it aborts: well under this.
 _WATCHDOG_ABORT_SECONDS = 50
 
 
+# torch_abort.py's all-reduces on rank 0: the first, which both ranks join, and the one
+# rank 1 never joins.
+_WATCHDOG_RANK0_CALLS = 2
+
+
 def torch_watchdog_abort(returncode, seconds, log, timed_out_code):
     """tests/e2e/torch_abort.py: a peer never joins; PyTorch's watchdog aborts through our
-    hook, which stops our kernel, and the job fails with PyTorch's timeout error in time."""
+    hook, which stops our kernel, and the job fails with PyTorch's timeout error in time. The
+    blocked call was ours: rank 0's released: line (logged by that abort) counts both its
+    all-reduces taken and none forwarded."""
     reported = lines_matching([log], r"watchdog caught collective operation timeout|timed out", flags=re.IGNORECASE)
-    told = lines_with([log], "ncclCommAbort: our kernels told to stop")
+    told = lines_matching([log], r"\brank 0/2 ncclCommAbort: our kernels told to stop")
+    rank0 = rank_tally([log], 0, 2)
     return judged([("the job fails", returncode != 0),
                    ("not by our time limit", returncode != timed_out_code),
                    (f"ends within {_WATCHDOG_ABORT_SECONDS} s", seconds < _WATCHDOG_ABORT_SECONDS),
                    ("a timeout error reported", len(reported) > 0),
-                   ("our abort hook stopped a kernel", len(told) > 0)],
+                   ("our abort hook reached rank 0", len(told) > 0),
+                   (f"rank 0 released with its {_WATCHDOG_RANK0_CALLS} all-reduces taken, none forwarded",
+                    rank0.releases >= 1 and rank0.taken_calls >= _WATCHDOG_RANK0_CALLS and rank0.forwarded == 0)],
                   f"ended after {seconds:.0f} s with exit {returncode}; {len(reported)} timeout error lines; "
-                  f"our abort hook stopped kernels on {len(told)} communicator(s)")
+                  f"rank 0: abort hook {'reached' if told else 'not reached'}, {rank0.releases} released, "
+                  f"{rank0.taken_calls} calls taken, {rank0.forwarded} forwarded")
 
 
 def ctypes_client(mode, ranks, returncodes, logs):
@@ -145,7 +179,7 @@ def ctypes_client(mode, ranks, returncodes, logs):
     if mode == "preload":
         conditions.append(("no communicator set up", seen.setups == 0 and not seen.not_understood))
     else:
-        conditions += [(f"{ranks} ranks eligible", seen.eligible == ranks), ("calls taken", seen.taken_calls > 0)]
+        conditions += accelerated(seen, ranks)[0]
     if mode == "tool-auto":
         conditions.append(("nccl-car run chose mode audit", bool(lines_with(logs, "mode audit"))))
     return judged(conditions, f"exit {codes(returncodes)}, results right on {passed}/{ranks} ranks, {seen.eligible} "

@@ -2,13 +2,16 @@
 codes and their logs (the program's lines and the library's). Pure functions: the runner's
 CPU tests feed them canned logs."""
 
-from .verdict import SKIPPED, Verdict, all_zero, codes, judged, lines_matching, lines_with, tally
+import re
+
+from .verdict import (INELIGIBLE, SKIPPED, TOO_LARGE, Verdict, accelerated, all_zero, codes, counts, judged,
+                      lines_matching, lines_with, tally)
 
 # What rank 0's log must hold after each recovery scenario (tests/e2e/recovery_e2e.cc):
 # the library's own account of what it did.
 RECOVERY_EVIDENCE = {
     "shrink-abort": "ncclCommShrink(NCCL_SHRINK_ABORT): our kernels told to stop",
-    "revoke": "(262144 bytes) forwarded 1 (ineligible-comm=1)",
+    "revoke": "ncclCommRevoke: our kernels told to stop",
     "finalize-abort": "our kernels told to stop (an abort came while we waited)",
     "destroy-abort": "our kernels told to stop (an abort came while we waited)",
     "destroy-alone": "did not finish within 30 s of ncclCommDestroy",
@@ -16,18 +19,49 @@ RECOVERY_EVIDENCE = {
     "ineligible-abort": "ncclCommAbort: our kernels told to stop",
     "async-error": "NCCL reports the communicator broken",
 }
+# What else rank 0's released: lines must count after each recovery scenario: its one
+# all-reduce (RECOVERY_BYTES, the one rank 1 never joins, or in async-error the one before
+# the error) taken by our kernels, and what went to NCCL after it, by reason. None where
+# the all-reduce never got past our set-up (its evidence says we refused it) and the
+# communicator, never set up, logs no released: line.
+RECOVERY_FORWARDS = {
+    "shrink-abort": {},
+    "revoke": {INELIGIBLE: 1},
+    "finalize-abort": {},
+    "destroy-abort": {},
+    "destroy-alone": {},
+    "setup-abort": None,
+    "ineligible-abort": {},
+    "async-error": {INELIGIBLE: 1},
+}
+RECOVERY_BYTES = 262144
 # recovery_e2e's exit code when the real NCCL cannot run the scenario (too old a version).
 CANNOT_RUN_HERE = 77
 
+# allreduce_e2e's summary line: its checks, those of calls above the library's limit, the wrong ones.
+_CHECKS = re.compile(r"rank \d+/\d+: (?P<checks>\d+) checks \((?P<above>\d+) above \d+ bytes\), "
+                     r"(?P<wrong>\d+) wrong")
+
 
 def allreduce_ranks(ranks, returncodes, logs):
-    """allreduce_e2e, one process per rank: every check right and every rank eligible."""
+    """allreduce_e2e, one process per rank: every check right, every rank eligible and
+    released, every call up to the library's limit taken by our kernels and every call above
+    it forwarded as too-large, none for another reason."""
     seen = tally(*logs)
-    return judged([("every rank exits 0 (every sum exact)", all_zero(returncodes)),
-                   (f"{ranks} ranks eligible", seen.eligible == ranks)],
-                  f"exit {codes(returncodes)}, {seen.eligible}/{ranks} ranks eligible, "
-                  f"{seen.taken_calls} calls taken",
-                  sorted(lines_with(logs, "checks,")) + lines_with(logs[:1], "released:"))
+    reports = [match for match in map(_CHECKS.search, lines_with(logs, " checks (")) if match]
+    calls = sum(int(match["checks"]) for match in reports)
+    above = sum(int(match["above"]) for match in reports)
+    ours, unexpected = accelerated(seen, ranks)
+    conditions = [("every rank exits 0 (every sum exact)", all_zero(returncodes)),
+                  (f"{ranks} ranks report their checks", len(reports) == ranks)] + ours + [
+                  (f"all {calls - above} calls up to the limit taken", seen.taken_calls == calls - above),
+                  (f"all {above} calls above it forwarded as {TOO_LARGE}", seen.forward_reasons[TOO_LARGE] == above)]
+    notes = sorted(line.strip() for line in lines_with(logs, " checks (")) + lines_with(logs[:1], "released:")
+    if unexpected:
+        notes.append(f"forwarded for other reasons: {counts(unexpected)}")
+    return judged(conditions, f"exit {codes(returncodes)}, {seen.eligible}/{ranks} ranks eligible, "
+                              f"{seen.taken_calls} of {calls - above} calls taken, {seen.forwarded} forwarded "
+                              f"({counts(seen.forward_reasons)})", notes)
 
 
 def setup_fault(returncodes, logs):
@@ -42,11 +76,26 @@ def setup_fault(returncodes, logs):
                   lines_with(logs[:1], "setup: not eligible"))
 
 
+_STREAM_RETURNED = re.compile(r"rank 0: stream returned \((?P<error>[^)]*)\) (?P<seconds>-?[0-9.]+) s after the abort")
+
+
 def abort_watchdog(returncode0, log0):
-    """abort_e2e: rank 0, waiting in our kernel for a peer that never comes, gets control
-    back within 5 s of its watchdog's ncclCommAbort (the program times it)."""
-    return judged([("rank 0 exits 0 (back within 5 s of the abort)", returncode0 == 0)],
-                  f"rank 0 exit {returncode0}", lines_with([log0], "returned"))
+    """abort_e2e: rank 0's one all-reduce, taken by our kernel (its released: line says so;
+    NCCL's own abort of a forwarded call would not) and still waiting for a peer that never
+    comes when its watchdog calls ncclCommAbort, returns without error within 5 s after that
+    abort, not before it."""
+    seen = tally(log0)
+    returned = _STREAM_RETURNED.search(log0)
+    seconds = float(returned["seconds"]) if returned else None
+    return judged([("rank 0 exits 0", returncode0 == 0),
+                   ("its all-reduce still running at the abort",
+                    bool(lines_with([log0], "watchdog found the all-reduce still running"))),
+                   ("the stream returned without error", returned is not None and returned["error"] == "no error"),
+                   ("0 to 5 s after the abort", seconds is not None and 0 <= seconds < 5),
+                   ("the all-reduce taken by our kernel, nothing forwarded",
+                    seen.releases >= 1 and seen.taken_calls == 1 and seen.forwarded == 0)],
+                  f"rank 0 exit {returncode0}, {seen.taken_calls} calls taken, {seen.forwarded} forwarded",
+                  lines_with([log0], "rank 0: "))
 
 
 # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with
@@ -65,44 +114,80 @@ def sanitizer(returncodes, logs):
                    ("every rank's tool reports nothing", all(clean)),
                    ("rank 0 took calls", taken > 0)],
                   f"exit {codes(returncodes)}; {summaries or 'no summary'}; rank 0 took {taken} calls",
-                  lines_with(logs, "checks,"))
+                  lines_with(logs, " checks ("))
 
 
 def recovery(scenario, returncodes, log0):
-    """recovery_e2e SCENARIO on two ranks: both pass, and rank 0's log shows our side's part."""
+    """recovery_e2e SCENARIO on two ranks: both pass, rank 0's log shows our side's part, and
+    the all-reduce the recovery call ended was ours (RECOVERY_FORWARDS)."""
     verdict_line = next(iter(lines_with([log0], f"{scenario}:")), "no verdict line")
     if returncodes[0] == CANNOT_RUN_HERE:
         return Verdict(SKIPPED, verdict_line)
     evidence = RECOVERY_EVIDENCE[scenario]
-    return judged([("both ranks exit 0", all_zero(returncodes)),
-                   (f"rank 0's log says '{evidence}'", evidence in log0)],
-                  f"exit {codes(returncodes)}: {verdict_line}")
+    conditions = [("both ranks exit 0", all_zero(returncodes)),
+                  (f"rank 0's log says '{evidence}'", evidence in log0)]
+    forwards = RECOVERY_FORWARDS[scenario]
+    seen = tally(log0)
+    if forwards is not None:
+        conditions += [(f"rank 0's all-reduce of {RECOVERY_BYTES} bytes taken by our kernel",
+                        seen.releases >= 1 and seen.taken_calls == 1 and seen.taken_bytes == RECOVERY_BYTES),
+                       (f"forwarded after it: {counts(forwards)}",
+                        dict(+seen.forward_reasons) == forwards and seen.forwarded == sum(forwards.values()))]
+    return judged(conditions, f"exit {codes(returncodes)}: {verdict_line}; rank 0: {seen.taken_calls} calls taken "
+                              f"({seen.taken_bytes} bytes), {seen.forwarded} forwarded ({counts(seen.forward_reasons)})")
+
+
+# release_e2e's account of its all-reduces: made, checked (completed and compared), wrong.
+_RELEASE_CALLS = re.compile(r"(?P<who>rank \d+|initall): (?P<made>\d+) all-reduces \((?P<checked>\d+) checked\), "
+                            r"(?P<wrong>\d+) wrong")
+
+
+def _release_calls(log):
+    """The program's account of its all-reduces (made, checked, wrong), or None."""
+    found = _RELEASE_CALLS.search(log)
+    return (int(found["made"]), int(found["checked"]), int(found["wrong"])) if found else None
+
+
+def _all_ours(log):
+    """The conditions that every all-reduce a release_e2e process made was taken by our
+    kernels and that every one it checked was right."""
+    calls = _release_calls(log)
+    seen = tally(log)
+    made, checked, wrong = calls or (0, 0, 0)
+    return [("its all-reduces counted", calls is not None and checked > 0),
+            ("every checked result right", calls is not None and wrong == 0),
+            (f"all {made} taken by our kernels, none forwarded", seen.taken_calls == made and seen.forwarded == 0)]
 
 
 def release_processes(returncodes, logs):
     """release_e2e processes: rank 0 waited for a late peer once, kept its block for a later
-    peer twice, and freed those later."""
+    peer twice, and freed those later; on both ranks every all-reduce (each completed one
+    checked) was taken by our kernels."""
     waited = len(lines_with(logs[:1], "buffers freed once every peer had let go of them"))
     kept = len(lines_with(logs[:1], "buffers kept allocated: 1 peer rank(s) still map them"))
     freed = len(lines_with(logs[:1], "buffers kept at release freed"))
-    return judged([("both ranks exit 0", all_zero(returncodes)),
-                   ("rank 0 waited for its peer at least once", waited >= 1),
-                   ("rank 0 kept its block at least twice", kept >= 2),
-                   ("rank 0 freed kept blocks later at least twice", freed >= 2)],
-                  f"exit {codes(returncodes)}; rank 0 waited {waited}, kept {kept}, freed later {freed}",
-                  lines_matching(logs, r"PASS|FAIL"))
+    conditions = [("both ranks exit 0", all_zero(returncodes)),
+                  ("rank 0 waited for its peer at least once", waited >= 1),
+                  ("rank 0 kept its block at least twice", kept >= 2),
+                  ("rank 0 freed kept blocks later at least twice", freed >= 2)]
+    for rank, log in enumerate(logs):
+        conditions += [(f"rank {rank}: {description}", holds) for description, holds in _all_ours(log)]
+    return judged(conditions, f"exit {codes(returncodes)}; rank 0 waited {waited}, kept {kept}, freed later {freed}",
+                  lines_matching(logs, r"PASS|FAIL|all-reduces \("))
 
 
 def release_initall(ranks, returncode, log):
     """release_e2e initall: in one process, blocks are kept while a rank of the same process
-    maps them and freed by a later release."""
+    maps them and freed by a later release; every all-reduce (each completed one checked)
+    was taken by our kernels."""
     least = 2 * (ranks - 1)
     kept = len(lines_with([log], "buffers kept allocated"))
     freed = len(lines_with([log], "buffers kept at release freed"))
     return judged([("exit 0", returncode == 0),
                    (f"blocks kept at least {least} times", kept >= least),
-                   (f"kept blocks freed at least {least} times", freed >= least)],
-                  f"exit {returncode}; kept {kept}, freed later {freed}", lines_matching([log], r"PASS|FAIL"))
+                   (f"kept blocks freed at least {least} times", freed >= least)] + _all_ours(log),
+                  f"exit {returncode}; kept {kept}, freed later {freed}; {tally(log).taken_calls} calls taken",
+                  lines_matching([log], r"PASS|FAIL|all-reduces \("))
 
 
 def release_devices(returncodes, logs):

@@ -45,7 +45,8 @@ def _executable(path, text):
 
 
 # A stand-in for our end-to-end programs: prints the environment the runner gave it, the
-# library's lines and the program's own, and exits as FAKE_EXIT_RANK_<rank> says.
+# library's lines and the program's own (by default allreduce_e2e's: 14 calls, the 2 above
+# 8 MiB forwarded as too-large, the 12 others taken), and exits as FAKE_EXIT_RANK_<rank> says.
 _PROGRAM = """#!{python}
 import os, sys
 sys.path.insert(0, {support!r})
@@ -56,8 +57,10 @@ print("env", " ".join(name + "=" + os.environ.get(name, "-") for name in shown))
 print("argv", " ".join(sys.argv[1:]))
 numbers = [int(word) for word in sys.argv[1:3] if word.isdigit()]
 rank, ranks = (numbers + [2])[:2] if len(numbers) == 2 else (numbers[0], 2)
-sys.stderr.write(log(setup(rank, ranks), released(rank, ranks, taken=(10, 2, 0, 0))))
-print(os.environ.get("FAKE_OUTPUT", "rank {{0}}/{{1}}: 156 checks, 0 wrong (0 elements)").format(rank, ranks))
+sys.stderr.write(log(setup(rank, ranks), released(rank, ranks, taken=(10, 2, 0, 0), forwarded=2,
+                                                  reasons="too-large=2")))
+print(os.environ.get("FAKE_OUTPUT", "rank {{0}}/{{1}}: 14 checks (2 above 8388608 bytes), 0 wrong (0 elements)")
+      .format(rank, ranks))
 sys.exit(int(os.environ.get("FAKE_EXIT_RANK_" + str(rank), "0")))
 """
 
@@ -83,8 +86,9 @@ def fake_mps(folder):
 
 
 # A stand-in for nccl-tests' all_reduce_perf, alone or as one MPI rank (OMPI_COMM_WORLD_RANK
-# of OMPI_COMM_WORLD_SIZE): every rank prints the library's set-up and released: lines and
-# the variables the runner gave it; rank 0 prints its arguments and the table all_reduce_perf
+# of OMPI_COMM_WORLD_SIZE), holding the -g or -t GPUs' communicator ranks: every process prints
+# the library's set-up and released: lines of its ranks and the variables the runner gave it;
+# process 0 prints its arguments and the table all_reduce_perf
 # would print for them (-b -e -i/-f -d -o, "all" included), whose #wrong column is FAKE_WRONG
 # (0 by default). The released: lines forward FAKE_REASONS ("too-large=6 empty=2"). -h
 # prints the usage, which names -u (--unalign) unless FAKE_UNALIGN is 0.
@@ -113,13 +117,15 @@ if sys.argv[1:] == ["-h"]:
     sys.exit(0)
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+per_process = int(args.get("-g", args.get("-t", "1")))
+mine = range(rank * per_process, (rank + 1) * per_process)
+ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1")) * per_process
 wrong = os.environ.get("FAKE_WRONG", "0")
 reasons = os.environ.get("FAKE_REASONS", "")
 forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
 shown = ("NCCL_HOSTID", "NCCL_TESTS_DEVICE", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "LD_PRELOAD")
 out(f"# rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, "-") for name in shown))
-os.write(2, log(setup(rank, ranks)).encode())
+os.write(2, log(*[setup(r, ranks) for r in mine]).encode())
 if rank == 0:
     out("# argv " + " ".join(sys.argv[1:]))
     first, last = size(args.get("-b", "32M")), size(args.get("-e", "32M"))
@@ -138,7 +144,7 @@ if rank == 0:
                 out(f"{{count * WORDS[name]:12}}  {{count:12}}  {{name:>8}}  {{redop:>6}}      -1     9.81    0.10"
                     f"    0.10  {{wrong:>5}}     9.46    0.11    0.11      0")
     out("# Out of bounds values : " + ("0 OK" if wrong == "0" else wrong + " FAILED"))
-os.write(2, log(released(rank, ranks, taken=(20, 4, 0, 0), forwarded=forwarded, reasons=reasons)).encode())
+os.write(2, log(*[released(r, ranks, taken=(20, 4, 0, 0), forwarded=forwarded, reasons=reasons) for r in mine]).encode())
 """
 
 
@@ -212,7 +218,7 @@ os.write(1, (f"rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, 
 os.write(2, log(setup(rank, ranks),
                 released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),
                          forwarded=forwarded, reasons=reasons)).encode())
-os.write(1, f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, 0 skipped), "
+os.write(1, f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements), "
             "0 wrong\\n".encode())
 """
 

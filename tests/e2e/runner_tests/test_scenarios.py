@@ -63,7 +63,8 @@ class ScenarioTest(unittest.TestCase):
             self.assertTrue(env["LD_LIBRARY_PATH"].startswith("/opt/nccl/lib"))
             self.assertEqual(env["NCCL_CAR_TEST_FAULT"], "-")
         self.assertEqual(self.mps_actions(), ["start", "restart", "stop"])
-        self.assertIn("allreduce-2ranks: 2 ranks: PASS (exit 0/0, 2/2 ranks eligible, 24 calls taken)", self.said)
+        self.assertIn("allreduce-2ranks: 2 ranks: PASS (exit 0/0, 2/2 ranks eligible, 24 of 24 calls taken, 4 forwarded "
+                      "(too-large=4))", self.said)
 
     def test_eight_ranks_share_the_multiprocessors(self):
         self.assertEqual(self.run_scenario("allreduce-8ranks"), PASS)

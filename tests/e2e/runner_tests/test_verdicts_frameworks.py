@@ -6,18 +6,25 @@ from runner_support import FAIL, PASS, info, log, released, setup
 from e2e_runner import verdicts_frameworks as verdicts
 from e2e_runner.launch import TIMED_OUT
 
-ROW = ("{size:>12} {count:>13}  bfloat16     sum      -1    11.07    0.74    0.74  {wrong_out:>6}"
+ROW = ("{size:>12} {count:>13}  bfloat16  {redop:>6}      -1    11.07    0.74    0.74  {wrong_out:>6}"
        "    10.88    0.75    0.75  {wrong_in:>6}")
 
 
-def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible=2, exit_line=True):
-    """all_reduce_perf -c 1 under mpirun --tag-output, with the library's lines of every rank."""
+def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible=2, exit_line=True,
+             taken=(20, 4, 0, 0), reasons="", library=True, redop="sum"):
+    """all_reduce_perf -c 1 under mpirun --tag-output, with the library's lines of every rank
+    (none when not `library`); each row (size, #wrong out of place, #wrong in place)."""
     lines = ["# nccl-tests version 2.17.1 nccl-headers=22809 nccl-library=22809",
              "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
              "busbw #wrong"]
-    lines += [f"[1,{rank}]<stderr>:" + setup(rank, ranks, eligible=rank < eligible) for rank in range(ranks)]
-    lines += [ROW.format(size=size, count=size // 2, wrong_out=out, wrong_in=inside) for size, out, inside in rows]
-    lines += [f"[1,{rank}]<stderr>:" + released(rank, ranks, taken=(20, 4, 0, 0)) for rank in range(ranks)]
+    if library:
+        lines += [f"[1,{rank}]<stderr>:" + setup(rank, ranks, eligible=rank < eligible) for rank in range(ranks)]
+    lines += [ROW.format(size=size, count=size // 2, redop=redop, wrong_out=out, wrong_in=inside)
+              for size, out, inside in rows]
+    forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
+    if library:
+        lines += [f"[1,{rank}]<stderr>:" + released(rank, ranks, taken=taken, forwarded=forwarded, reasons=reasons)
+                  for rank in range(ranks)]
     if bounds:
         lines.append(f"# Out of bounds values : {bounds}")
     if exit_line:
@@ -27,32 +34,58 @@ def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible
 
 class NcclTestsTest(unittest.TestCase):
     def test_a_clean_run_passes(self):
-        verdict = verdicts.nccl_tests(0, perf_log(), min_eligible=2)
-        self.assertEqual(verdict.status, PASS)
-        self.assertEqual(verdict.detail, "exit 0, 2 sizes, #wrong 0, 2 communicator ranks eligible, 48 calls taken")
+        verdict = verdicts.nccl_tests(0, perf_log(), 2)
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertEqual(verdict.detail, "exit 0, 2 sizes, #wrong 0, 2 communicator ranks eligible, 48 calls taken, "
+                                         "0 forwarded (none)")
 
     def test_a_wrong_element_in_either_column_fails(self):
         for rows in (((1024, 0, 0), (4096, 2, 0)), ((1024, 0, 1), (4096, 0, 0))):
             with self.subTest(rows=rows):
-                verdict = verdicts.nccl_tests(0, perf_log(rows=rows))
+                verdict = verdicts.nccl_tests(0, perf_log(rows=rows), 2)
                 self.assertEqual(verdict.status, FAIL)
                 self.assertIn("#wrong 0", verdict.detail.split("not met:")[1])
 
     def test_the_bounds_line_must_say_0_ok(self):
-        self.assertIn("Out of bounds values", verdicts.nccl_tests(0, perf_log(bounds="2 FAILED")).detail)
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(bounds=None)).status, FAIL)
+        self.assertIn("Out of bounds values", verdicts.nccl_tests(0, perf_log(bounds="2 FAILED"), 2).detail)
+        self.assertEqual(verdicts.nccl_tests(0, perf_log(bounds=None), 2).status, FAIL)
 
     def test_no_table_fails_even_with_exit_0(self):
-        verdict = verdicts.nccl_tests(0, log("gpu-node: Test NCCL failure common.cu:1005 'unhandled cuda error'"))
+        verdict = verdicts.nccl_tests(0, log("gpu-node: Test NCCL failure common.cu:1005 'unhandled cuda error'"), 2)
         self.assertIn("a table of results", verdict.detail)
 
     def test_exit_code_and_eligible_ranks_count(self):
-        self.assertEqual(verdicts.nccl_tests(1, perf_log()).status, FAIL)
-        self.assertEqual(verdicts.nccl_tests(TIMED_OUT, perf_log()).status, FAIL)
-        few = verdicts.nccl_tests(0, perf_log(ranks=4, eligible=3), min_eligible=4)
-        self.assertIn("not met: at least 4 eligible", few.detail)
-        # Without a minimum (several GPUs), eligibility is reported, not required.
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(ranks=4, eligible=3)).status, PASS)
+        self.assertEqual(verdicts.nccl_tests(1, perf_log(), 2).status, FAIL)
+        self.assertEqual(verdicts.nccl_tests(TIMED_OUT, perf_log(), 2).status, FAIL)
+        few = verdicts.nccl_tests(0, perf_log(ranks=4, eligible=3), 4)
+        self.assertIn("not met: 4 ranks eligible", few.detail)
+
+    def test_a_run_without_the_library_fails(self):
+        # What multi-gpu-nccl-tests-* passed before: no library line at all and the rows
+        # unchecked (N/A counted as 0 wrong), the verdict called without a minimum eligible.
+        unchecked = perf_log(rows=((1024, "N/A", "N/A"), (4096, "N/A", "N/A")), library=False)
+        verdict = verdicts.nccl_tests(0, unchecked, 2)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: every row checked (no N/A), 2 ranks eligible, 2 ranks released, calls taken",
+                      verdict.detail)
+        self.assertIn("2 ranks eligible", verdicts.nccl_tests(0, perf_log(library=False), 2).detail)
+
+    def test_a_run_with_every_call_forwarded_fails(self):
+        # Every rank eligible, every row checked and right: what the rig's verdict asked.
+        forwarded = perf_log(taken=(0, 0, 0, 0), reasons="failed=24")
+        verdict = verdicts.nccl_tests(0, forwarded, 2)
+        self.assertIn("not met: calls taken, no call forwarded but too-large", verdict.detail)
+        self.assertIn("forwarded for other reasons: failed=48", verdict.notes)
+
+    def test_only_forwards_the_table_explains_pass(self):
+        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="too-large=3"), 2).status, PASS)
+        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="op=3"), 2).status, FAIL)
+        mulsum = perf_log(rows=((1024, 0, 0), (4096, 0, 0)), redop="mulsum", reasons="op=3")
+        self.assertEqual(verdicts.nccl_tests(0, mulsum, 2).status, PASS)
+        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="empty=1"), 2).status, FAIL)
+        empty = perf_log(rows=((1, 0, 0), (4096, 0, 0)), reasons="empty=1")
+        self.assertEqual(verdicts.nccl_tests(0, empty, 2).status, PASS)
+        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="comm-not-ready=1"), 2).status, FAIL)
 
 
 WORDS = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
@@ -164,7 +197,7 @@ class NcclTestsEveryTypeTest(unittest.TestCase):
         self.assertIn("not met: exit 0", self.verdict(every_type_log(), returncode=1).detail)
 
 
-def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False):
+def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False, made=400):
     """torch_ops_e2e.py under torchrun, with the library's lines of every rank."""
     passing = ranks if passing is None else passing
     forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
@@ -174,13 +207,13 @@ def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False)
                                                forwarded=forwarded,
                                                reasons=reasons)]
         if rank < passing:
-            results.append(f"rank {rank}/{ranks}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements, "
-                           "0 skipped), 0 wrong")
+            results.append(f"rank {rank}/{ranks}: PASS {made} all-reduces (8 types x 5 ops x 5 lengths x 2 "
+                           "placements), 0 wrong")
         else:
             lines.append(f"rank {rank}/{ranks}: WRONG int32 avg n=1001 at +1: 334 of 1001 elements "
                          "(first at 2: got -1, want 0)")
             results.append(f"rank {rank}/{ranks}: FAIL 1 of 400 all-reduces wrong (8 types x 5 ops x 5 lengths x 2 "
-                           "placements, 0 skipped): ['int32 avg n=1001 at +1']")
+                           "placements): ['int32 avg n=1001 at +1']")
     # Two ranks' lines run into one when each writes its line and newline apart.
     return log(*lines, *(["".join(results)] if interleaved else results))
 
@@ -218,23 +251,35 @@ class TorchEveryOpTest(unittest.TestCase):
     def test_lines_of_another_world_size_do_not_count(self):
         self.assertEqual(verdicts.torch_every_op(4, 0, torch_ops_log(2) + torch_ops_log(2)).status, FAIL)
 
+    def test_a_case_pytorch_refused_fails(self):
+        # The old script counted a refused combination as skipped and passed with fewer.
+        skipped = torch_ops_log(2, taken=380).replace("PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 "
+                                                      "placements)", "PASS 380 all-reduces (8 types x 5 ops x 5 "
+                                                      "lengths x 2 placements, 20 skipped)")
+        self.assertIn("not met: all 2 ranks pass", verdicts.torch_every_op(2, 0, skipped).detail)
+        fewer = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=380, made=380))
+        self.assertIn("not met: each made its whole matrix", fewer.detail)
 
-def torch_log(ranks, passing=None, taken=(10, 2, 0, 0)):
+
+def torch_log(ranks, passing=None, taken=(10, 2, 0, 0), forwarded=0, reasons="", extra=()):
+    """torch_e2e.py under torchrun: each rank's communicator, phases and verdict; `extra`
+    lines (a second communicator's) after them."""
     passing = ranks if passing is None else passing
     lines = []
     for rank in range(ranks):
         lines += [setup(rank, ranks), f"rank {rank}/{ranks} phase eager: PASS",
                   f"rank {rank}/{ranks} phase graph: {'PASS' if rank < passing else 'FAIL'}",
-                  released(rank, ranks, taken=taken),
+                  released(rank, ranks, taken=taken, forwarded=forwarded, reasons=reasons),
                   f"rank {rank}/{ranks}: {'PASS' if rank < passing else 'FAIL [graph]'}"]
-    return log(*lines)
+    return log(*lines, *extra)
 
 
 class TorchTest(unittest.TestCase):
     def test_every_rank_passing_with_calls_taken_passes(self):
-        verdict = verdicts.torch_ranks(4, 0, torch_log(4))
-        self.assertEqual(verdict.status, PASS)
-        self.assertIn("4/4 ranks passed, 4 communicators eligible, 48 calls taken", verdict.detail)
+        verdict = verdicts.torch_ranks(4, 0, torch_log(4, forwarded=8, reasons="too-large=8"))
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("4/4 ranks passed, 4 communicator ranks eligible, 48 calls taken, 32 forwarded (too-large=32)",
+                      verdict.detail)
 
     def test_a_failing_phase_fails_and_is_shown(self):
         verdict = verdicts.torch_ranks(4, 1, torch_log(4, passing=3))
@@ -244,22 +289,41 @@ class TorchTest(unittest.TestCase):
     def test_lines_of_another_world_size_do_not_count(self):
         self.assertEqual(verdicts.torch_ranks(4, 0, torch_log(2) + torch_log(2)).status, FAIL)
 
-    def test_nothing_taken_fails_on_the_rig_only(self):
-        untouched = torch_log(2, taken=(0, 0, 0, 0))
-        self.assertIn("calls taken", verdicts.torch_ranks(2, 0, untouched).detail.split("not met:")[1])
-        self.assertEqual(verdicts.torch_ranks(2, 0, untouched, calls_taken=False).status, PASS)
+    def test_a_run_with_every_call_forwarded_fails(self):
+        # multi-gpu-torch asked for no call taken: this passed it.
+        untouched = torch_log(2, taken=(0, 0, 0, 0), forwarded=30, reasons="ineligible-comm=30")
+        verdict = verdicts.torch_ranks(2, 0, untouched)
+        self.assertIn("not met: calls taken, no call forwarded but too-large or comm-not-ready", verdict.detail)
+
+    def test_a_refused_communicator_fails_but_a_one_rank_group(self):
+        one_rank = [setup(0, 1, comm=0x77, eligible=False, why="1 ranks (we take 2 to 8)"),
+                    released(0, 1, comm=0x77, forwarded=81, reasons="ineligible-comm=81")]
+        self.assertEqual(verdicts.torch_ranks(2, 0, torch_log(2, extra=one_rank)).status, PASS)
+        refused = [setup(0, 2, comm=0x77, eligible=False, why="NVLink between the GPUs cannot be confirmed"),
+                   released(0, 2, comm=0x77, forwarded=81, reasons="ineligible-comm=81")]
+        verdict = verdicts.torch_ranks(2, 0, torch_log(2, extra=refused))
+        self.assertIn("not met: no communicator of 2 or more ranks refused", verdict.detail)
+        self.assertIn("forwarded for other reasons: ineligible-comm=81", verdict.notes)
+
+    def test_at_most_one_call_per_communicator_rank_before_its_set_up(self):
+        once = torch_log(2, forwarded=1, reasons="comm-not-ready=1")
+        self.assertEqual(verdicts.torch_ranks(2, 0, once).status, PASS)
+        twice = verdicts.torch_ranks(2, 0, torch_log(2, forwarded=2, reasons="comm-not-ready=2"))
+        self.assertIn("not met: at most 2 forwarded as comm-not-ready", twice.detail)
 
 
 class TorchWatchdogAbortTest(unittest.TestCase):
     GOOD = log("rank 0: first all_reduce done", "rank 1: first all_reduce done",
                "[rank0]:[E ProcessGroupNCCL.cpp:632] Watchdog caught collective operation timeout: WorkNCCL(...)",
                info("comm 0x55d0 rank 0/2 ncclCommAbort: our kernels told to stop"),
+               released(0, 2, taken=(0, 0, 2, 0)),
                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError")
 
     def test_a_timely_failure_through_our_hook_passes(self):
         verdict = verdicts.torch_watchdog_abort(1, 19.4, self.GOOD, TIMED_OUT)
-        self.assertEqual(verdict.status, PASS)
+        self.assertEqual(verdict.status, PASS, verdict.detail)
         self.assertIn("ended after 19 s with exit 1", verdict.detail)
+        self.assertIn("rank 0: abort hook reached, 1 released, 2 calls taken, 0 forwarded", verdict.detail)
 
     def test_each_condition_fails_alone(self):
         self.assertIn("the job fails", verdicts.torch_watchdog_abort(0, 19, self.GOOD, TIMED_OUT).detail)
@@ -269,18 +333,31 @@ class TorchWatchdogAbortTest(unittest.TestCase):
         no_error = self.GOOD.replace("Watchdog caught collective operation timeout", "something")
         self.assertIn("a timeout error reported", verdicts.torch_watchdog_abort(1, 19, no_error, TIMED_OUT).detail)
         not_ours = self.GOOD.replace("our kernels told to stop", "nothing of ours")
-        self.assertIn("our abort hook stopped a kernel",
+        self.assertIn("our abort hook reached rank 0",
                       verdicts.torch_watchdog_abort(1, 19, not_ours, TIMED_OUT).detail)
+
+    def test_a_blocked_call_that_was_not_ours_fails(self):
+        # "our kernels told to stop" comes whenever the communicator has an engine: all the
+        # old verdict asked. Here the blocked all-reduce went to NCCL (rank 1's lines, which
+        # took theirs, do not count for rank 0).
+        forwarded = self.GOOD.replace(released(0, 2, taken=(0, 0, 2, 0)),
+                                      released(0, 2, taken=(0, 0, 1, 0), forwarded=1, reasons="too-large=1") + "\n" +
+                                      released(1, 2, taken=(0, 0, 1, 0)))
+        self.assertIn("ncclCommAbort: our kernels told to stop", forwarded)
+        verdict = verdicts.torch_watchdog_abort(1, 19, forwarded, TIMED_OUT)
+        self.assertIn("not met: rank 0 released with its 2 all-reduces taken, none forwarded", verdict.detail)
+        unreleased = self.GOOD.replace(released(0, 2, taken=(0, 0, 2, 0)), "")
+        self.assertEqual(verdicts.torch_watchdog_abort(1, 19, unreleased, TIMED_OUT).status, FAIL)
 
     def test_timed_out_matches_in_any_case(self):
         text = self.GOOD.replace("Watchdog caught collective operation timeout", "Operation Timed Out")
         self.assertEqual(verdicts.torch_watchdog_abort(1, 19, text, TIMED_OUT).status, PASS)
 
 
-def ctypes_logs(ranks, eligible=True, taken=(45, 0, 0, 0), right=True, extra=""):
+def ctypes_logs(ranks, eligible=True, taken=(45, 0, 0, 0), right=True, extra="", forwarded=0, reasons=""):
     return [log(extra, setup(rank, ranks, eligible=eligible) if eligible is not None else "",
                 f"rank {rank}/{ranks}: {'PASS' if right else 'FAIL'} (19 checks, 0 wrong, NCCL from libnccl.so.2)",
-                released(rank, ranks, taken=taken) if eligible is not None else "")
+                released(rank, ranks, taken=taken, forwarded=forwarded, reasons=reasons) if eligible is not None else "")
             for rank in range(ranks)]
 
 
@@ -293,6 +370,12 @@ class CtypesClientTest(unittest.TestCase):
                 untaken = ctypes_logs(2, taken=(0, 0, 0, 0))
                 self.assertIn("calls taken", verdicts.ctypes_client(mode, 2, [0, 0], untaken).detail)
                 self.assertEqual(verdicts.ctypes_client(mode, 2, [0, 0], ctypes_logs(2, right=False)).status, FAIL)
+
+    def test_a_call_forwarded_for_another_reason_than_its_size_fails(self):
+        verdict = verdicts.ctypes_client("audit-name", 2, [0, 0], ctypes_logs(2, forwarded=1, reasons="failed=1"))
+        self.assertIn("not met: no call forwarded but too-large", verdict.detail)
+        self.assertEqual(verdicts.ctypes_client("audit-name", 2, [0, 0],
+                                                ctypes_logs(2, forwarded=6, reasons="too-large=6")).status, PASS)
 
     def test_the_tool_must_have_chosen_audit(self):
         chosen = ctypes_logs(2, extra="nccl-car run: mode audit: the script uses ctypes and names NCCL")

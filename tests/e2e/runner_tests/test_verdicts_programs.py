@@ -5,22 +5,23 @@ import unittest
 
 from runner_support import FAIL, PASS, SKIPPED, info, log, released, setup, warn
 from e2e_runner import verdicts_programs as verdicts
+from e2e_runner.verdict import tally
 
 
-def allreduce_log(rank, ranks, eligible=True, wrong=0):
+def allreduce_log(rank, ranks, eligible=True, wrong=0, taken=(100, 20, 12, 0), forwarded=24, reasons="too-large=24"):
+    """allreduce_e2e's rank: 156 checks, the 24 above 8 MiB forwarded, the 132 others taken."""
     return log(setup(rank, ranks, eligible=eligible),
-               f"rank {rank}/{ranks}: 156 checks, {wrong} wrong ({wrong * 3} elements)",
-               released(rank, ranks, taken=(80, 16, 0, 0), forwarded=60,
-                        reasons="too-large=48 empty=12"))
+               f"rank {rank}/{ranks}: 156 checks (24 above 8388608 bytes), {wrong} wrong ({wrong * 3} elements)",
+               released(rank, ranks, taken=taken, forwarded=forwarded, reasons=reasons))
 
 
 class AllreduceRanksTest(unittest.TestCase):
     def test_every_rank_right_and_eligible_passes(self):
         verdict = verdicts.allreduce_ranks(4, [0] * 4, [allreduce_log(r, 4) for r in range(4)])
-        self.assertEqual(verdict.status, PASS)
-        self.assertIn("4/4 ranks eligible, 384 calls taken", verdict.detail)
-        self.assertEqual(verdict.notes[0], "rank 0/4: 156 checks, 0 wrong (0 elements)")
-        self.assertIn("released: taken 1shot=80", verdict.notes[-1])
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("4/4 ranks eligible, 528 of 528 calls taken, 96 forwarded (too-large=96)", verdict.detail)
+        self.assertEqual(verdict.notes[0], "rank 0/4: 156 checks (24 above 8388608 bytes), 0 wrong (0 elements)")
+        self.assertIn("released: taken 1shot=100", verdict.notes[4])
 
     def test_a_wrong_sum_fails(self):
         verdict = verdicts.allreduce_ranks(2, [0, 1], [allreduce_log(0, 2), allreduce_log(1, 2, wrong=1)])
@@ -28,10 +29,33 @@ class AllreduceRanksTest(unittest.TestCase):
         self.assertIn("not met: every rank exits 0", verdict.detail)
 
     def test_a_rank_that_forwards_fails(self):
-        verdict = verdicts.allreduce_ranks(2, [0, 0], [allreduce_log(0, 2), allreduce_log(1, 2, eligible=False)])
+        refused = allreduce_log(1, 2, eligible=False, taken=(0, 0, 0, 0), forwarded=156, reasons="ineligible-comm=156")
+        verdict = verdicts.allreduce_ranks(2, [0, 0], [allreduce_log(0, 2), refused])
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("1/2 ranks eligible", verdict.detail)
         self.assertIn("not met: 2 ranks eligible", verdict.detail)
+
+    def test_a_run_with_every_call_forwarded_fails(self):
+        # Every rank eligible and every sum right, but NCCL did all the work: all the
+        # verdict used to ask (exit codes, eligible ranks) holds, and acceleration did not.
+        logs = [allreduce_log(r, 2, taken=(0, 0, 0, 0), forwarded=156, reasons="too-large=156") for r in range(2)]
+        self.assertEqual(tally(*logs).eligible, 2)
+        verdict = verdicts.allreduce_ranks(2, [0, 0], logs)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: calls taken, all 264 calls up to the limit taken, all 48 calls above it forwarded "
+                      "as too-large", verdict.detail)
+
+    def test_one_call_up_to_the_limit_forwarded_fails(self):
+        for reasons in ("too-large=25", "too-large=24 failed=1"):
+            with self.subTest(reasons=reasons):
+                logs = [allreduce_log(0, 2), allreduce_log(1, 2, taken=(100, 20, 11, 0), forwarded=25, reasons=reasons)]
+                verdict = verdicts.allreduce_ranks(2, [0, 0], logs)
+                self.assertEqual(verdict.status, FAIL)
+                self.assertIn("all 264 calls up to the limit taken", verdict.detail.split("not met:")[1])
+
+    def test_a_rank_without_its_summary_fails(self):
+        logs = [allreduce_log(0, 2), allreduce_log(1, 2).replace("156 checks (24 above", "156 checks (of")]
+        self.assertIn("not met: 2 ranks report their checks", verdicts.allreduce_ranks(2, [0, 0], logs).detail)
 
 
 class SetupFaultTest(unittest.TestCase):
@@ -59,15 +83,43 @@ class SetupFaultTest(unittest.TestCase):
         self.assertEqual(verdicts.setup_fault([0, 1], self.logs()).status, FAIL)
 
 
+def abort_log(found="still running", returned="(no error) 0.01 s", taken=(0, 0, 1, 0), forwarded=0, reasons=""):
+    """abort_e2e's rank 0: its watchdog's look at the stream, the library's lines, the time."""
+    return log(setup(0, 2), f"rank 0: watchdog found the all-reduce {found}; ncclCommAbort -> 0",
+               info("comm 0x55d0 rank 0/2 ncclCommAbort: our kernels told to stop"),
+               released(0, 2, taken=taken, forwarded=forwarded, reasons=reasons),
+               f"rank 0: stream returned {returned} after the abort")
+
+
 class AbortWatchdogTest(unittest.TestCase):
-    def test_exit_code_decides_and_the_time_is_shown(self):
-        text = log("rank 0: watchdog called ncclCommAbort -> 0",
-                   "rank 0: stream returned (no error) 0.01 s after the abort")
-        passed = verdicts.abort_watchdog(0, text)
-        self.assertEqual((passed.status, passed.notes), (PASS, ["rank 0: stream returned (no error) 0.01 s after "
-                                                                "the abort"]))
-        self.assertEqual(verdicts.abort_watchdog(1, text).status, FAIL)
+    def test_our_kernel_stopped_by_the_abort_passes(self):
+        passed = verdicts.abort_watchdog(0, abort_log())
+        self.assertEqual(passed.status, PASS, passed.detail)
+        self.assertIn("rank 0: stream returned (no error) 0.01 s after the abort", passed.notes)
+        self.assertEqual(verdicts.abort_watchdog(1, abort_log()).status, FAIL)
         self.assertEqual(verdicts.abort_watchdog(124, "").status, FAIL)
+
+    def test_nccls_own_abort_fails(self):
+        # The all-reduce forwarded (or no library at all): NCCL's kernel waited and NCCL's
+        # abort ended it. The old verdict read the exit code alone, 0 here.
+        forwarded = abort_log(taken=(0, 0, 0, 0), forwarded=1, reasons="too-large=1")
+        verdict = verdicts.abort_watchdog(0, forwarded)
+        self.assertIn("not met: the all-reduce taken by our kernel, nothing forwarded", verdict.detail)
+        without = "\n".join(line for line in abort_log().splitlines() if "NCCL-CAR" not in line)
+        self.assertEqual(verdicts.abort_watchdog(0, without).status, FAIL)
+
+    def test_a_return_before_the_abort_or_with_an_error_fails(self):
+        # The old program exited 0 on any time below 5 s, a negative one too.
+        early = verdicts.abort_watchdog(0, abort_log(returned="(no error) -0.98 s"))
+        self.assertIn("not met: 0 to 5 s after the abort", early.detail)
+        late = verdicts.abort_watchdog(0, abort_log(returned="(no error) 5.20 s"))
+        self.assertIn("not met: 0 to 5 s after the abort", late.detail)
+        error = verdicts.abort_watchdog(0, abort_log(returned="(unspecified launch failure) 0.01 s"))
+        self.assertIn("not met: the stream returned without error", error.detail)
+
+    def test_an_all_reduce_already_done_at_the_abort_fails(self):
+        verdict = verdicts.abort_watchdog(0, abort_log(found="already finished"))
+        self.assertIn("not met: its all-reduce still running at the abort", verdict.detail)
 
 
 class SanitizerTest(unittest.TestCase):
@@ -75,7 +127,8 @@ class SanitizerTest(unittest.TestCase):
     RACE_CLEAN = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
 
     def logs(self, summary0, summary1, taken=(30, 0, 0, 0)):
-        return [log("rank 0/2: 72 checks, 0 wrong (0 elements)", released(0, 2, taken=taken), summary0),
+        return [log("rank 0/2: 72 checks (0 above 8388608 bytes), 0 wrong (0 elements)", released(0, 2, taken=taken),
+                    summary0),
                 log(released(1, 2, taken=taken), summary1)]
 
     def test_clean_tools_and_calls_taken_pass(self):
@@ -98,20 +151,62 @@ class SanitizerTest(unittest.TestCase):
         self.assertIn("not met: rank 0 took calls", verdict.detail)
 
 
+def recovery_log(scenario, evidence=True, taken=1, forwards=None):
+    """recovery_e2e SCENARIO's rank 0: its verdict line, the library's evidence and (where
+    the communicator was set up) its released: line, by default as RECOVERY_FORWARDS says."""
+    forwards = verdicts.RECOVERY_FORWARDS[scenario] if forwards is None else forwards
+    lines = [f"rank 0: {scenario}: PASS control back 1.02 s after the call"]
+    if evidence:
+        lines.append(info(f"comm 0x55d0 rank 0/2 {verdicts.RECOVERY_EVIDENCE[scenario]}"))
+    if verdicts.RECOVERY_FORWARDS[scenario] is not None:
+        reasons = " ".join(f"{reason}={count}" for reason, count in forwards.items())
+        lines.append(released(0, 2, taken=(taken, 0, 0, 0), nbytes=verdicts.RECOVERY_BYTES * taken,
+                              forwarded=sum(forwards.values()), reasons=reasons))
+    return log(*lines)
+
+
 class RecoveryTest(unittest.TestCase):
     def test_each_scenario_needs_its_evidence_in_rank_0s_log(self):
-        for scenario, evidence in verdicts.RECOVERY_EVIDENCE.items():
+        for scenario in verdicts.RECOVERY_EVIDENCE:
             with self.subTest(scenario=scenario):
-                line = f"rank 0: {scenario}: PASS control back 1.02 s after the call"
-                good = log(line, info(f"comm 0x55d0 rank 0/2 {evidence}"))
-                self.assertEqual(verdicts.recovery(scenario, [0, 0], good).status, PASS)
-                self.assertIn(line, verdicts.recovery(scenario, [0, 0], good).detail)
-                self.assertEqual(verdicts.recovery(scenario, [0, 0], log(line)).status, FAIL)
-                self.assertEqual(verdicts.recovery(scenario, [0, 1], good).status, FAIL)
+                verdict = verdicts.recovery(scenario, [0, 0], recovery_log(scenario))
+                self.assertEqual(verdict.status, PASS, verdict.detail)
+                self.assertIn(f"rank 0: {scenario}: PASS control back", verdict.detail)
+                self.assertEqual(verdicts.recovery(scenario, [0, 0], recovery_log(scenario, evidence=False)).status,
+                                 FAIL)
+                self.assertEqual(verdicts.recovery(scenario, [0, 1], recovery_log(scenario)).status, FAIL)
 
-    def test_the_revoke_evidence_is_the_released_line(self):
-        line = released(0, 2, taken=(0, 0, 0, 0), nbytes=262144, forwarded=1, reasons="ineligible-comm=1")
-        self.assertEqual(verdicts.recovery("revoke", [0, 0], log(line)).status, PASS)
+    def test_an_all_reduce_that_was_not_ours_fails(self):
+        # "our kernels told to stop" comes whenever the communicator has an engine, and the
+        # old verdict asked for nothing else: with the blocked all-reduce forwarded (NCCL's
+        # kernel waited, NCCL's part of the call ended it) it passed.
+        for scenario, forwards in verdicts.RECOVERY_FORWARDS.items():
+            if forwards is None:
+                continue
+            with self.subTest(scenario=scenario):
+                text = recovery_log(scenario, taken=0, forwards={**forwards, "too-large": 1})
+                self.assertIn(verdicts.RECOVERY_EVIDENCE[scenario], text)  # all the old verdict read
+                verdict = verdicts.recovery(scenario, [0, 0], text)
+                self.assertEqual(verdict.status, FAIL)
+                self.assertIn(f"rank 0's all-reduce of {verdicts.RECOVERY_BYTES} bytes taken by our kernel",
+                              verdict.detail)
+
+    def test_what_went_to_nccl_after_it_must_be_what_the_scenario_forwards(self):
+        verdict = verdicts.recovery("shrink-abort", [0, 0], recovery_log("shrink-abort", forwards={"ineligible-comm": 1}))
+        self.assertIn("not met: forwarded after it: none", verdict.detail)
+        verdict = verdicts.recovery("async-error", [0, 0], recovery_log("async-error", forwards={}))
+        self.assertIn("not met: forwarded after it: ineligible-comm=1", verdict.detail)
+
+    def test_setup_abort_never_set_up_has_no_released_line(self):
+        self.assertNotIn("released:", recovery_log("setup-abort"))
+        self.assertEqual(verdicts.recovery("setup-abort", [0, 0], recovery_log("setup-abort")).status, PASS)
+
+    def test_revoke_forwards_the_all_reduce_after_it(self):
+        self.assertIn("(262144 bytes) forwarded 1 (ineligible-comm=1)", recovery_log("revoke"))
+        line = released(0, 2, taken=(1, 0, 0, 0), nbytes=262144, forwarded=0)
+        evidence = info(f"comm 0x55d0 rank 0/2 {verdicts.RECOVERY_EVIDENCE['revoke']}")
+        verdict = verdicts.recovery("revoke", [0, 0], log(evidence, line))
+        self.assertIn("not met: forwarded after it: ineligible-comm=1", verdict.detail)
 
     def test_a_nccl_without_the_call_skips(self):
         text = log("rank 0: shrink-abort: SKIPPED (NCCL 22703 lacks the call; 22800 needed)")
@@ -125,24 +220,70 @@ class ReleaseTest(unittest.TestCase):
     KEPT = "buffers kept allocated: 1 peer rank(s) still map them"
     FREED = "buffers kept at release freed"
 
+    def rank_log(self, rank, *events, made=8, checked=7, wrong=0, taken=8, forwarded=0, reasons=""):
+        """release_e2e processes' rank: its events, its released: lines (the parent's five
+        4-byte calls, its children's three), its account of its all-reduces."""
+        parent = min(taken, 5)
+        children = [released(rank, 2, comm=0x100 + c, taken=(1 if c < taken - parent else 0, 0, 0, 0))
+                    for c in range(3)]
+        return log(*[info(event, rank=rank) for event in events], *children,
+                   released(rank, 2, taken=(parent, 0, 0, 0), forwarded=forwarded, reasons=reasons),
+                   f"rank {rank}: {made} all-reduces ({checked} checked), {wrong} wrong")
+
     def test_processes_counts_each_event_on_rank_0(self):
-        rank0 = log(info(self.WAITED), info(self.KEPT), info(self.KEPT), info(self.FREED), info(self.FREED),
-                    "late destroy: PASS 1.01 s")
-        self.assertEqual(verdicts.release_processes([0, 0], [rank0, ""]).status, PASS)
+        rank0 = self.rank_log(0, self.WAITED, self.KEPT, self.KEPT, self.FREED, self.FREED)
+        self.assertEqual(verdicts.release_processes([0, 0], [rank0, self.rank_log(1)]).status, PASS)
         # Rank 1's lines do not count for rank 0.
-        short = log(info(self.WAITED), info(self.KEPT), info(self.FREED), info(self.FREED))
-        verdict = verdicts.release_processes([0, 0], [short, log(info(self.KEPT, rank=1))])
+        short = self.rank_log(0, self.WAITED, self.KEPT, self.FREED, self.FREED)
+        verdict = verdicts.release_processes([0, 0], [short, self.rank_log(1, self.KEPT)])
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("rank 0 kept its block at least twice", verdict.detail)
-        self.assertEqual(verdicts.release_processes([0, 2], [rank0, ""]).status, FAIL)
+        self.assertEqual(verdicts.release_processes([0, 2], [rank0, self.rank_log(1)]).status, FAIL)
+
+    def test_processes_whose_data_proves_nothing_fail(self):
+        # The old program all-reduced zeros and printed no account: every line the old
+        # verdict counted is here, and nothing shows that a sum was computed, or by whom.
+        events = (self.WAITED, self.KEPT, self.KEPT, self.FREED, self.FREED)
+        unaccounted = "\n".join(line for line in self.rank_log(0, *events).splitlines() if "all-reduces (" not in line)
+        verdict = verdicts.release_processes([0, 0], [unaccounted, self.rank_log(1)])
+        self.assertIn("not met: rank 0: its all-reduces counted", verdict.detail)
+        wrong = verdicts.release_processes([0, 1], [self.rank_log(0, *events), self.rank_log(1, wrong=1)])
+        self.assertIn("rank 1: every checked result right", wrong.detail)
+        forwarded = self.rank_log(1, taken=0, forwarded=8, reasons="ineligible-comm=8")
+        verdict = verdicts.release_processes([0, 0], [self.rank_log(0, *events), forwarded])
+        self.assertIn("not met: rank 1: all 8 taken by our kernels, none forwarded", verdict.detail)
+
+    def initall_log(self, ranks, kept, freed, made=7, checked=4, wrong=0, taken=7, forwarded=0):
+        """release_e2e initall over `ranks` GPUs: the events, a released: line per rank and
+        round (round 1 all ranks, round 2 all but the last), the program's account."""
+        lines = [info(f"buffers kept allocated: {ranks - 1} peer rank(s) still map them")] * kept
+        lines += [info(self.FREED)] * freed
+        calls = [1] * ranks + [1] * (ranks - 1) + [0]
+        taken_left = taken
+        for round_rank, call in enumerate(calls):
+            mine = min(call, taken_left)
+            taken_left -= mine
+            lines.append(released(round_rank % ranks, ranks, comm=0x200 + round_rank, taken=(mine, 0, 0, 0),
+                                  forwarded=forwarded if round_rank == 0 else 0,
+                                  reasons=f"too-large={forwarded}" if forwarded and round_rank == 0 else ""))
+        lines.append(f"initall: {made} all-reduces ({checked} checked), {wrong} wrong")
+        return log(*lines)
 
     def test_initall_needs_two_per_peer(self):
         ranks = 4
-        enough = log(*[info("buffers kept allocated: 3 peer rank(s) still map them")] * 6, *[info(self.FREED)] * 6)
-        self.assertEqual(verdicts.release_initall(ranks, 0, enough).status, PASS)
-        fewer = log(*[info("buffers kept allocated: 3 peer rank(s) still map them")] * 5, *[info(self.FREED)] * 6)
-        self.assertEqual(verdicts.release_initall(ranks, 0, fewer).status, FAIL)
-        self.assertEqual(verdicts.release_initall(ranks, 1, enough).status, FAIL)
+        self.assertEqual(verdicts.release_initall(ranks, 0, self.initall_log(ranks, 6, 6)).status, PASS)
+        self.assertEqual(verdicts.release_initall(ranks, 0, self.initall_log(ranks, 5, 6)).status, FAIL)
+        self.assertEqual(verdicts.release_initall(ranks, 1, self.initall_log(ranks, 6, 6)).status, FAIL)
+
+    def test_initall_whose_data_proves_nothing_fails(self):
+        ranks = 4
+        unaccounted = "\n".join(line for line in self.initall_log(ranks, 6, 6).splitlines()
+                                if "all-reduces (" not in line)
+        self.assertIn("not met: its all-reduces counted", verdicts.release_initall(ranks, 0, unaccounted).detail)
+        forwarded = verdicts.release_initall(ranks, 0, self.initall_log(ranks, 6, 6, taken=6, forwarded=1))
+        self.assertIn("not met: all 7 taken by our kernels, none forwarded", forwarded.detail)
+        wrong = verdicts.release_initall(ranks, 0, self.initall_log(ranks, 6, 6, wrong=1))
+        self.assertIn("not met: every checked result right", wrong.detail)
 
     def test_devices_must_all_be_refused_as_several_gpus_per_process(self):
         why = "the process of rank {} drives several GPUs and has peers in other processes"
