@@ -426,7 +426,8 @@ TEST_CASE("invariance: every element's result is the same bits at every size, ke
                         {std::begin(kAllOps), std::end(kAllOps)}});
 }
 
-// compute-sanitizer's share (tests/gpu/run-gpu-tests.sh): two world sizes, two types, small messages.
+// compute-sanitizer's share (tests/gpu/run-gpu-tests.sh): 3 ranks (where 2stage's order
+// once showed), bf16 sums, up to 2000 elements, every configuration: about 150 calls.
 TEST_CASE("invariance: a small share for compute-sanitizer", "[.][sanitizer-invariance]") {
-  checkInvariance(Scope{{2, 3}, {ElementType::BFloat16, ElementType::Float64}, {ReduceOp::Sum, ReduceOp::Prod}, 5000});
+  checkInvariance(Scope{{3}, {ElementType::BFloat16}, {ReduceOp::Sum}, 2000});
 }
