@@ -4,12 +4,13 @@
 //
 // The sentinel is the 32-bit word 0x80000000 in every word of a pack. For fp32 it is -0.0;
 // for fp16 and bf16 it is the pair (+0.0, -0.0); for fp8 four zeros, the top one negative;
-// in every floating type it is a word of
-// zeros with the sign bit of its top element set. A pusher replaces any such word by 0x0,
-// that is -0.0 by +0.0, which changes no sum, product, minimum or maximum numerically (the
-// sign of a zero result may differ from NCCL's). A receiver treats a pack as arrived when none of its four words is the sentinel. PTX splits a
-// 16-byte vector access into four 32-bit accesses, so a word is either old or new, never torn;
-// the pack may arrive word by word, and is used only once all four are new.
+// in every floating type it is a word of zeros with the sign bit of its top element set. A
+// pusher replaces any such word by 0x0, that is -0.0 by +0.0, which changes no sum, product,
+// minimum or maximum numerically, only the sign of a zero result, which every kernel makes
+// +0.0 anyway (roundToPack, packs.cuh; NCCL may return -0.0 there). A receiver treats a
+// pack as arrived when none of its four words is the sentinel. PTX splits a 16-byte vector
+// access into four 32-bit accesses, so a word is either old or new, never torn; the pack may
+// arrive word by word, and is used only once all four are new.
 //
 // Integer and fp64 data have no such spare value. Their packs travel split (WirePack<2>):
 // each 32-bit word as two words holding 16 bits each, which can never be the sentinel. Twice

@@ -10,8 +10,8 @@
 
 namespace car {
 
-// Every rank sums the ranks in the same order 0..n-1, so every rank's output is bitwise
-// identical; do not rotate the sources here the way 2stage does.
+// Every rank sums the ranks in the order 0..n-1, as every kernel does, so every rank's output
+// is bitwise identical and equal to every other kernel's; do not rotate the sources.
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs args) {
   waitForPreviousGrid();

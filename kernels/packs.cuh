@@ -2,7 +2,9 @@
 // A pack holds 16 / sizeof(T) elements of any type. Each element is reduced in its
 // accumulator type (fp32 for the floating types up to 32 bits, fp64 for fp64, the type
 // itself for integers, which wrap as NCCL's do) and rounded back to T once, so the order of
-// the operations is the only source of rounding.
+// the operations is the only source of rounding. Every kernel adds the ranks in the order
+// 0, 1, ..., n - 1 for every element: an element's result depends on its inputs alone, not
+// on the message size, the kernel or the grid (docs/design.md, "One result per element").
 #pragma once
 
 #include <cuda_bf16.h>
@@ -140,6 +142,29 @@ __device__ __forceinline__ void accumulate(typename PackOf<T>::Accum& sum, const
   }
 }
 
+// Every zero that a kernel returns in fp8, fp16, bf16 or fp32 is +0.0, so that every kernel
+// returns the same bits (docs/design.md, "One result per element"): the push kernels send an
+// input -0.0 as +0.0 (kernels/lamport.cuh) and the pull kernels do not, and through +, x, min,
+// max and Avg's division the sign of an input zero reaches nothing but the sign of a zero
+// result. fp64 and
+// the integers travel unchanged in every kernel and keep what the arithmetic gives.
+template <typename T>
+constexpr bool kPositiveZeros = !std::is_integral<T>::value && !std::is_same<T, double>::value;
+
+// The sign bit of each element of a 32-bit word of T.
+template <typename T>
+constexpr std::uint32_t kSignBitsOf = sizeof(T) == 4 ? 0x80000000u : sizeof(T) == 2 ? 0x80008000u : 0x80808080u;
+
+// Clears the sign of each element of `word` whose other bits are all zero. Adding the
+// all-ones magnitude to an element's magnitude sets its sign position exactly when the
+// magnitude is non-zero, and never carries into the next element.
+template <typename T>
+__device__ __forceinline__ std::uint32_t withPositiveZeros(std::uint32_t word) {
+  constexpr std::uint32_t kMagnitude = ~kSignBitsOf<T>;
+  const std::uint32_t nonZero = (word & kMagnitude) + kMagnitude;
+  return word & (nonZero | kMagnitude);
+}
+
 template <typename T>
 __device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum, ReduceOp op, int ranks) {
   Pack pack;
@@ -155,6 +180,10 @@ __device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum
     T* elems = reinterpret_cast<T*>(&pack.bits);
 #pragma unroll
     for (int i = 0; i < PackOf<T>::kElems; ++i) elems[i] = PackOf<T>::Math::narrow(finish(op, sum.lane[i], ranks));
+  }
+  if constexpr (kPositiveZeros<T>) {
+    pack.bits = make_uint4(withPositiveZeros<T>(pack.bits.x), withPositiveZeros<T>(pack.bits.y),
+                           withPositiveZeros<T>(pack.bits.z), withPositiveZeros<T>(pack.bits.w));
   }
   return pack;
 }
@@ -178,9 +207,9 @@ __device__ __forceinline__ void withSumSpecialized(ReduceOp op, Body body) {
   }
 }
 
-// Reduction of pack `index` over `sources` in the order given. All loads are issued before
-// the first operation (the loop is unrolled and the loads are independent), so the remote
-// reads are in flight together.
+// Reduction of pack `index` over `sources` in the order given, which every kernel makes the
+// rank order. All loads are issued before the first operation (the loop is unrolled and the
+// loads are independent), so the remote reads are in flight together.
 template <typename T, int kRanks>
 __device__ __forceinline__ Pack reducePacks(const Pack* const (&sources)[kRanks], long long index, ReduceOp op) {
   Pack loaded[kRanks];

@@ -24,16 +24,17 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
   const bool outputAligned = aligned16(output);
   const long long packs = args.packs;
   const volatile std::uint32_t* abortFlag = args.abortFlag;
-  // Rotated order: source i is rank (rank + i) % n, so the ranks start their reads on
-  // different peers instead of all hitting rank 0 at once. The output stays bitwise
-  // identical on every rank because each shard is reduced by one owner only.
+  // Stage 1 sums the ranks in rank order, as every kernel does: had each owner started at
+  // its own rank, an element's order would depend on which shard it falls in, that is on the
+  // message size (docs/design.md, "One result per element"). Stage 2 only copies, so its
+  // reads are rotated: shard i is rank (rank + i) % n's, and the ranks start on different
+  // peers instead of all on rank 0.
   const Pack* sources[kRanks];
   const Pack* shards[kRanks];
 #pragma unroll
   for (int i = 0; i < kRanks; ++i) {
-    const int from = (rank + i) % kRanks;
-    sources[i] = static_cast<const Pack*>(peers.staging[from]);
-    shards[i] = static_cast<const Pack*>(peers.tmp[from]);
+    sources[i] = static_cast<const Pack*>(peers.staging[i]);
+    shards[i] = static_cast<const Pack*>(peers.tmp[(rank + i) % kRanks]);
   }
   Pack* myShard = static_cast<Pack*>(peers.tmp[rank]);
   const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;

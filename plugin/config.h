@@ -50,6 +50,11 @@ struct Config {
   // symmetric windows go to NCCL's symmetric kernels. 0: never (on 2 H200s NCCL's symmetric
   // kernels were slower than ours at every size, docs/benchmarks.md).
   std::size_t symmetricNcclBytes = 0;
+  // NCCL_CAR_DETERMINISTIC: the user relies on every element's result depending on its inputs
+  // alone (docs/user-guide.md, "Bitwise the same for every size"). Every kernel keeps that;
+  // the setting keeps ours the calls NCCL would take for speed alone and says where the
+  // promise ends (calls that go to NCCL).
+  bool deterministic = false;
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr
@@ -73,7 +78,10 @@ struct SharedSettings {
   std::uint64_t pushMaxBytes;
   std::int32_t maxBlocks;
   std::int32_t algorithm;
-  std::int32_t disable;
+  // Once one 32-bit flag: a record of a build without `deterministic` reads as 0 there (the
+  // high half, little-endian), which is what that build does.
+  std::int16_t disable;
+  std::int16_t deterministic;
   std::int32_t symmetricNcclBytes;  // at most kLargestMaxBytes, which fits
 };
 static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings> &&

@@ -142,6 +142,27 @@ AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes
   return defaultAlgorithm(comm, bytes, config, wirePacks);
 }
 
+AlgorithmChoice keepInvariant(const CommunicatorFacts& comm, ElementType type, std::size_t bytes, const Config& config,
+                              AlgorithmChoice choice) {
+  if (!config.deterministic || choice.algorithm || choice.reason != ForwardReason::TooLarge) return choice;
+  if (type != ElementType::Float64) return choice;
+  if (!canRun(Algorithm::TwoShotPush, comm, bytes, config, wirePacksPerPack(type))) return choice;
+  return AlgorithmChoice{Algorithm::TwoShotPush, ForwardReason::NotEligible};
+}
+
+bool invariantOnNccl(std::optional<ElementType> type) {
+  if (!type) return false;
+  switch (*type) {
+    case ElementType::Int8:
+    case ElementType::UInt8:
+    case ElementType::Int32:
+    case ElementType::UInt32:
+    case ElementType::Int64:
+    case ElementType::UInt64: return true;
+    default: return false;
+  }
+}
+
 CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
   CallDecision decision;
   auto forward = [&decision](ForwardReason reason) {
@@ -159,10 +180,12 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
   decision.bytes = call.count * elementSize;
-  if (call.symmetricBuffers && decision.bytes <= config.symmetricNcclBytes) {
+  // NCCL's symmetric kernels promise no invariance: NCCL_CAR_DETERMINISTIC keeps these calls.
+  if (call.symmetricBuffers && decision.bytes <= config.symmetricNcclBytes && !config.deterministic) {
     return forward(ForwardReason::SymmetricWindow);
   }
-  const AlgorithmChoice choice = chooseAlgorithm(comm, decision.bytes, config, wirePacksPerPack(*call.type));
+  const AlgorithmChoice choice = keepInvariant(comm, *call.type, decision.bytes, config,
+                                               chooseAlgorithm(comm, decision.bytes, config, wirePacksPerPack(*call.type)));
   if (!choice.algorithm) return forward(choice.reason);
   decision.ours = true;
   decision.algorithm = *choice.algorithm;

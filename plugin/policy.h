@@ -98,6 +98,17 @@ bool pullKernelsReachable(const Config& config);
 // Bytes of the pull kernels' staging (and of tmp) per rank: NCCL_CAR_MAX_BYTES or 0.
 std::size_t pullBufferBytes(const Config& config);
 
+// NCCL_CAR_DETERMINISTIC: a call that `choice` hands to NCCL for speed alone stays on a kernel
+// of ours where one can run it, since NCCL promises no invariance. Such calls are those of
+// fp64 above the split types' 2shot limit (integers are exact in any order: NCCL returns our
+// bits). Any other choice is returned as it is.
+AlgorithmChoice keepInvariant(const CommunicatorFacts& comm, ElementType type, std::size_t bytes, const Config& config,
+                              AlgorithmChoice choice);
+
+// Whether a call of `type` that goes to NCCL still gets the bits our kernels would give:
+// integers only (exact in any order). Says where NCCL_CAR_DETERMINISTIC's promise ends.
+bool invariantOnNccl(std::optional<ElementType> type);
+
 struct CallDecision {
   bool ours = false;
   Algorithm algorithm = Algorithm::OneStage;

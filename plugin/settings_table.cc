@@ -94,6 +94,12 @@ const std::vector<SettingSpec>& settingsTable() {
                        "all-reduces up to this size with both buffers in NCCL symmetric windows go to NCCL's "
                        "symmetric kernels; 0: never (they were slower than ours on H200s)"),
                 numberField<&SharedSettings::symmetricNcclBytes>()),
+      carriedIn(flag("NCCL_CAR_DETERMINISTIC", numberField<&Config::deterministic>(), Agreement::Checked,
+                     "rely on batch invariance: every call taken gives each element the bits of its inputs "
+                     "alone, whatever the size, kernel or grid (every kernel does); keeps fp64 and "
+                     "symmetric-window calls ours; a WARN per communicator and reason for calls that go to "
+                     "NCCL, which promises no such thing"),
+                numberField<&SharedSettings::deterministic>()),
       flag("NCCL_CAR_PDL", numberField<&Config::pdl>(), Agreement::PerRank,
            "programmatic dependent launch on sm_90 and newer"),
       number("NCCL_CAR_COPY_IN_KERNEL_BYTES", SettingType::Bytes, numberField<&Config::copyInKernelBytes>(), 0,

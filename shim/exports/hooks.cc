@@ -3,6 +3,7 @@
 // release our side of the communicator. Nothing escapes as an exception.
 #include <nccl.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -115,10 +116,36 @@ Route refuse(CommState& state) {
   return Route::Refused;
 }
 
+// NCCL_CAR_DETERMINISTIC promises invariance for the calls we take; NCCL promises none. The
+// first call of a communicator forwarded for each reason says so, once. Not said: integers
+// (exact in any order), one rank (a copy), calls NCCL refuses or that reduce nothing.
+void warnInvarianceEnds(CommState* state, ForwardReason reason, std::size_t count, ncclDataType_t type,
+                        ncclRedOp_t op) {
+  const std::optional<ElementType> element = elementTypeOf(type);
+  if (!shimConfig().deterministic || invariantOnNccl(element)) return;
+  if (reason == ForwardReason::Empty || reason == ForwardReason::Type) return;
+  if (state != nullptr && state->ranks == 1) return;
+  static std::atomic<std::uint32_t> unadopted{0};  // communicators we have no state for
+  std::atomic<std::uint32_t>& warned = state != nullptr ? state->invarianceWarned : unadopted;
+  const std::uint32_t bit = 1u << static_cast<int>(reason);
+  if ((warned.fetch_or(bit) & bit) != 0) return;
+  const std::string call = fmt::format("{} x {} {}", count, element ? elementTypeName(*element) : "?",
+                                       reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op");
+  CAR_WARN(state != nullptr ? state->device : -1,
+           "{}: NCCL_CAR_DETERMINISTIC: all-reduces forwarded to NCCL as {} (first: {}) get NCCL's result, whose "
+           "bits may change with the message size and NCCL's algorithm: NCCL promises no invariance; said once per "
+           "communicator and reason",
+           state != nullptr ? describe(*state) : std::string("a communicator the library did not adopt"),
+           forwardReasonName(reason), call);
+}
+
 Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   std::shared_ptr<CommState> state = Registry::instance().find(comm);
-  if (!state) return Route::Nccl;
+  if (!state) {
+    warnInvarianceEnds(nullptr, ForwardReason::NotEligible, count, type, op);
+    return Route::Nccl;
+  }
   if (state->gate.closed()) return refuse(*state);
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
@@ -130,10 +157,14 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   std::unique_lock<std::mutex> lock(state->mutex);
   if (state->phase == CommPhase::Pending) {
     state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
+    warnInvarianceEnds(state.get(), ForwardReason::NotReady, count, type, op);
     return Route::Nccl;
   }
   if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
-    if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
+    if (state->phase != CommPhase::Released) {
+      state->stats().countForwarded(ForwardReason::NotEligible);
+      warnInvarianceEnds(state.get(), ForwardReason::NotEligible, count, type, op);
+    }
     return Route::Nccl;
   }
   ncclResult_t async = ncclSuccess;
@@ -144,6 +175,7 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
                     real.getErrorString(query != ncclSuccess ? query : async);
     CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
     state->stats().countForwarded(ForwardReason::NotEligible);
+    warnInvarianceEnds(state.get(), ForwardReason::NotEligible, count, type, op);
     return Route::Nccl;
   }
   AllReduceCall call;
@@ -167,7 +199,9 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
                state->reason);
     }
   }
-  return result.launched ? Route::Ours : Route::Nccl;
+  if (result.launched) return Route::Ours;
+  warnInvarianceEnds(state.get(), result.reason, count, type, op);
+  return Route::Nccl;
 }
 
 }  // namespace

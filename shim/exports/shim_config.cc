@@ -18,6 +18,10 @@ const Config& shimConfig() {
     if (!parsed.debugFile.empty() && !logToFile(parsed.debugFile, &why)) {
       problems.push_back(fmt::format("NCCL_CAR_DEBUG_FILE: {}; logging to stderr", why));
     }
+    if (parsed.disable && parsed.deterministic) {
+      problems.push_back("NCCL_CAR_DETERMINISTIC with NCCL_CAR_DISABLE: every all-reduce goes to NCCL, which "
+                         "promises no invariance");
+    }
     for (const std::string& problem : problems) CAR_WARN(-1, "{}", problem);
     return parsed;
   }();

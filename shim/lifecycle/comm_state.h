@@ -54,6 +54,8 @@ struct CommState {
   PeerMappings peers;
   std::atomic<bool> failureWarned{false};
   std::atomic<bool> refusalWarned{false};
+  // NCCL_CAR_DETERMINISTIC: bit r set once a call forwarded for ForwardReason r was WARNed.
+  std::atomic<std::uint32_t> invarianceWarned{0};
   SymmetricWindows symmetricWindows;  // its own lock: registered from any thread
 
   // Counters of this communicator: the engine's once it exists, else our own.

@@ -361,3 +361,60 @@ TEST_CASE("calls on NCCL symmetric windows go to NCCL up to NCCL_CAR_SYMMETRIC_N
   call.symmetricBuffers = false;  // plain buffers: ours whatever the setting
   CHECK(decideCall({2, true}, call, config).ours);
 }
+
+TEST_CASE("NCCL_CAR_DETERMINISTIC keeps fp64 and symmetric-window calls ours, and changes nothing else",
+          "[policy][invariance]") {
+  Config plain;
+  Config deterministic;
+  deterministic.deterministic = true;
+  const CommunicatorFacts two{2, true, 90};
+  // fp64 above the split 2shot limit: NCCL's by default, 2shot's as far as its area holds it.
+  const CallFacts fp64 = sumOf(ElementType::Float64, (2048 * KiB + 8) / 8);
+  CHECK(decideCall(two, fp64, plain).reason == ForwardReason::TooLarge);
+  const CallDecision kept = decideCall(two, fp64, deterministic);
+  CHECK(kept.ours);
+  CHECK(kept.algorithm == Algorithm::TwoShotPush);
+  CHECK(canRun(Algorithm::TwoShotPush, two, 4096 * KiB - 64, deterministic, 2));
+  CHECK(decideCall(two, sumOf(ElementType::Float64, (4096 * KiB - 64) / 8), deterministic).ours);
+  CHECK(decideCall(two, sumOf(ElementType::Float64, 8192 * KiB / 8), deterministic).reason == ForwardReason::TooLarge);
+  // Integers are exact in any order: NCCL's result is ours, and the faster one stays.
+  CHECK(decideCall(two, sumOf(ElementType::Int64, (2048 * KiB + 8) / 8), deterministic).reason ==
+        ForwardReason::TooLarge);
+  CHECK(invariantOnNccl(ElementType::Int8));
+  CHECK(invariantOnNccl(ElementType::UInt64));
+  CHECK_FALSE(invariantOnNccl(ElementType::Float64));
+  CHECK_FALSE(invariantOnNccl(ElementType::Float8E5M2));
+  CHECK_FALSE(invariantOnNccl(std::nullopt));
+  // Symmetric windows: NCCL's symmetric kernels promise nothing either.
+  CallFacts windowed = sumOf(ElementType::BFloat16, 8192);
+  windowed.symmetricBuffers = true;
+  plain.symmetricNcclBytes = deterministic.symmetricNcclBytes = 16 * KiB;
+  CHECK(decideCall(two, windowed, plain).reason == ForwardReason::SymmetricWindow);
+  CHECK(decideCall(two, windowed, deterministic).ours);
+  plain.symmetricNcclBytes = deterministic.symmetricNcclBytes = 0;
+
+  // Everything else decides as without the setting: every kernel keeps the promise.
+  for (int ranks = 1; ranks <= kMaxRanks + 1; ++ranks) {
+    for (bool nvlink : {true, false}) {
+      const CommunicatorFacts comm{ranks, nvlink, 90};
+      for (int t = 0; t < kElementTypeCount; ++t) {
+        const ElementType type = static_cast<ElementType>(t);
+        for (std::size_t bytes : {std::size_t{16}, 64 * KiB, 512 * KiB + 16, 2048 * KiB, 2048 * KiB + 16, 8192 * KiB,
+                                  8192 * KiB + 16}) {
+          const CallFacts call = sumOf(type, bytes / elementBytes(type));
+          const CallDecision before = decideCall(comm, call, plain);
+          const CallDecision after = decideCall(comm, call, deterministic);
+          CAPTURE(ranks, nvlink, elementTypeName(type), bytes);
+          if (type == ElementType::Float64 && !before.ours && before.reason == ForwardReason::TooLarge &&
+              after.ours) {
+            CHECK(after.algorithm == Algorithm::TwoShotPush);
+            continue;
+          }
+          CHECK(after.ours == before.ours);
+          CHECK(after.reason == before.reason);
+          if (before.ours) CHECK(after.algorithm == before.algorithm);
+        }
+      }
+    }
+  }
+}

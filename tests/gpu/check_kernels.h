@@ -12,6 +12,10 @@ namespace car::testing {
 cudaError_t compareAndPoison(void* output, const void* expected, std::size_t bytes,
                              unsigned long long* errors, cudaStream_t stream);
 
+// Adds the number of bytes in which a and b differ (any alignment of either) to *differing.
+cudaError_t countDifferingBytes(const void* a, const void* b, std::size_t bytes, unsigned long long* differing,
+                                cudaStream_t stream);
+
 // Enqueues a one-thread kernel that spins until *gate (host-mapped memory) is non-zero:
 // holds back everything behind it on `stream` until the host opens the gate.
 cudaError_t launchGate(const volatile int* gate, cudaStream_t stream);

@@ -48,6 +48,7 @@ lane0() {
   step long-runs "$first" 300 "$tests" "[long],[graph],[wrap]" -w NoTests --durations yes
   step ops-push "$first" 300 "$tests" "[ops][1shot],[ops][2shot]" -w NoTests --durations yes
   step ops-thresholds-special "$first" 240 "$tests" "[ops]~[matrix]" -w NoTests --durations yes
+  step invariance "$first" 240 "$tests" "[invariance]" -w NoTests --durations yes
 }
 lane1() {
   for tool in memcheck racecheck synccheck; do
@@ -61,6 +62,8 @@ lane1() {
     step "sanitizer-ops-$tool" "$second" 240 env CAR_GPU_TEST_HANG_SECONDS=200 \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" "[sanitizer-ops]" -w NoTests
   done
+  step sanitizer-invariance-memcheck "$second" 300 env CAR_GPU_TEST_HANG_SECONDS=200 \
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$tests" "[sanitizer-invariance]" -w NoTests
 }
 if [ "$second" != "$first" ]; then
   lane1 >"$logs/lane1.out" 2>&1 &

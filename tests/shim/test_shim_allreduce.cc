@@ -49,3 +49,35 @@ TEST_CASE("allreduce: every op, type, size and alignment is forwarded unchanged"
   }
   if (kind == "rank1") CHECK(carLines(run.err, "WARN").empty());
 }
+
+// NCCL_CAR_DETERMINISTIC promises invariance for the calls taken: every call that goes to NCCL
+// instead is said, once per communicator and reason. Here every call of the matrix is
+// forwarded (ineligible-comm): the 2-rank communicator that makes calls says it once; a 1-rank
+// communicator's all-reduce is a copy, invariant anywhere, and says nothing.
+TEST_CASE("allreduce: NCCL_CAR_DETERMINISTIC WARNs once per communicator that NCCL promises no invariance",
+          "[shim][allreduce][invariance]") {
+  const std::string kind = GENERATE(as<std::string>{}, "rank1", "initall");
+  INFO("communicator " << kind);
+  const ChildResult run = runDriver({"allreduce-matrix", kind}, {"NCCL_CAR_DETERMINISTIC=1"});
+  const std::vector<Segment> segments = checkSteps(run);  // still forwarded unchanged
+  checkSetupPlacement(segments, {"init"});
+  const std::vector<std::string> comms = madeComms(parseOutputs(run.out), "init");
+  REQUIRE(!comms.empty());
+  INFO(run.err);
+  const std::vector<std::string> warnings = linesWith(run.err, {"NCCL-CAR WARN", "NCCL_CAR_DETERMINISTIC"});
+  if (kind == "rank1") {
+    CHECK(carLines(run.err, "WARN").empty());
+  } else {
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("comm " + comms[0] + " rank 0/2") != std::string::npos);
+    CHECK(warnings[0].find("as ineligible-comm (first: 1024 x fp32 sum)") != std::string::npos);
+    CHECK(warnings[0].find("NCCL promises no invariance") != std::string::npos);
+  }
+
+  // Switched off entirely, it says so once, at the first call.
+  const ChildResult disabled = runDriver({"allreduce-matrix", kind}, {"NCCL_CAR_DETERMINISTIC=1", "NCCL_CAR_DISABLE=1"});
+  checkSteps(disabled);
+  INFO(disabled.err);
+  CHECK(linesWith(disabled.err, {"NCCL-CAR WARN", "NCCL_CAR_DETERMINISTIC with NCCL_CAR_DISABLE"}).size() == 1);
+  CHECK(carLines(disabled.err, "WARN").size() == 1);
+}
