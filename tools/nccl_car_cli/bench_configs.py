@@ -5,7 +5,7 @@ differ: buffers registered as NCCL symmetric windows, and environment variables.
 
 from dataclasses import dataclass
 
-from . import paths, settings
+from . import library_query, paths
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def variables(config, base_env, library):
     }
     if config.with_car:
         # The log tally needs the library's INFO lines.
-        changes["NCCL_CAR_DEBUG"] = settings.at_least_info(base_env.get("NCCL_CAR_DEBUG"))
+        changes["NCCL_CAR_DEBUG"] = library_query.at_least_info(base_env.get("NCCL_CAR_DEBUG"))
         changes.update(config.car_variables)
     return changes
 

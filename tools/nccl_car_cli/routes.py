@@ -8,13 +8,16 @@
   dropin   a folder whose libnccl.so.2 is libnccl-car.so, first on LD_LIBRARY_PATH: loads by
            name only, for where LD_AUDIT cannot be used.
 
-choose() reads the command (executables, Python scripts, `-m` modules) without running it."""
+choose() reads the command (executables, Python scripts, `-m` modules) without running it;
+an executable's file says whether it names libnccl in DT_NEEDED (linked: the loader loads
+NCCL for it) or only as a string (the name it passes to dlopen). 64-bit little-endian ELF
+only."""
 
+import mmap
 import os
 import re
 import shutil
-
-from . import elf_probe
+import struct
 
 MODES = ("auto", "preload", "audit", "dropin")
 
@@ -26,6 +29,51 @@ LINKS_NCCL = {"torch": "PyTorch", "cupy": "CuPy"}
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.M)
 _NCCL = re.compile(r"nccl", re.I)
 _SCRIPT_BYTES = 1 << 20
+
+# An executable's NCCL, read off its ELF file.
+DT_NEEDED = 1
+SHT_DYNAMIC = 6
+_NCCL_FILE = b"libnccl.so"
+
+
+def _sections(data):
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    for index in range(shnum):
+        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link
+        yield struct.unpack_from("<IIQQQQI", data, shoff + index * shentsize)
+
+
+def _needed(data):
+    sections = list(_sections(data))
+    needed = []
+    for _name, kind, _flags, _addr, offset, size, link in sections:
+        if kind != SHT_DYNAMIC or link >= len(sections):
+            continue
+        strings = sections[link][4]
+        for entry in range(offset, offset + size - 15, 16):
+            tag, value = struct.unpack_from("<qQ", data, entry)
+            if tag == 0:
+                break
+            if tag == DT_NEEDED:
+                end = data.find(b"\0", strings + value)
+                needed.append(data[strings + value:end].decode(errors="replace"))
+    return needed
+
+
+def nccl_use(path):
+    """"links" (libnccl in DT_NEEDED), "loads" (names libnccl, but not in DT_NEEDED: it
+    dlopens it), None (neither, or not a 64-bit little-endian ELF file)."""
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(6) != b"\x7fELF\x02\x01":
+                return None
+            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if any(name.startswith(_NCCL_FILE.decode()) for name in _needed(data)):
+                    return "links"
+                return "loads" if data.find(_NCCL_FILE) >= 0 else None
+    except (OSError, ValueError, struct.error):
+        return None
 
 
 def _python_findings(path):
@@ -59,7 +107,7 @@ def _is_python_script(path):
 
 
 def _file_findings(path):
-    use = elf_probe.nccl_use(path)
+    use = nccl_use(path)
     name = os.path.basename(path)
     if use == "links":
         return [("links", f"{name} links libnccl.so.2")]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import nccl_probe, options, paths, routes, settings
+from . import host_probe, library_query, options, paths, routes
 from .errors import MissingPrerequisite, UsageError
 from .logparse import LogTally
 
@@ -45,7 +45,7 @@ def add_arguments(parser):
                              "build/shim/libnccl-car.so in this repository)")
     parser.add_argument("--mode", choices=routes.MODES, default="auto",
                         help="how the library gets into the program (default: auto)")
-    # Values are checked by the library itself (settings.refuse_ignored), not here.
+    # Values are checked by the library itself (library.refuse_ignored), not here.
     parser.add_argument("--algo", metavar="NAME",
                         help="auto or a kernel name -> NCCL_CAR_ALGO")
     parser.add_argument("--max-bytes", type=options.size, metavar="SIZE",
@@ -94,7 +94,7 @@ def option_variables(args):
 def child_environment(base, args, library, mode="preload", dropin_folder=None):
     env = route_environment(base, mode, library, dropin_folder)
     env.update(option_variables(args))
-    env["NCCL_CAR_DEBUG"] = settings.at_least_info(env.get("NCCL_CAR_DEBUG"))
+    env["NCCL_CAR_DEBUG"] = library_query.at_least_info(env.get("NCCL_CAR_DEBUG"))
     return env
 
 
@@ -162,7 +162,7 @@ def _dropin_folder(library, made):
 def _real_nccl_for_dropin(env, library):
     """The real libnccl.so.2 as doctor finds it (Python wheels included, which the library
     cannot see), never the library itself; None when there is none."""
-    found = nccl_probe.locate(env, sys.path, exclude=library)
+    found = host_probe.locate_nccl(env, sys.path, exclude=library)
     return found["path"] if found["path"] and os.path.isabs(found["path"]) else None
 
 
@@ -201,7 +201,7 @@ def execute(args):
     if not command:
         raise UsageError("no command given: nccl-car run [options] -- COMMAND ...")
     library, source = paths.library_location(args.lib, os.environ)
-    note = settings.refuse_ignored(option_variables(args), os.environ, library)
+    note = library_query.refuse_ignored(option_variables(args), os.environ, library)
     if note:
         print(f"nccl-car run: {note}", file=sys.stderr)
     if not os.path.isfile(library):
@@ -248,7 +248,7 @@ def _run(command, env, mode):
     code = 128 - returncode if returncode < 0 else returncode
     how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with {returncode}"
     print(f"nccl-car run: {command[0]} {how}", file=sys.stderr)
-    unreached = [] if settings.library_disabled(env) else unreached_lines(tally, mode)
+    unreached = [] if library_query.library_disabled(env) else unreached_lines(tally, mode)
     # Silence says nothing more than the lines that explain it.
     summary = tally.summary_lines() if tally.library_lines or not unreached else []
     for line in summary + unreached:
