@@ -11,13 +11,17 @@
 choose() reads the command (executables, Python scripts, `-m` modules) without running it;
 an executable's file says whether it names libnccl in DT_NEEDED (linked: the loader loads
 NCCL for it) or only as a string (the name it passes to dlopen). 64-bit little-endian ELF
-only."""
+only. environment_for() sets up a program's environment for the mode chosen."""
 
 import mmap
 import os
 import re
 import shutil
 import struct
+import sys
+import tempfile
+
+from . import host_probe, paths
 
 MODES = ("auto", "preload", "audit", "dropin")
 
@@ -163,3 +167,40 @@ def installed_packages(find_spec, version_of):
                 version = None
             found.append((package, version, kind))
     return found
+
+
+# ---- Bringing the library in by a mode ----
+
+def environment_for(base, mode, library, dropin_folder=None):
+    """`base` with the library brought in by `mode` (and taken out of LD_PRELOAD otherwise)."""
+    env = dict(base)
+    if mode == "preload":
+        env["LD_PRELOAD"] = paths.preload_with(base.get("LD_PRELOAD"), library)
+        return env
+    rest = paths.preload_without(base.get("LD_PRELOAD"), library)
+    if rest:
+        env["LD_PRELOAD"] = rest
+    else:
+        env.pop("LD_PRELOAD", None)
+    if mode == "audit":
+        env["LD_AUDIT"] = paths.path_list_with(base.get("LD_AUDIT"), paths.audit_module_for(library))
+    else:
+        env["LD_LIBRARY_PATH"] = paths.path_list_with(base.get("LD_LIBRARY_PATH"), dropin_folder)
+    return env
+
+
+def dropin_folder(library, made):
+    """The build's drop-in folder, or a temporary one (added to `made`, removed after the run)."""
+    folder = paths.dropin_folder_for(library)
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
+        os.symlink(library, os.path.join(folder, "libnccl.so.2"))
+        made.append(folder)
+    return folder
+
+
+def real_nccl_for_dropin(env, library):
+    """The real libnccl.so.2 as doctor finds it (Python wheels included, which the library
+    cannot see), never the library itself; None when there is none."""
+    found = host_probe.locate_nccl(env, sys.path, exclude=library)
+    return found["path"] if found["path"] and os.path.isabs(found["path"]) else None
