@@ -174,7 +174,7 @@ def _taken_note(policy, taken):
     ops = [op for op in policy["ops"] if all(op in candidate["ops_taken"] for candidate in taken)]
     return (f"({SAMPLE_TYPE} sums at doubling sizes, as the library's policy decides them; it takes "
             f"{' and '.join(policy['collectives'])} calls of {', '.join(ops)} on {', '.join(types)}, with every "
-            f"rank on this host; other types may switch kernels at other sizes)")
+            f"rank on this host; other types may switch kernels, or go to NCCL, at other sizes)")
 
 
 def judge(gpus, effective, query, env):
