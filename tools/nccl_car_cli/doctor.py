@@ -179,7 +179,7 @@ def _taken_note(policy, taken):
 
 def judge(gpus, effective, query, env):
     """{"line", "accelerates" (None when not known), "communicators", "note"}: the verdict
-    on this machine under `env`'s settings (`effective`, from library.effective_settings)."""
+    on this machine under `env`'s settings (`effective`, from library_query.effective_settings)."""
     result = {"line": None, "accelerates": False, "communicators": [], "note": None}
     n = len(gpus["gpus"])
     if n == 0:

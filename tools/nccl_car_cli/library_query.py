@@ -87,6 +87,8 @@ def find(env, library=None):
     return LibraryQuery(path), None
 
 
+# ---- The NCCL_CAR_* variables, as the library reads them ----
+
 # Read by this tool only: where libnccl-car.so and the query program are.
 TOOL_VARIABLES = ("NCCL_CAR_LIB", "NCCL_CAR_QUERY")
 
