@@ -47,21 +47,7 @@ const std::string& hostName() {
   return name;
 }
 
-const char* baseName(const char* path) {
-  const char* slash = std::strrchr(path, '/');
-  return slash != nullptr ? slash + 1 : path;
-}
-
 }  // namespace
-
-const char* logLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::Warn: return "WARN";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Trace: return "TRACE";
-  }
-  return "?";
-}
 
 bool logToFile(const std::string& pattern, std::string* why) {
   const std::string path = expandLogFileName(pattern, hostName(), static_cast<long>(getpid()));
@@ -84,10 +70,9 @@ void writeLogLine(LogLevel level, const char* file, int line, int device, const 
     cudaGetLastError();  // no device here: not an error worth keeping
     device = -1;
   }
-  const std::string where =
-      level == LogLevel::Warn ? fmt::format("{}:{} ", baseName(file), line) : std::string();
-  sink().info("{}:{}:{} [{}] {}NCCL-CAR {} {}", hostName(), getpid(),
-              static_cast<long>(syscall(SYS_gettid)), device, where, logLevelName(level), text);
+  const std::string start = logText(formatLineStart, hostName().c_str(), static_cast<long>(getpid()),
+                                    static_cast<long>(syscall(SYS_gettid)), device, level, file, line);
+  sink().info("{}{}", start, text);
 }
 
 }  // namespace car

@@ -1,18 +1,16 @@
-// NCCL-style log lines: "host:pid:tid [dev] NCCL-CAR INFO message". The level is checked
-// before anything is formatted, so a disabled line costs one comparison.
+// NCCL-style log lines: "host:pid:tid [dev] NCCL-CAR INFO message" (their shape:
+// log_format.h). The level is checked before anything is formatted, so a disabled line costs
+// one comparison.
 #pragma once
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <string>
 
+#include "log_format.h"
+
 namespace car {
-
-enum class LogLevel { Warn = 0, Info = 1, Trace = 2 };
-constexpr int kLogLevelCount = 3;
-
-// "WARN", "INFO", "TRACE": how lines show the level and how NCCL_CAR_DEBUG names it.
-const char* logLevelName(LogLevel level);
 
 void setLogLevel(LogLevel level);
 LogLevel logLevel();
@@ -25,6 +23,16 @@ bool logToFile(const std::string& pattern, std::string* why);
 
 // device < 0 prints the calling thread's current CUDA device, if any.
 void writeLogLine(LogLevel level, const char* file, int line, int device, const std::string& text);
+
+// The text one of log_format.h's functions writes, as a string:
+// CAR_INFO(device, "{}", logText(formatRealNcclFound, origin)).
+template <typename... Params, typename... Given>
+std::string logText(std::size_t (*format)(char*, std::size_t, Params...), const Given&... given) {
+  const std::size_t length = format(nullptr, 0, given...);
+  std::string text(length, '\0');
+  format(text.data(), length + 1, given...);
+  return text;
+}
 
 }  // namespace car
 

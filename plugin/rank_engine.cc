@@ -115,8 +115,8 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
   }
   result.algorithm = decision.algorithm;
   stats_.countTaken(decision.algorithm, decision.bytes);
-  CAR_TRACE(options_.device, "rank {} all-reduce {} x {} {} ({} bytes) -> {}", options_.rank, call.count,
-            elementTypeName(*call.type), reduceOpName(*call.op), decision.bytes, algorithmName(decision.algorithm));
+  CAR_TRACE(options_.device, "{}", logText(formatTakenCall, options_.rank, call.count, elementTypeName(*call.type),
+                                           reduceOpName(*call.op), decision.bytes, algorithmName(decision.algorithm)));
   return result;
 }
 

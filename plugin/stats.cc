@@ -1,6 +1,6 @@
 #include "stats.h"
 
-#include <fmt/format.h>
+#include "log.h"
 
 namespace car {
 
@@ -13,21 +13,16 @@ void CallStats::mergeFrom(const CallStats& other) {
 }
 
 std::string CallStats::summary() const {
-  std::uint64_t forwardedTotal = 0;
-  std::string reasons;
-  for (int i = 0; i < static_cast<int>(ForwardReason::kCount); ++i) {
-    const std::uint64_t n = forwarded(static_cast<ForwardReason>(i));
-    if (n == 0) continue;
-    forwardedTotal += n;
-    reasons += fmt::format("{}{}={}", reasons.empty() ? "" : " ",
-                           forwardReasonName(static_cast<ForwardReason>(i)), n);
-  }
-  std::string taken;
+  std::array<NamedCount, kAlgorithmCount> taken{};
+  int kernels = 0;
   for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
-    taken += fmt::format(" {}={}", algorithmName(algorithm), this->taken(algorithm));
+    taken[kernels++] = {algorithmName(algorithm), this->taken(algorithm)};
   }
-  return fmt::format("taken{} ({} bytes) forwarded {}{}", taken, takenBytes(), forwardedTotal,
-                     reasons.empty() ? "" : " (" + reasons + ")");
+  std::array<NamedCount, static_cast<int>(ForwardReason::kCount)> reasons{};
+  for (int i = 0; i < static_cast<int>(ForwardReason::kCount); ++i) {
+    reasons[i] = {forwardReasonName(static_cast<ForwardReason>(i)), forwarded(static_cast<ForwardReason>(i))};
+  }
+  return logText(formatCallCounts, taken.data(), kernels, takenBytes(), reasons.data(), static_cast<int>(reasons.size()));
 }
 
 }  // namespace car

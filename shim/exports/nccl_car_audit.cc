@@ -11,16 +11,17 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "exports/audit_query.h"
+#include "log_format.h"
 
 #define CAR_AUDIT_API extern "C" __attribute__((visibility("default")))
 
@@ -34,26 +35,21 @@ char gRealNccl[PATH_MAX];  // the first NCCL the program would have loaded
 char gAnswer[PATH_MAX + 2];
 bool gServing = false;  // libnccl-car.so is loaded in the program
 
-// One line in NCCL-CAR's format, so that nccl-car run counts it; one write() per line.
-void logLine(const char* level, int line, const char* format, ...) {
-  const char* wanted = getenv("NCCL_CAR_DEBUG");
-  const bool info = wanted != nullptr && (strcasecmp(wanted, "INFO") == 0 || strcasecmp(wanted, "TRACE") == 0);
-  const bool warn = strcmp(level, "WARN") == 0;
-  if (!warn && !info) return;
+// One line in the library's format (log_format.h), so that nccl-car run counts it; one
+// writev() per line. NCCL_CAR_DEBUG is read as the library reads it.
+void logLine(car::LogLevel level, int line, const char* text) {
+  if (level > car::logLevelNamed(getenv("NCCL_CAR_DEBUG"))) return;
   char host[256] = "unknown";
   gethostname(host, sizeof(host) - 1);
-  char where[64] = "";
-  if (warn) snprintf(where, sizeof(where), "nccl_car_audit.cc:%d ", line);
-  char text[3 * PATH_MAX];
-  int used = snprintf(text, sizeof(text), "%s:%d:%ld [-1] %sNCCL-CAR %s audit: ", host, static_cast<int>(getpid()),
-                      static_cast<long>(syscall(SYS_gettid)), where, level);
-  va_list args;
-  va_start(args, format);
-  used += vsnprintf(text + used, sizeof(text) - used - 1, format, args);
-  va_end(args);
-  if (used > static_cast<int>(sizeof(text)) - 2) used = sizeof(text) - 2;
-  text[used++] = '\n';
-  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, text, used);
+  char start[512];
+  const size_t length = car::formatLineStart(start, sizeof(start), host, getpid(), syscall(SYS_gettid), -1, level,
+                                             __FILE__, line);
+  char newline[] = "\n";
+  iovec parts[] = {{start, length < sizeof(start) ? length : sizeof(start) - 1},
+                   {const_cast<char*>(car::kAuditTag), strlen(car::kAuditTag)},
+                   {const_cast<char*>(text), strlen(text)},
+                   {newline, 1}};
+  [[maybe_unused]] const ssize_t written = writev(STDERR_FILENO, parts, sizeof(parts) / sizeof(parts[0]));
 }
 
 // Finds libnccl-car.so beside this module, once. Without it nothing is redirected.
@@ -64,14 +60,18 @@ bool locate() {
   char self[PATH_MAX];
   if (dladdr(reinterpret_cast<void*>(&locate), &info) == 0 || info.dli_fname == nullptr ||
       realpath(info.dli_fname, self) == nullptr) {
-    logLine("WARN", __LINE__, "cannot tell where this module is: NCCL loads unchanged");
+    logLine(car::LogLevel::Warn, __LINE__, "cannot tell where this module is: NCCL loads unchanged");
     return false;
   }
   char* slash = strrchr(self, '/');
   if (slash != nullptr) *slash = '\0';
   snprintf(gOurLibrary, sizeof(gOurLibrary), "%s/libnccl-car.so", self);
   gFound = stat(gOurLibrary, &gOurFile) == 0;
-  if (!gFound) logLine("WARN", __LINE__, "%s is missing: NCCL loads unchanged, nccl-car is not used", gOurLibrary);
+  if (!gFound) {
+    char text[PATH_MAX + 64];
+    snprintf(text, sizeof(text), "%s is missing: NCCL loads unchanged, nccl-car is not used", gOurLibrary);
+    logLine(car::LogLevel::Warn, __LINE__, text);
+  }
   return gFound;
 }
 
@@ -141,8 +141,9 @@ CAR_AUDIT_API char* la_objsearch(const char* name, uintptr_t*, unsigned int flag
   if (!exists && !gServing) return const_cast<char*>(name);  // not in this folder: the loader tries the next
   if (exists) {
     remember(name);
-    logLine("INFO", __LINE__, "%s is served by %s; the real NCCL is %s", name, gOurLibrary,
-            gRealNccl[0] != '\0' ? gRealNccl : "not known yet");
+    char served[3 * PATH_MAX + 64];
+    car::formatAuditServed(served, sizeof(served), name, gOurLibrary, gRealNccl[0] != '\0' ? gRealNccl : nullptr);
+    logLine(car::LogLevel::Info, __LINE__, served);
   }
   gServing = true;
   return gOurLibrary;

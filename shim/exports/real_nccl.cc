@@ -112,7 +112,7 @@ const RealNccl* realNccl() {
   }
   table = candidate;
   ready.store(true, std::memory_order_release);
-  CAR_INFO(-1, "real NCCL found as {}", table.origin);
+  CAR_INFO(-1, "{}", logText(formatRealNcclFound, table.origin));
   return &table;
 }
 

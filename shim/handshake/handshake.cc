@@ -193,10 +193,8 @@ void conclude(Slot& slot) {
   if (verdict.eligible) {
     state.engine->attachPeers(slot.bases.data(), verdict.fullNvlink, verdict.computeCapability);
     state.phase = CommPhase::Ready;
-    CAR_INFO(state.device, "{} setup: eligible ({} peers, {}, sm_{}, up to {} bytes)", describe(state),
-             verdict.allSameProcess ? "same-process" : "ipc", verdict.fullNvlink ? "full nvlink" : "no nvlink",
-             verdict.computeCapability == 0 ? std::string("mixed") : std::to_string(verdict.computeCapability),
-             shimConfig().maxBytes);
+    CAR_INFO(state.device, "{}", logText(formatSetupEligible, describe(state).c_str(), verdict.allSameProcess,
+                                         verdict.fullNvlink, verdict.computeCapability, shimConfig().maxBytes));
     return;
   }
   letGoOfBuffers(state, state.takeEngine());
@@ -208,7 +206,7 @@ void conclude(Slot& slot) {
   } else if (verdict.unexpected && !slot.warned) {
     CAR_WARN(state.device, "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
   }
-  CAR_INFO(state.device, "{} setup: not eligible: {}", describe(state), verdict.reason);
+  CAR_INFO(state.device, "{}", logText(formatSetupNotEligible, describe(state).c_str(), verdict.reason.c_str()));
 }
 
 }  // namespace

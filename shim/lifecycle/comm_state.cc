@@ -1,6 +1,6 @@
 #include "lifecycle/comm_state.h"
 
-#include <fmt/format.h>
+#include "log.h"
 
 namespace car {
 
@@ -24,8 +24,7 @@ std::unique_ptr<RankEngine> CommState::takeEngine() {
 }
 
 std::string describe(const CommState& state) {
-  if (state.ranks == 0) return fmt::format("comm {} rank ?/?", static_cast<const void*>(state.comm));
-  return fmt::format("comm {} rank {}/{}", static_cast<const void*>(state.comm), state.rank, state.ranks);
+  return logText(formatCommName, static_cast<const void*>(state.comm), state.rank, state.ranks);
 }
 
 }  // namespace car

@@ -76,7 +76,7 @@ void releaseOurSide(CommState& state, ReleaseKind kind) {
     }
     letGoOfBuffers(state, std::move(engine));
   }
-  CAR_INFO(state.device, "{} released: {}", describe(state), summary);
+  CAR_INFO(state.device, "{}", logText(formatReleased, describe(state).c_str(), summary.c_str()));
 }
 
 void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind) {

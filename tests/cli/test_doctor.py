@@ -11,7 +11,7 @@ from unittest import mock
 
 import cli_support
 from cli_support import clean_env, run_tool
-from nccl_car_cli import doctor, host_probe, machine_verdict, nccl_probe, settings
+from nccl_car_cli import doctor, host_probe, library_query
 
 
 def machine(n, p2p=True, nvlink=True):
@@ -37,7 +37,7 @@ class VerdictTest(unittest.TestCase):
         self.query = cli_support.query_program(self)
 
     def judge(self, report, **env):
-        return machine_verdict.judge(report, settings.effective_settings(env, self.query), self.query, env)
+        return doctor.judge(report, library_query.effective_settings(env, self.query), self.query, env)
 
     def verdict_of(self, report, **env):
         judged = self.judge(report, **env)
@@ -69,21 +69,30 @@ class VerdictTest(unittest.TestCase):
 
         judged = self.judge(machine(4))
         self.assertEqual([kernels(candidate) for candidate in judged["communicators"]], [["1shot", "2shot"]] * 3)
-        line = machine_verdict.communicator_line(judged["communicators"][2])
+        line = doctor.communicator_line(judged["communicators"][2])
         self.assertRegex(line, r"^    4 ranks on GPUs 0,1,2,3 \(NVLink, sm_90\): 1shot 16 B\.\.\S+ \S+, "
                                r"2shot \S+ \S+\.\.8 MiB$")
         judged = self.judge(machine(4), NCCL_CAR_PUSH_MAX_BYTES="0", NCCL_CAR_MAX_BYTES="1048576")
         self.assertEqual([kernels(candidate) for candidate in judged["communicators"]],
                          [["1stage"], ["1stage", "2stage"], ["1stage", "2stage"]])
         judged = self.judge(machine(2), NCCL_CAR_ALGO="2stage")
-        self.assertEqual(machine_verdict.ranges_text(judged["communicators"][0]["decisions"]), "2stage 16 B..8 MiB")
-        self.assertIn("only ever takes ncclSum on fp16, bf16, fp32", judged["note"])
+        self.assertEqual(doctor.ranges_text(judged["communicators"][0]["decisions"]), "2stage 16 B..8 MiB")
+
+    def test_note_says_what_the_policy_takes(self):
+        # Every op and type the library names, as its policy takes them on these GPUs.
+        policy = self.query.policy({})
+        taken = self.query.decide({}, 2, True, 90, [16], "bf16")
+        self.assertEqual(taken["types_taken"], [t["name"] for t in policy["element_types"]])
+        note = self.judge(machine(2))["note"]
+        self.assertIn(f"{' and '.join(policy['collectives'])} calls of {', '.join(taken['ops_taken'])} on "
+                      f"{', '.join(taken['types_taken'])}, with every rank on this host", note)
+        self.assertIsNone(self.judge(machine(2), NCCL_CAR_DISABLE="1")["note"])
 
     def test_more_gpus_than_ranks_supported(self):
         judged = self.judge(machine(16))
         self.assertIn("between 2..8 ranks", judged["line"])
         self.assertIn("more than 8 ranks are forwarded", judged["line"])
-        self.assertEqual(machine_verdict.ranges_text(judged["communicators"][-1]["decisions"]),
+        self.assertEqual(doctor.ranges_text(judged["communicators"][-1]["decisions"]),
                          "NCCL (ineligible-comm) 16 B..8 MiB")
 
     def test_disabled(self):
@@ -116,8 +125,8 @@ class VerdictTest(unittest.TestCase):
 
     def test_without_the_query_program(self):
         env = {"NCCL_CAR_QUERY": "/nonexistent"}
-        effective = settings.effective_settings(env, None, "the query program is not built")
-        judged = machine_verdict.judge(machine(4), effective, None, env)
+        effective = library_query.effective_settings(env, None, "the query program is not built")
+        judged = doctor.judge(machine(4), effective, None, env)
         self.assertEqual(judged["line"], "verdict: not known: the query program is not built")
         self.assertIsNone(judged["accelerates"])
 
@@ -137,7 +146,8 @@ class TextReportTest(unittest.TestCase):
         self.assertIn("verdict: 3 GPUs, NVLink between some of them: all-reduces up to 1 MiB between "
                       "2 ranks would be accelerated; communicators of more than 2 ranks are forwarded", text)
         self.assertIn("\n    2 ranks on GPUs 0,1 (NVLink, sm_90): 1shot 16 B..", text)
-        self.assertTrue(text.endswith("with every rank on this host)"))
+        self.assertTrue(text.endswith(f"\n    {report['verdict_note']}"))
+        self.assertIn("with every rank on this host", report["verdict_note"])
         self.assertTrue(report["accelerates"])
 
 
@@ -147,7 +157,7 @@ class NcclSearchTest(unittest.TestCase):
             wheel = os.path.join(site, "nvidia", "nccl", "lib")
             os.makedirs(wheel)
             open(os.path.join(wheel, "libnccl.so.2"), "w").close()
-            found = nccl_probe.candidates({"NCCL_CAR_NCCL_LIB": "/opt/nccl.so"}, ["/nowhere", site])
+            found = host_probe.nccl_candidates({"NCCL_CAR_NCCL_LIB": "/opt/nccl.so"}, ["/nowhere", site])
         self.assertEqual([source for source, _ in found],
                          ["NCCL_CAR_NCCL_LIB", "the dynamic loader", "a Python wheel (PyTorch's NCCL)",
                           "the CUDA folder"])
@@ -163,7 +173,7 @@ class NcclSearchTest(unittest.TestCase):
 
         def load(target):
             loaded.append(target)
-            if target == nccl_probe.SONAME:
+            if target == host_probe.NCCL_SONAME:
                 raise OSError("libnccl.so.2: cannot open shared object file")
             return FakeNccl()
 
@@ -171,15 +181,15 @@ class NcclSearchTest(unittest.TestCase):
             wheel = os.path.join(site, "nvidia", "nccl", "lib", "libnccl.so.2")
             os.makedirs(os.path.dirname(wheel))
             open(wheel, "w").close()
-            result = nccl_probe.locate({"NCCL_CAR_NCCL_LIB": "/missing/libnccl.so.2"}, [site], load=load)
-        self.assertEqual(loaded, [nccl_probe.SONAME, wheel])
+            result = host_probe.locate_nccl({"NCCL_CAR_NCCL_LIB": "/missing/libnccl.so.2"}, [site], load=load)
+        self.assertEqual(loaded, [host_probe.NCCL_SONAME, wheel])
         self.assertEqual((result["path"], result["version"]), (wheel, "2.27.3"))
         self.assertEqual([t["error"] is None for t in result["tried"]], [False, False, True])
 
     def test_decode_version(self):
-        self.assertEqual(nccl_probe.decode_version(22809), "2.28.9")
-        self.assertEqual(nccl_probe.decode_version(21903), "2.19.3")
-        self.assertEqual(nccl_probe.decode_version(2804), "2.8.4")
+        self.assertEqual(host_probe.decode_version(22809), "2.28.9")
+        self.assertEqual(host_probe.decode_version(21903), "2.19.3")
+        self.assertEqual(host_probe.decode_version(2804), "2.8.4")
 
 
 class HostProbeTest(unittest.TestCase):

@@ -1,118 +1,157 @@
-"""The library's log lines, added up over communicators and processes."""
+"""The library's log lines, added up over communicators and processes.
 
+The lines are the library's own: `nccl_car_query log-samples` makes them with the formatter
+every writer uses (plugin/log_format.h) and says what each was made from, so a change of
+format on either side fails here. Expected totals are computed from those facts."""
+
+import os
 import unittest
+from collections import Counter
 
-import cli_support  # noqa: F401  (puts tools/ on sys.path)
+import cli_support
 from nccl_car_cli.logparse import LogTally
 
-# Two processes (pids 100 and 200) on one host, each with rank 0 or 1 of one eligible
-# 2-rank communicator; a third process with a 4-rank communicator spanning hosts; an
-# mpirun --tag-output prefix; a WARN; lines that are not the library's.
-SAMPLE = """\
-NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
-node-a:100:101 [0] NCCL-CAR INFO real NCCL found as the next library (RTLD_NEXT)
-node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
-[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
-node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 setup: not eligible: ranks span 2 hosts
-node-b:300:301 [0] shim.cc:123 NCCL-CAR WARN NCCL_CAR_ALGO differs between rank 0 and rank 1
-node-a:100:101 [0] NCCL-CAR TRACE comm 0x55d0c0a0 call 1: 1stage 4096 bytes
-step 10 loss 2.31
-node-a:100:101 [0] NCCL-CAR INFO comm 0x55d0c0a0 rank 0/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 4 (op=1 too-large=3)
-[1,1]<stderr>:node-a:200:201 [1] NCCL-CAR INFO comm 0x7f00aa00 rank 1/2 released: taken 1shot=0 2shot=0 1stage=12 2stage=3 (1052688 bytes) forwarded 5 (op=1 empty=1 too-large=3)
-node-b:300:301 [0] NCCL-CAR INFO comm 0x1234 rank 1/4 released: taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 20 (ineligible-comm=20)
-"""
+# Lines of other programs, between the library's.
+NOISE = ["NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>", "step 10 loss 2.31", "h:1:2 [0] NCCL WARN not ours", ""]
+# mpirun --tag-output puts this before every line of one rank.
+LAUNCHER_PREFIX = "[1,1]<stderr>:"
 
 
-def tally_of(text):
+def tally_of(lines):
     tally = LogTally()
-    for line in text.splitlines(keepends=True):
-        tally.feed(line)
+    for line in lines:
+        tally.feed(line + "\n")
     return tally
 
 
-class LogTallyTest(unittest.TestCase):
+class LogSamplesTest(unittest.TestCase):
+    def setUp(self):
+        query = cli_support.query_program(self)
+        self.samples = query.log_samples()
+        self.policy = query.policy({})
+
+    def of(self, *kinds):
+        return [sample for sample in self.samples if sample["kind"] in kinds]
+
+    def job_output(self, samples=None):
+        """The samples as one job's stderr: one process's lines behind a launcher's prefix,
+        other programs' lines in between."""
+        second_pid = self.of("setup-eligible")[1]["pid"]
+        lines = []
+        for index, sample in enumerate(self.samples if samples is None else samples):
+            lines.append((LAUNCHER_PREFIX if sample["pid"] == second_pid else "") + sample["line"])
+            lines.append(NOISE[index % len(NOISE)])
+        return lines
+
+    def test_every_kind_the_parser_reads_is_sampled(self):
+        self.assertEqual({sample["kind"] for sample in self.samples},
+                         {"real-nccl-found", "setup-eligible", "setup-not-eligible", "warn", "taken-call",
+                          "released", "audit-served"})
+        self.assertEqual(len({(s["host"], s["pid"]) for s in self.of("setup-eligible")}), 2)
+
     def test_sums_over_communicators_and_processes(self):
-        tally = tally_of(SAMPLE)
-        self.assertEqual(tally.library_lines, 9)
-        self.assertEqual(len(tally.processes), 3)
-        self.assertEqual(tally.setups, 3)
-        self.assertEqual(tally.communicators, 1)  # only one rank-0 setup line
-        self.assertEqual(tally.eligible, 2)
-        self.assertEqual(dict(tally.not_eligible), {"ranks span 2 hosts": 1})
-        self.assertEqual(tally.taken_calls, 30)
-        self.assertEqual(tally.taken["2stage"], 6)
-        self.assertEqual(tally.taken_bytes, 2 * 1052688)
-        self.assertEqual(tally.forwarded, 29)
-        self.assertEqual(dict(tally.forward_reasons),
-                         {"op": 2, "too-large": 6, "empty": 1, "ineligible-comm": 20})
-        self.assertEqual(tally.warnings, ["shim.cc:123: NCCL_CAR_ALGO differs between rank 0 and rank 1"])
+        tally = tally_of(self.job_output())
+        setups = self.of("setup-eligible", "setup-not-eligible")
+        released = self.of("released")
+        self.assertEqual(tally.library_lines, len(self.samples))
+        self.assertEqual(tally.processes, {(s["host"], str(s["pid"])) for s in self.samples})
+        self.assertEqual(tally.setups, len(setups))
+        self.assertEqual(tally.communicators, sum(1 for s in setups if s["rank"] == 0))
+        self.assertEqual(tally.eligible, len(self.of("setup-eligible")))
+        self.assertEqual(tally.not_eligible, Counter(s["reason"] for s in self.of("setup-not-eligible")))
+        self.assertEqual(tally.releases, len(released))
+        self.assertEqual(tally.taken, sum((Counter(s["taken"]) for s in released), Counter()))
+        self.assertEqual(tally.taken_bytes, sum(s["bytes"] for s in released))
+        self.assertEqual(tally.forwarded, sum(sum(s["forwarded"].values()) for s in released))
+        self.assertEqual(tally.forward_reasons, sum((Counter(s["forwarded"]) for s in released), Counter()))
+        self.assertEqual(tally.traced, Counter(s["kernel"] for s in self.of("taken-call")))
+        self.assertEqual(tally.warnings, [f"{os.path.basename(s['file'])}:{s['source_line']}: {s['text']}"
+                                          for s in self.of("warn")])
+        self.assertEqual(tally.real_nccl_found, len(self.of("real-nccl-found")))
+        self.assertEqual(tally.audit_served, len(self.of("audit-served")))
         self.assertEqual(tally.never_released, 0)
         self.assertEqual(tally.not_understood, [])
 
-    def test_summary_text(self):
-        summary = "\n".join(tally_of(SAMPLE).summary_lines())
-        self.assertIn("3 process(es); 1 communicator(s), 3 communicator rank(s) set up: "
-                      "2 eligible, 1 not eligible", summary)
-        self.assertIn("not eligible (1 rank(s)): ranks span 2 hosts", summary)
-        self.assertIn("taken: 30 call(s) (1shot 0, 2shot 0, 1stage 24, 2stage 6)", summary)
-        self.assertIn("(2105376 bytes)", summary)
-        self.assertIn("forwarded to NCCL: 29 call(s) (ineligible-comm 20, too-large 6, op 2, "
-                      "empty 1)", summary)
-        self.assertIn("WARN lines: 1", summary)
+    def test_every_kernel_and_reason_the_library_names_is_read(self):
+        tally = tally_of(self.job_output())
+        self.assertEqual(set(tally.taken), set(self.policy["algorithms"]))
+        self.assertEqual(set(tally.forward_reasons), set(self.policy["forward_reasons"]))
+        self.assertTrue(all(tally.forward_reasons.values()))
+        self.assertEqual({s["type"] for s in self.of("taken-call")}, {t["name"] for t in self.policy["element_types"]})
 
     def test_each_release_keeps_its_own_counts(self):
-        tally = tally_of(SAMPLE)
-        self.assertEqual([dict(taken) for taken in tally.released],
-                         [{"1shot": 0, "2shot": 0, "1stage": 12, "2stage": 3}] * 2 +
-                         [{"1shot": 0, "2shot": 0, "1stage": 0, "2stage": 0}])
+        tally = tally_of(self.job_output())
+        self.assertEqual([dict(taken) for taken in tally.released], [s["taken"] for s in self.of("released")])
 
-    def test_trace_lines_count_the_calls_taken(self):
-        tally = tally_of("h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 4096 x bf16 (8192 bytes) -> 1shot\n"
-                         "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 4194304 x fp32 (16777216 bytes) -> 2shot\n"
-                         "[1,1]<stderr>:h:3:3 [1] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 (8192 bytes) "
-                         "-> 1shot\n"
-                         "h:1:2 [0] NCCL-CAR INFO rank 0 all-reduce 16 x bf16 (32 bytes) -> 1shot\n"
-                         # Since every op is taken, the line names it after the type.
-                         "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 3 x int64 max (24 bytes) -> 1shot\n"
-                         "h:1:2 [0] NCCL-CAR TRACE rank 0 all-reduce 9 x fp8e4m3 avg (9 bytes) -> 2shot\n")
-        self.assertEqual(dict(tally.traced), {"1shot": 3, "2shot": 2})
-        self.assertEqual(tally.taken_calls, 0)  # released: lines alone count as taken
-        # The TRACE line in SAMPLE is in an older shape: not counted.
-        self.assertEqual(sum(tally_of(SAMPLE).traced.values()), 0)
+    def test_summary_text(self):
+        tally = tally_of(self.job_output())
+        summary = "\n".join(tally.summary_lines())
+        setups = self.of("setup-eligible", "setup-not-eligible")
+        processes = {(s["host"], s["pid"]) for s in self.samples}
+        self.assertIn(f"nccl-car: {len(processes)} process(es); {tally.communicators} communicator(s), "
+                      f"{len(setups)} communicator rank(s) set up: {len(self.of('setup-eligible'))} eligible, "
+                      f"{len(self.of('setup-not-eligible'))} not eligible", summary)
+        for sample in self.of("setup-not-eligible"):
+            self.assertIn(f"not eligible (1 rank(s)): {sample['reason']}", summary)
+        # The kernels in the library's own order, every one of them.
+        per_kernel = ", ".join(f"{kernel} {count}" for kernel, count in tally.taken.items())
+        self.assertIn(f"taken: {tally.taken_calls} call(s) ({per_kernel}), ", summary)
+        self.assertIn(f"({tally.taken_bytes} bytes), counted on every rank", summary)
+        reasons = ", ".join(f"{reason} {count}" for reason, count in
+                            sorted(tally.forward_reasons.items(), key=lambda item: (-item[1], item[0])))
+        self.assertIn(f"forwarded to NCCL: {tally.forwarded} call(s) ({reasons})", summary)
+        self.assertIn(f"WARN lines: {len(self.of('warn'))}", summary)
 
     def test_forwarded_zero_has_no_reasons(self):
-        tally = tally_of("h:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=0 2shot=0 1stage=5 "
-                         "2stage=0 (80 bytes) forwarded 0\n")
-        self.assertEqual((tally.releases, tally.taken_calls, tally.forwarded), (1, 5, 0))
+        nothing = [s for s in self.of("released") if not s["forwarded"]]
+        self.assertTrue(nothing)
+        tally = tally_of(sample["line"] for sample in nothing)
+        self.assertEqual((tally.releases, tally.forwarded), (len(nothing), 0))
+        self.assertEqual(tally.taken_calls, sum(sum(s["taken"].values()) for s in nothing))
         self.assertIn("forwarded to NCCL: 0 call(s)\n", "\n".join(tally.summary_lines()) + "\n")
 
     def test_setups_never_released_are_reported(self):
-        tally = tally_of(SAMPLE.split("step 10")[0])
-        self.assertEqual(tally.never_released, 3)
+        unreleased = [s for s in self.samples if s["kind"] != "released"]
+        tally = tally_of(self.job_output(unreleased))
+        self.assertEqual(tally.never_released, len(self.of("setup-eligible", "setup-not-eligible")))
         self.assertIn("no communicator was released", "\n".join(tally.summary_lines()))
-        partly = tally_of(SAMPLE + "h:9:9 [0] NCCL-CAR INFO comm 0x9 rank 0/2 setup: eligible (x)\n")
+        one_left = [s for s in self.samples if s is not self.of("released")[-1]]
+        partly = tally_of(self.job_output(one_left))
         self.assertEqual(partly.never_released, 1)
         self.assertIn("1 communicator rank(s) never released", "\n".join(partly.summary_lines()))
 
     def test_comm_address_reused_by_another_process_is_separate(self):
-        line = "h:{pid}:1 [0] NCCL-CAR INFO comm 0xabc rank 0/2 {event}\n"
-        tally = tally_of(line.format(pid=1, event="setup: eligible (x)") +
-                         line.format(pid=2, event="setup: eligible (x)") +
-                         line.format(pid=1, event="released: taken 1shot=0 2shot=0 1stage=1 2stage=0 (16 bytes) forwarded 0"))
-        self.assertEqual(tally.never_released, 1)
+        setup = self.of("setup-eligible")[0]
+        release = next(s for s in self.of("released") if (s["pid"], s["rank"]) == (setup["pid"], setup["rank"]))
+        # The same communicator and rank, in a process of another id: not released by that line.
+        other = setup["line"].replace(f"{setup['host']}:{setup['pid']}:", f"{setup['host']}:{setup['pid'] + 1}:", 1)
+        self.assertNotEqual(other, setup["line"])
+        self.assertEqual(tally_of([setup["line"], other, release["line"]]).never_released, 1)
 
     def test_no_library_line(self):
-        tally = tally_of("hello\nNCCL INFO something\nh:1:2 [0] NCCL WARN not ours\n")
+        tally = tally_of(NOISE)
         self.assertEqual(tally.library_lines, 0)
         self.assertEqual(tally.summary_lines(), [
             "nccl-car: no NCCL-CAR line was seen: the library was not loaded, or the program "
             "made no NCCL calls"])
+        # Library lines, but no released: line to name the kernels.
+        found = "\n".join(tally_of([self.of("real-nccl-found")[0]["line"]]).summary_lines())
+        self.assertIn("  taken: 0 call(s), 0 B (0 bytes), counted on every rank", found)
 
     def test_unknown_format_is_flagged_not_counted(self):
-        tally = tally_of("h:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: took 5 calls\n")
+        line = self.of("released")[0]["line"]
+        changed = line[:line.index("released: ") + len("released: ")] + "took 5 calls"
+        tally = tally_of([changed])
         self.assertEqual((tally.releases, tally.taken_calls), (0, 0))
-        self.assertEqual(len(tally.not_understood), 1)
+        self.assertEqual(tally.not_understood, [changed])
         self.assertIn("not understood", "\n".join(tally.summary_lines()))
+
+    def test_call_lines_of_older_libraries_without_the_op_still_count(self):
+        calls = self.of("taken-call")
+        older = [s["line"].replace(f" x {s['type']} {s['op']} (", f" x {s['type']} (") for s in calls]
+        self.assertTrue(all(line != s["line"] for line, s in zip(older, calls)))
+        self.assertEqual(tally_of(older).traced, Counter(s["kernel"] for s in calls))
+        self.assertEqual(tally_of(older).taken_calls, 0)  # released: lines alone count as taken
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from cli_support import REPO_ROOT, clean_env, require_built, run_tool, stand_in_library, write_script
-from nccl_car_cli import elf_probe, nccl_probe, routes
+from nccl_car_cli import host_probe, routes
 
 BUILD_DIR = os.environ.get("CAR_BUILD_DIR", os.path.join(REPO_ROOT, "build"))
 LINKED_DRIVER = os.path.join(BUILD_DIR, "tests", "shim_driver")
@@ -59,11 +59,11 @@ class ChooseTest(unittest.TestCase):
 
     def test_executables(self):
         require_built(self, LINKED_DRIVER, LIBRARY)
-        self.assertEqual(elf_probe.nccl_use(LINKED_DRIVER), "links")
+        self.assertEqual(routes.nccl_use(LINKED_DRIVER), "links")
         self.assertEqual(routes.choose([LINKED_DRIVER, "lifecycle"])[0], "preload")
         # libnccl-car.so names libnccl.so.2 (it dlopens the real one) without linking it.
-        self.assertEqual(elf_probe.nccl_use(LIBRARY), "loads")
-        self.assertIsNone(elf_probe.nccl_use(os.path.join(REPO_ROOT, "README.md")))
+        self.assertEqual(routes.nccl_use(LIBRARY), "loads")
+        self.assertIsNone(routes.nccl_use(os.path.join(REPO_ROOT, "README.md")))
 
     def test_installed_packages(self):
         present = {"jax": "0.8.1", "torch": None}
@@ -165,8 +165,8 @@ class ProbeTest(unittest.TestCase):
         require_built(self, LIBRARY)
         dropin = os.path.join(os.path.dirname(LIBRARY), "dropin", "libnccl.so.2")
         loaded = []
-        found = nccl_probe.locate({"NCCL_CAR_NCCL_LIB": dropin}, [], load=lambda target: loaded.append(target),
-                                  exclude=LIBRARY)
+        found = host_probe.locate_nccl({"NCCL_CAR_NCCL_LIB": dropin}, [], load=lambda target: loaded.append(target),
+                                       exclude=LIBRARY)
         self.assertEqual(found["tried"][0], {"source": "NCCL_CAR_NCCL_LIB", "target": dropin,
                                              "error": "is libnccl-car.so itself"})
         self.assertNotIn(dropin, loaded)  # not even loaded into the tool

@@ -6,11 +6,13 @@ import sys
 import tempfile
 import unittest
 
+import cli_support
 from cli_support import clean_env, run_tool, stand_in_library, write_script
+from nccl_car_cli.logparse import LogTally
 
 # Prints its environment as JSON on stdout (plus a line without a newline, to show stdout
-# is passed through untouched), what two ranks of the library would log on stderr among
-# other lines, then exits with argv[1] or kills itself with signal -argv[1].
+# is passed through untouched), the library's log lines from {log} on stderr among other
+# lines, then exits with argv[1] or kills itself with signal -argv[1].
 FAKE_PROGRAM = """\
 #!{python}
 import json, os, signal, sys
@@ -18,16 +20,12 @@ sys.stdout.write(json.dumps({{k: v for k, v in os.environ.items()
                               if k.startswith("NCCL_CAR_") or k == "LD_PRELOAD"}}) + "\\n")
 sys.stdout.write("no newline at the end")
 sys.stdout.flush()
-sys.stderr.write(\"\"\"epoch 1
-node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
-node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)
-node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 setup: not eligible: ranks span 2 hosts
-progress 50%\\rprogress 100%
-node:200:201 [1] shim.cc:88 NCCL-CAR WARN cannot allocate or export our buffers
-node:100:101 [0] NCCL-CAR INFO comm 0xa rank 0/2 released: taken 1shot=0 2shot=0 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
-node:200:201 [1] NCCL-CAR INFO comm 0xb rank 1/2 released: taken 1shot=0 2shot=0 1stage=10 2stage=2 (65536 bytes) forwarded 3 (op=1 too-large=2)
-node:300:301 [0] NCCL-CAR INFO comm 0xc rank 0/4 released: taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 7 (ineligible-comm=7)
-\"\"\")
+sys.stderr.write("epoch 1\\n")
+with open({log!r}) as lines:
+    for number, line in enumerate(lines):
+        sys.stderr.write(line)
+        if number == 2:
+            sys.stderr.write("progress 50%\\rprogress 100%\\n")
 sys.stderr.flush()
 code = int(sys.argv[1])
 if code < 0:
@@ -40,8 +38,10 @@ class RunTest(unittest.TestCase):
     def setUp(self):
         self.folder = tempfile.TemporaryDirectory()
         self.library = stand_in_library(self.folder.name)
+        self.log = os.path.join(self.folder.name, "log")
+        open(self.log, "w").close()
         self.program = write_script(os.path.join(self.folder.name, "program"),
-                                    FAKE_PROGRAM.format(python=sys.executable))
+                                    FAKE_PROGRAM.format(python=sys.executable, log=self.log))
 
     def tearDown(self):
         self.folder.cleanup()
@@ -54,19 +54,24 @@ class RunTest(unittest.TestCase):
         return json.loads(result.stdout.splitlines()[0])
 
     def test_exit_code_output_and_summary(self):
+        # The library's own lines (nccl_car_query log-samples), as its ranks would write them.
+        lines = [sample["line"] for sample in cli_support.query_program(self).log_samples()]
+        with open(self.log, "w") as log:
+            log.writelines(line + "\n" for line in lines)
+        tally = LogTally()
+        for line in lines:
+            tally.feed(line)
+        self.assertGreater(tally.setups, 0)
+
         result = self.run_program(code=7)
         self.assertEqual(result.returncode, 7, result.stderr)
         self.assertTrue(result.stdout.endswith("\nno newline at the end"))
         self.assertIn("epoch 1\n", result.stderr)
         self.assertIn("progress 50%\rprogress 100%\n", result.stderr)
-        self.assertIn(f"nccl-car run: {self.program} exited with 7", result.stderr)
-        self.assertIn("3 process(es); 2 communicator(s), 3 communicator rank(s) set up: 2 eligible, "
-                      "1 not eligible", result.stderr)
-        self.assertIn("taken: 24 call(s) (1shot 0, 2shot 0, 1stage 20, 2stage 4)", result.stderr)
-        self.assertIn("forwarded to NCCL: 13 call(s) (ineligible-comm 7, too-large 4, op 2)", result.stderr)
-        self.assertIn("WARN lines: 1\n    shim.cc:88: cannot allocate", result.stderr)
-        # The summary comes after everything the program wrote.
-        self.assertGreater(result.stderr.index("taken:"), result.stderr.index("ineligible-comm=7"))
+        self.assertIn("".join(line + "\n" for line in lines[3:]), result.stderr)
+        # After everything the program wrote: its exit, then the summary of its lines.
+        self.assertTrue(result.stderr.endswith(f"nccl-car run: {self.program} exited with 7\n" +
+                                               "".join(line + "\n" for line in tally.summary_lines())))
 
     def test_zero_exit(self):
         self.assertEqual(self.run_program(code=0).returncode, 0)

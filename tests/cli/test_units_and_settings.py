@@ -6,7 +6,7 @@ import os
 import unittest
 
 import cli_support
-from nccl_car_cli import library_query, options, paths, settings
+from nccl_car_cli import bench_drivers, library_query, options, paths
 from nccl_car_cli.errors import UsageError
 from nccl_car_cli.units import format_size, parse_size, short_size
 
@@ -62,7 +62,7 @@ class EffectiveSettingsTest(unittest.TestCase):
         self.query = cli_support.query_program(self)
 
     def effective(self, env):
-        return settings.effective_settings(env, self.query)
+        return library_query.effective_settings(env, self.query)
 
     def test_defaults(self):
         effective = self.effective({})
@@ -73,8 +73,6 @@ class EffectiveSettingsTest(unittest.TestCase):
         self.assertIs(values["NCCL_CAR_DISABLE"], False)
         self.assertIsNone(values["NCCL_CAR_NCCL_LIB"])
         self.assertEqual(effective["problems"], [])
-        self.assertEqual(effective["max_ranks"], 8)
-        self.assertEqual(effective["element_types"], ["fp16", "bf16", "fp32"])
 
     def test_valid_values(self):
         values = self.effective({
@@ -115,18 +113,44 @@ class EffectiveSettingsTest(unittest.TestCase):
         self.assertEqual(rows["NCCL_CAR_DEBUG_FILE"]["value"], text)
 
     def test_options_the_library_would_ignore_are_refused_in_its_words(self):
-        self.assertIsNone(settings.refuse_ignored({"NCCL_CAR_ALGO": "1shot"}, {"NCCL_CAR_QUERY": self.query.path},
+        self.assertIsNone(library_query.refuse_ignored({"NCCL_CAR_ALGO": "1shot"}, {"NCCL_CAR_QUERY": self.query.path},
                                                   None))
         with self.assertRaises(UsageError) as refused:
-            settings.refuse_ignored({"NCCL_CAR_MAX_BLOCKS": "257", "NCCL_CAR_ALGO": "2stage"},
+            library_query.refuse_ignored({"NCCL_CAR_MAX_BLOCKS": "257", "NCCL_CAR_ALGO": "2stage"},
                                     {"NCCL_CAR_QUERY": self.query.path}, None)
         self.assertEqual(str(refused.exception), "the library would ignore it: invalid value '257' for "
                                                  "NCCL_CAR_MAX_BLOCKS (expected 1 to 256), using default 256")
 
     def test_at_least_info(self):
-        self.assertEqual(settings.at_least_info(None), "INFO")
-        self.assertEqual(settings.at_least_info("WARN"), "INFO")
-        self.assertEqual(settings.at_least_info("trace"), "TRACE")
+        self.assertEqual(library_query.at_least_info(None), "INFO")
+        self.assertEqual(library_query.at_least_info("WARN"), "INFO")
+        self.assertEqual(library_query.at_least_info("trace"), "TRACE")
+
+
+class PolicyTest(unittest.TestCase):
+    """What the policy works with and takes, as the query program reads it off the library."""
+
+    def setUp(self):
+        self.query = cli_support.query_program(self)
+        self.policy = self.query.policy({})
+
+    def test_names_match_what_bench_passes_to_the_library(self):
+        # Two owners of the same names (bench's table for car_nccl_bench, the library's enums).
+        self.assertEqual({t["name"] for t in self.policy["element_types"]}, set(bench_drivers.LIBRARY_NAMES.values()))
+        self.assertEqual(self.policy["ops"], list(bench_drivers.OPS))
+        self.assertEqual(self.policy["collectives"], ["all-reduce"])
+        self.assertGreaterEqual(self.policy["max_ranks"], 2)
+
+    def test_every_type_and_op_is_taken_where_the_library_serves(self):
+        answer = self.query.decide({}, 2, True, 90, [16], "bf16")
+        self.assertEqual(answer["types_taken"], [t["name"] for t in self.policy["element_types"]])
+        self.assertEqual(answer["ops_taken"], self.policy["ops"])
+        # Older GPUs: a subset (NCCL itself refuses some types there), never more.
+        older = self.query.decide({}, 2, True, 80, [16], "bf16")
+        self.assertLess(set(older["types_taken"]), set(answer["types_taken"]))
+        self.assertEqual(self.query.decide({"NCCL_CAR_DISABLE": "1"}, 2, True, 90, [16], "bf16")["types_taken"], [])
+        # Where the policy serves no communicator: nothing.
+        self.assertEqual(self.query.decide({}, self.policy["max_ranks"] + 1, True, 90, [16], "bf16")["ops_taken"], [])
 
 
 class WithoutQueryProgramTest(unittest.TestCase):
@@ -137,7 +161,7 @@ class WithoutQueryProgramTest(unittest.TestCase):
     def test_effective_settings_say_why(self):
         query, unavailable = library_query.find(self.ENV)
         self.assertIsNone(query)
-        effective = settings.effective_settings(self.ENV, query, unavailable)
+        effective = library_query.effective_settings(self.ENV, query, unavailable)
         self.assertFalse(effective["checked"])
         self.assertIsNone(effective["values"])
         self.assertIn("the query program is not built (no /nonexistent/nccl_car_query, from NCCL_CAR_QUERY)",
@@ -145,7 +169,7 @@ class WithoutQueryProgramTest(unittest.TestCase):
         self.assertIn("scripts/build.sh builds it", effective["message"])
 
     def test_options_go_through_with_a_note(self):
-        note = settings.refuse_ignored({"NCCL_CAR_MAX_BYTES": "17"}, self.ENV, None)
+        note = library_query.refuse_ignored({"NCCL_CAR_MAX_BYTES": "17"}, self.ENV, None)
         self.assertTrue(note.startswith("option values not checked: the query program is not built"))
 
     def test_found_beside_the_library_first(self):

@@ -31,7 +31,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from . import paths, settings
+from . import library_query, paths
 from .bench_drivers import DEFAULT_OP, HOST_MODE, TUNING_LOG
 from .errors import UsageError
 from .logparse import LogTally
@@ -89,7 +89,7 @@ def variables(config, base_env, library, probe=False):
         "LD_PRELOAD": (paths.preload_with(preload, library) if config.with_car
                        else paths.preload_without(preload, library)) or None,
         "NCCL_GRAPH_MIXING_SUPPORT": "0" if config.graph_mixing_off else None,
-        "NCCL_CAR_DEBUG": settings.at_least_info(base_env.get("NCCL_CAR_DEBUG")),
+        "NCCL_CAR_DEBUG": library_query.at_least_info(base_env.get("NCCL_CAR_DEBUG")),
     }
     if config.with_car:
         changes.update(config.car_variables)

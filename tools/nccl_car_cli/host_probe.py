@@ -1,6 +1,13 @@
-"""Facts about this host that decide whether ranks can share GPU memory: MPS, the IPC
-namespace, containers, /dev/shm and the open-file limit."""
+"""Facts about this host besides its GPUs (gpu_probe.py): whether ranks can share GPU memory
+(MPS, the IPC namespace, containers, /dev/shm, the open-file limit), and which libnccl.so.2
+the library would forward to, with its version.
 
+The NCCL search order is the library's: NCCL_CAR_NCCL_LIB, the dynamic loader's
+"libnccl.so.2", PyTorch's wheel (<site-packages>/nvidia/nccl/lib, found on sys.path without
+importing torch), then /usr/local/cuda/lib64. The first one that loads, and is not
+libnccl-car.so itself (a drop-in folder on LD_LIBRARY_PATH), is the answer."""
+
+import ctypes
 import os
 import re
 import resource
@@ -76,3 +83,96 @@ def ipc_facts(env):
     facts["open_files_soft"] = "unlimited" if soft == resource.RLIM_INFINITY else soft
     facts["open_files_hard"] = "unlimited" if hard == resource.RLIM_INFINITY else hard
     return facts
+
+
+# The real NCCL.
+NCCL_SONAME = "libnccl.so.2"
+CUDA_FOLDER_LIBRARY = "/usr/local/cuda/lib64/libnccl.so.2"
+
+
+def nccl_candidates(env, search_path):
+    """[(where it comes from, path or soname)] in search order, paths not checked yet."""
+    found = []
+    if env.get("NCCL_CAR_NCCL_LIB"):
+        found.append(("NCCL_CAR_NCCL_LIB", env["NCCL_CAR_NCCL_LIB"]))
+    found.append(("the dynamic loader", NCCL_SONAME))
+    for folder in search_path:
+        wheel_library = os.path.join(folder or ".", "nvidia", "nccl", "lib", NCCL_SONAME)
+        if os.path.isfile(wheel_library):
+            found.append(("a Python wheel (PyTorch's NCCL)", wheel_library))
+    found.append(("the CUDA folder", CUDA_FOLDER_LIBRARY))
+    return found
+
+
+def decode_version(code):
+    """ncclGetVersion's integer: 22703 is 2.27.3 (2.9 and later), 2804 is 2.8.4."""
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _loaded_path(library):
+    """The file the loader picked for a soname, from this process's memory map."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split(maxsplit=5)[-1].strip()
+            if os.path.basename(path).startswith("libnccl.so"):
+                return path
+    return library
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _file_of(handle):
+    """The file a handle's ncclGetVersion comes from (dladdr), or None."""
+    try:
+        info = _DlInfo()
+        address = ctypes.cast(handle.ncclGetVersion, ctypes.c_void_p)
+        if ctypes.CDLL(None).dladdr(address, ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(info.dli_fname.decode())
+    except (AttributeError, OSError, TypeError, ctypes.ArgumentError):
+        pass
+    return None
+
+
+def _version_of(handle):
+    version = ctypes.c_int()
+    if handle.ncclGetVersion(ctypes.byref(version)) != 0:
+        return None
+    return decode_version(version.value)
+
+
+def locate_nccl(env, search_path, load=ctypes.CDLL, exclude=None):
+    """Returns {path, source, version, error, tried: [{source, target, error}]}; path is
+    None when nothing loads. `exclude`: libnccl-car.so, never an answer. `load` is
+    injectable for tests."""
+    result = {"path": None, "source": None, "version": None, "error": None, "tried": []}
+    ours = os.path.realpath(exclude) if exclude else None
+    for source, target in nccl_candidates(env, search_path):
+        if target != NCCL_SONAME and not os.path.isfile(target):
+            result["tried"].append({"source": source, "target": target, "error": "no such file"})
+            continue
+        if ours and target != NCCL_SONAME and os.path.realpath(target) == ours:
+            result["tried"].append({"source": source, "target": target, "error": "is libnccl-car.so itself"})
+            continue
+        try:
+            handle = load(target)
+        except OSError as error:
+            result["tried"].append({"source": source, "target": target, "error": str(error)})
+            continue
+        if ours and _file_of(handle) == ours:
+            result["tried"].append({"source": source, "target": target, "error": "is libnccl-car.so itself"})
+            continue
+        result["tried"].append({"source": source, "target": target, "error": None})
+        result["source"] = source
+        result["path"] = _loaded_path(target) if target == NCCL_SONAME else os.path.abspath(target)
+        try:
+            result["version"] = _version_of(handle)
+        except AttributeError:
+            result["error"] = "it has no ncclGetVersion: not NCCL?"
+        return result
+    result["error"] = "no libnccl.so.2 could be loaded"
+    return result

@@ -1,12 +1,16 @@
 """The library's own answers, asked of the query program built with it (tools/query/,
-build/tools/nccl_car_query): its NCCL_CAR_* settings as it reads them, and what its policy
-does with an all-reduce. The tool parses no setting and repeats no rule of the library."""
+build/tools/nccl_car_query): its NCCL_CAR_* settings as it reads them, the names and limits
+of its policy, what the policy does with an all-reduce, and lines in its log format. The
+tool parses no setting, repeats no rule of the library and types none of its names.
+
+Without the query program the values are shown unchecked, and the reports say so."""
 
 import json
 import os
 import subprocess
 
 from . import paths
+from .errors import UsageError
 
 PROGRAM = "nccl_car_query"
 DEFAULT_PROGRAM = os.path.join(paths.REPO_ROOT, "build", "tools", PROGRAM)
@@ -52,15 +56,26 @@ class LibraryQuery:
     def settings(self, env):
         """Every setting (name, type, values, default, agreement, help) with what `env`
         sets, the value the library would use and its WARN for a refused value; the
-        NCCL_CAR_* names it does not read; max_ranks; element_types."""
+        NCCL_CAR_* names it does not read."""
         return self._ask(["settings"], env)
 
+    def policy(self, env):
+        """collectives, max_ranks, algorithms (the kernels' names), element_types ([{name,
+        bytes}]), ops, forward_reasons: what the policy works with."""
+        return self._ask(["policy"], env)
+
     def decide(self, env, ranks, full_nvlink, compute_capability, sizes, dtype):
-        """decideCall's answer ({bytes, ours, algorithm, reason}) for a sum of each size in
-        bytes, on a communicator of these facts, under `env`'s settings."""
+        """decideCall's answers for a sum of each size in bytes, on a communicator of these
+        facts, under `env`'s settings: decisions ([{bytes, ours, algorithm, reason}]),
+        types_taken (with sum) and ops_taken (with `dtype`) on that communicator."""
         args = ["decide", "--ranks", str(ranks), "--compute-capability", str(compute_capability),
                 "--type", dtype] + (["--full-nvlink"] if full_nvlink else [])
-        return self._ask(args + [str(size) for size in sizes], env)["decisions"]
+        return self._ask(args + [str(size) for size in sizes], env)
+
+    def log_samples(self):
+        """[{kind, line, host, pid, level, facts...}]: lines of every kind the log parser
+        reads, made by the library's own formatter."""
+        return self._ask(["log-samples"], {})["samples"]
 
 
 def find(env, library=None):
@@ -70,3 +85,69 @@ def find(env, library=None):
         return None, (f"the query program is not built (no {path}, from {how}): scripts/build.sh "
                       "builds it, NCCL_CAR_QUERY names another")
     return LibraryQuery(path), None
+
+
+# ---- The NCCL_CAR_* variables, as the library reads them ----
+
+# Read by this tool only: where libnccl-car.so and the query program are.
+TOOL_VARIABLES = ("NCCL_CAR_LIB", "NCCL_CAR_QUERY")
+
+
+def library_variables(env):
+    """The NCCL_CAR_* variables `env` sets for the library (the tool's own left out)."""
+    return {name: env[name] for name in sorted(env)
+            if name.startswith("NCCL_CAR_") and name not in TOOL_VARIABLES}
+
+
+def effective_settings(env, query, unavailable=None):
+    """What the library would run with under `env`, asked of `query` (a LibraryQuery, or
+    None with `unavailable` saying why).
+
+    Returns a dict: checked (whether the library was asked), message (why not), values
+    ({variable: value the library would use}), problems (the library's sentence for each
+    refused value, and each NCCL_CAR_* name it does not read), table (the library's rows)."""
+    result = {"checked": False, "message": unavailable, "values": None, "problems": [], "table": None}
+    if query is None:
+        return result
+    try:
+        dump = query.settings(env)
+    except QueryUnavailable as error:
+        result["message"] = str(error)
+        return result
+    rows = dump["settings"]
+    result.update(checked=True, values={row["name"]: row["value"] for row in rows}, table=rows)
+    result["problems"] = [row["problem"] for row in rows if row["problem"]] + [
+        f"{name} is not a variable nccl-car reads (a typo?)"
+        for name in dump["unknown"] if name not in TOOL_VARIABLES]
+    return result
+
+
+def refuse_ignored(requested, base_env, library):
+    """Raises UsageError with the library's own sentence for each of `requested`
+    ({variable: value}, from command-line options) that it would ignore. Returns None when
+    checked, else a note saying why the values went unchecked."""
+    if not requested:
+        return None
+    query, unavailable = find(base_env, library)
+    effective = effective_settings({**base_env, **requested}, query, unavailable)
+    if not effective["checked"]:
+        return f"option values not checked: {effective['message']}"
+    refused = [row["problem"] for row in effective["table"] if row["name"] in requested and row["problem"]]
+    if refused:
+        raise UsageError("the library would ignore it: " + "; ".join(refused))
+    return None
+
+
+def library_disabled(env, library=None):
+    """Whether the library reads NCCL_CAR_DISABLE in `env` as "pass everything through";
+    False when the query program cannot say."""
+    if "NCCL_CAR_DISABLE" not in env:
+        return False
+    query, unavailable = find(env, library)
+    effective = effective_settings(env, query, unavailable)
+    return bool(effective["checked"] and effective["values"]["NCCL_CAR_DISABLE"])
+
+
+def at_least_info(level):
+    """The run summary is built from INFO lines: WARN (or nothing) becomes INFO."""
+    return "TRACE" if level is not None and level.upper() == "TRACE" else "INFO"

@@ -9,7 +9,9 @@
     host:pid:tid [-1] NCCL-CAR INFO audit: <file> is served by <libnccl-car.so>; ...
     host:pid:tid [dev] NCCL-CAR TRACE rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot
 
-Every rank logs its own lines, so calls are counted once per rank that made them."""
+The library writes them with one formatter (plugin/log_format.h); the tests read lines it
+made (nccl_car_query log-samples). Kernel and reason names are taken from the lines, never
+typed here. Every rank logs its own lines, so calls are counted once per rank that made them."""
 
 import re
 from collections import Counter
@@ -22,12 +24,10 @@ _LINE = re.compile(r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>-?
 _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
                    r"(?P<event>setup|released): (?P<detail>.*)")
 # At TRACE, one line per call our kernels take: counts even for communicators never
-# released (JAX never destroys its own).
+# released (JAX never destroys its own). Older libraries left the op out.
 _TRACED = re.compile(r"rank \d+ all-reduce \d+ x \S+(?: [a-z]+)? \(\d+ bytes\) -> (?P<kernel>\S+)")
 _RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
-# The kernels in the order the library prints them.
-KERNELS = ("1shot", "2shot", "1stage", "2stage")
 _REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")
 
 _WARN_EXAMPLES = 5
@@ -44,7 +44,7 @@ class LogTally:
         self.eligible = 0
         self.not_eligible = Counter()   # reason -> ranks
         self.releases = 0
-        self.taken = Counter()          # kernel name ("1shot", ...) -> calls
+        self.taken = Counter()          # kernel name ("1shot", ...) -> calls, in the library's order
         self.released = []              # per released: line, its own kernel -> calls
         self.traced = Counter()         # kernel -> calls, from TRACE lines
         self.taken_bytes = 0
@@ -106,6 +106,7 @@ class LogTally:
         self._open.discard(key)
         taken = Counter({kernel: int(count) for kernel, count in _REASON.findall(released["kernels"])})
         self.released.append(taken)
+        # Every released: line names every kernel: the first one seen sets the order.
         self.taken.update(taken)
         self.taken_bytes += int(released["bytes"])
         self.forwarded += int(released["forwarded"])
@@ -131,9 +132,9 @@ class LogTally:
                  f"{self.eligible} eligible, {sum(self.not_eligible.values())} not eligible"]
         for reason, ranks in self.not_eligible.most_common():
             lines.append(f"  not eligible ({ranks} rank(s)): {reason}")
-        per_kernel = ", ".join(f"{kernel} {self.taken[kernel]}" for kernel in KERNELS)
-        lines.append(f"  taken: {self.taken_calls} call(s) ({per_kernel}), {format_size(self.taken_bytes)} "
-                     f"({self.taken_bytes} bytes), counted on every rank")
+        per_kernel = ", ".join(f"{kernel} {count}" for kernel, count in self.taken.items())
+        lines.append(f"  taken: {self.taken_calls} call(s)" + (f" ({per_kernel})" if per_kernel else "") +
+                     f", {format_size(self.taken_bytes)} ({self.taken_bytes} bytes), counted on every rank")
         reasons = ", ".join(f"{reason} {count}" for reason, count in
                             sorted(self.forward_reasons.items(), key=lambda item: (-item[1], item[0])))
         lines.append(f"  forwarded to NCCL: {self.forwarded} call(s)" +

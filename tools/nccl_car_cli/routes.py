@@ -8,13 +8,20 @@
   dropin   a folder whose libnccl.so.2 is libnccl-car.so, first on LD_LIBRARY_PATH: loads by
            name only, for where LD_AUDIT cannot be used.
 
-choose() reads the command (executables, Python scripts, `-m` modules) without running it."""
+choose() reads the command (executables, Python scripts, `-m` modules) without running it;
+an executable's file says whether it names libnccl in DT_NEEDED (linked: the loader loads
+NCCL for it) or only as a string (the name it passes to dlopen). 64-bit little-endian ELF
+only. environment_for() sets up a program's environment for the mode chosen."""
 
+import mmap
 import os
 import re
 import shutil
+import struct
+import sys
+import tempfile
 
-from . import elf_probe
+from . import host_probe, paths
 
 MODES = ("auto", "preload", "audit", "dropin")
 
@@ -26,6 +33,51 @@ LINKS_NCCL = {"torch": "PyTorch", "cupy": "CuPy"}
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.M)
 _NCCL = re.compile(r"nccl", re.I)
 _SCRIPT_BYTES = 1 << 20
+
+# An executable's NCCL, read off its ELF file.
+DT_NEEDED = 1
+SHT_DYNAMIC = 6
+_NCCL_FILE = b"libnccl.so"
+
+
+def _sections(data):
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    for index in range(shnum):
+        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link
+        yield struct.unpack_from("<IIQQQQI", data, shoff + index * shentsize)
+
+
+def _needed(data):
+    sections = list(_sections(data))
+    needed = []
+    for _name, kind, _flags, _addr, offset, size, link in sections:
+        if kind != SHT_DYNAMIC or link >= len(sections):
+            continue
+        strings = sections[link][4]
+        for entry in range(offset, offset + size - 15, 16):
+            tag, value = struct.unpack_from("<qQ", data, entry)
+            if tag == 0:
+                break
+            if tag == DT_NEEDED:
+                end = data.find(b"\0", strings + value)
+                needed.append(data[strings + value:end].decode(errors="replace"))
+    return needed
+
+
+def nccl_use(path):
+    """"links" (libnccl in DT_NEEDED), "loads" (names libnccl, but not in DT_NEEDED: it
+    dlopens it), None (neither, or not a 64-bit little-endian ELF file)."""
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(6) != b"\x7fELF\x02\x01":
+                return None
+            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if any(name.startswith(_NCCL_FILE.decode()) for name in _needed(data)):
+                    return "links"
+                return "loads" if data.find(_NCCL_FILE) >= 0 else None
+    except (OSError, ValueError, struct.error):
+        return None
 
 
 def _python_findings(path):
@@ -59,7 +111,7 @@ def _is_python_script(path):
 
 
 def _file_findings(path):
-    use = elf_probe.nccl_use(path)
+    use = nccl_use(path)
     name = os.path.basename(path)
     if use == "links":
         return [("links", f"{name} links libnccl.so.2")]
@@ -115,3 +167,40 @@ def installed_packages(find_spec, version_of):
                 version = None
             found.append((package, version, kind))
     return found
+
+
+# ---- Bringing the library in by a mode ----
+
+def environment_for(base, mode, library, dropin_folder=None):
+    """`base` with the library brought in by `mode` (and taken out of LD_PRELOAD otherwise)."""
+    env = dict(base)
+    if mode == "preload":
+        env["LD_PRELOAD"] = paths.preload_with(base.get("LD_PRELOAD"), library)
+        return env
+    rest = paths.preload_without(base.get("LD_PRELOAD"), library)
+    if rest:
+        env["LD_PRELOAD"] = rest
+    else:
+        env.pop("LD_PRELOAD", None)
+    if mode == "audit":
+        env["LD_AUDIT"] = paths.path_list_with(base.get("LD_AUDIT"), paths.audit_module_for(library))
+    else:
+        env["LD_LIBRARY_PATH"] = paths.path_list_with(base.get("LD_LIBRARY_PATH"), dropin_folder)
+    return env
+
+
+def dropin_folder(library, made):
+    """The build's drop-in folder, or a temporary one (added to `made`, removed after the run)."""
+    folder = paths.dropin_folder_for(library)
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
+        os.symlink(library, os.path.join(folder, "libnccl.so.2"))
+        made.append(folder)
+    return folder
+
+
+def real_nccl_for_dropin(env, library):
+    """The real libnccl.so.2 as doctor finds it (Python wheels included, which the library
+    cannot see), never the library itself; None when there is none."""
+    found = host_probe.locate_nccl(env, sys.path, exclude=library)
+    return found["path"] if found["path"] and os.path.isabs(found["path"]) else None

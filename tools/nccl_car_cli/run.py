@@ -7,9 +7,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 
-from . import nccl_probe, options, paths, routes, settings
+from . import library_query, options, paths, routes
 from .errors import MissingPrerequisite, UsageError
 from .logparse import LogTally
 
@@ -45,7 +44,7 @@ def add_arguments(parser):
                              "build/shim/libnccl-car.so in this repository)")
     parser.add_argument("--mode", choices=routes.MODES, default="auto",
                         help="how the library gets into the program (default: auto)")
-    # Values are checked by the library itself (settings.refuse_ignored), not here.
+    # Values are checked by the library itself (library.refuse_ignored), not here.
     parser.add_argument("--algo", metavar="NAME",
                         help="auto or a kernel name -> NCCL_CAR_ALGO")
     parser.add_argument("--max-bytes", type=options.size, metavar="SIZE",
@@ -62,24 +61,6 @@ def add_arguments(parser):
                         help="the program to run, after --")
 
 
-def route_environment(base, mode, library, dropin_folder=None):
-    """`base` with the library brought in by `mode` (and taken out of LD_PRELOAD otherwise)."""
-    env = dict(base)
-    if mode == "preload":
-        env["LD_PRELOAD"] = paths.preload_with(base.get("LD_PRELOAD"), library)
-        return env
-    rest = paths.preload_without(base.get("LD_PRELOAD"), library)
-    if rest:
-        env["LD_PRELOAD"] = rest
-    else:
-        env.pop("LD_PRELOAD", None)
-    if mode == "audit":
-        env["LD_AUDIT"] = paths.path_list_with(base.get("LD_AUDIT"), paths.audit_module_for(library))
-    else:
-        env["LD_LIBRARY_PATH"] = paths.path_list_with(base.get("LD_LIBRARY_PATH"), dropin_folder)
-    return env
-
-
 def option_variables(args):
     """The library's variables the options set, as given (NCCL_CAR_DEBUG not yet raised)."""
     given = {"NCCL_CAR_ALGO": args.algo,
@@ -92,9 +73,9 @@ def option_variables(args):
 
 
 def child_environment(base, args, library, mode="preload", dropin_folder=None):
-    env = route_environment(base, mode, library, dropin_folder)
+    env = routes.environment_for(base, mode, library, dropin_folder)
     env.update(option_variables(args))
-    env["NCCL_CAR_DEBUG"] = settings.at_least_info(env.get("NCCL_CAR_DEBUG"))
+    env["NCCL_CAR_DEBUG"] = library_query.at_least_info(env.get("NCCL_CAR_DEBUG"))
     return env
 
 
@@ -149,23 +130,6 @@ def _choose_mode(args, command):
     return mode
 
 
-def _dropin_folder(library, made):
-    """The build's drop-in folder, or a temporary one (added to `made`, removed after the run)."""
-    folder = paths.dropin_folder_for(library)
-    if folder is None:
-        folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
-        os.symlink(library, os.path.join(folder, "libnccl.so.2"))
-        made.append(folder)
-    return folder
-
-
-def _real_nccl_for_dropin(env, library):
-    """The real libnccl.so.2 as doctor finds it (Python wheels included, which the library
-    cannot see), never the library itself; None when there is none."""
-    found = nccl_probe.locate(env, sys.path, exclude=library)
-    return found["path"] if found["path"] and os.path.isabs(found["path"]) else None
-
-
 def unreached_lines(tally, mode):
     """When no communicator was set up through the library: say so, why that is likely, and
     which mode to try. Empty when one was."""
@@ -201,7 +165,7 @@ def execute(args):
     if not command:
         raise UsageError("no command given: nccl-car run [options] -- COMMAND ...")
     library, source = paths.library_location(args.lib, os.environ)
-    note = settings.refuse_ignored(option_variables(args), os.environ, library)
+    note = library_query.refuse_ignored(option_variables(args), os.environ, library)
     if note:
         print(f"nccl-car run: {note}", file=sys.stderr)
     if not os.path.isfile(library):
@@ -216,10 +180,10 @@ def execute(args):
 
     made = []
     try:
-        dropin = _dropin_folder(library, made) if mode == "dropin" else None
+        dropin = routes.dropin_folder(library, made) if mode == "dropin" else None
         env = child_environment(os.environ, args, library, mode, dropin)
         if mode == "dropin" and "NCCL_CAR_NCCL_LIB" not in env:
-            real = _real_nccl_for_dropin(os.environ, library)
+            real = routes.real_nccl_for_dropin(os.environ, library)
             if real:
                 env["NCCL_CAR_NCCL_LIB"] = real
         return _run(command, env, mode)
@@ -248,7 +212,7 @@ def _run(command, env, mode):
     code = 128 - returncode if returncode < 0 else returncode
     how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with {returncode}"
     print(f"nccl-car run: {command[0]} {how}", file=sys.stderr)
-    unreached = [] if settings.library_disabled(env) else unreached_lines(tally, mode)
+    unreached = [] if library_query.library_disabled(env) else unreached_lines(tally, mode)
     # Silence says nothing more than the lines that explain it.
     summary = tally.summary_lines() if tally.library_lines or not unreached else []
     for line in summary + unreached:

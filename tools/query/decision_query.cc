@@ -66,6 +66,27 @@ bool parse(const std::vector<std::string>& args, Question* question, std::string
   return true;
 }
 
+// Which types (with the question's op) and which ops (with its type) the policy takes in an
+// all-reduce of one element on the question's communicator.
+void writeTaken(JsonWriter& json, const Question& question, const car::Config& config) {
+  json.key("types_taken").beginArray();
+  for (int t = 0; t < car::kElementTypeCount; ++t) {
+    car::CallFacts call = question.call;
+    call.type = static_cast<car::ElementType>(t);
+    call.count = 1;
+    if (car::decideCall(question.comm, call, config).ours) json.string(car::elementTypeName(*call.type));
+  }
+  json.endArray();
+  json.key("ops_taken").beginArray();
+  for (int o = 0; o < car::kReduceOpCount; ++o) {
+    car::CallFacts call = question.call;
+    call.op = static_cast<car::ReduceOp>(o);
+    call.count = 1;
+    if (car::decideCall(question.comm, call, config).ours) json.string(car::reduceOpName(*call.op));
+  }
+  json.endArray();
+}
+
 }  // namespace
 
 bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, const car::Config& config,
@@ -102,8 +123,35 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
     json.endObject();
   }
   json.endArray();
+  writeTaken(json, question, config);
   json.endObject();
   return true;
+}
+
+void writePolicy(JsonWriter& json) {
+  json.beginObject();
+  // decideCall decides all-reduces only; every other collective goes to NCCL.
+  json.key("collectives").beginArray().string("all-reduce").endArray();
+  json.key("max_ranks").number(car::kMaxRanks);
+  json.key("algorithms").beginArray();
+  for (int a = 0; a < car::kAlgorithmCount; ++a) json.string(car::algorithmName(static_cast<car::Algorithm>(a)));
+  json.endArray();
+  json.key("element_types").beginArray();
+  for (int t = 0; t < car::kElementTypeCount; ++t) {
+    const auto type = static_cast<car::ElementType>(t);
+    json.beginObject().key("name").string(car::elementTypeName(type));
+    json.key("bytes").number(static_cast<std::uint64_t>(car::elementBytes(type))).endObject();
+  }
+  json.endArray();
+  json.key("ops").beginArray();
+  for (int o = 0; o < car::kReduceOpCount; ++o) json.string(car::reduceOpName(static_cast<car::ReduceOp>(o)));
+  json.endArray();
+  json.key("forward_reasons").beginArray();
+  for (int r = 0; r < static_cast<int>(car::ForwardReason::kCount); ++r) {
+    json.string(car::forwardReasonName(static_cast<car::ForwardReason>(r)));
+  }
+  json.endArray();
+  json.endObject();
 }
 
 }  // namespace carquery

@@ -1,5 +1,6 @@
 // `nccl_car_query decide`: what plugin/policy.cc's decideCall does with all-reduces of the
-// given sizes on a communicator of the given facts, under this environment's settings.
+// given sizes on a communicator of the given facts, under this environment's settings;
+// `nccl_car_query policy`: the names and limits the policy works with.
 #pragma once
 
 #include <string>
@@ -10,9 +11,15 @@
 
 namespace carquery {
 
-// Parses the arguments after "decide" and writes the decisions. Returns false, with *error
-// saying what is wrong with the arguments, when there is nothing to answer.
+// Parses the arguments after "decide" and writes the decisions, and which types and ops the
+// policy takes on that communicator at all ("types_taken" with the question's op, "ops_taken"
+// with its type). Returns false, with *error saying what is wrong with the arguments, when
+// there is nothing to answer.
 bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, const car::Config& config,
                     std::string* error);
+
+// Writes {"collectives", "max_ranks", "algorithms", "element_types": [{"name", "bytes"}], "ops",
+// "forward_reasons"}, from the library's own enums and names.
+void writePolicy(JsonWriter& json);
 
 }  // namespace carquery

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <string>
 
-#include "../../kernels/all_reduce.h"
 #include "settings_table.h"
 
 namespace carquery {
@@ -65,12 +64,6 @@ void writeRow(JsonWriter& json, const SettingSpec& spec, const car::EnvironmentL
 
 void writeSettings(JsonWriter& json, const car::EnvironmentLookup& lookup, char** environment) {
   json.beginObject();
-  json.key("max_ranks").number(car::kMaxRanks);
-  json.key("element_types").beginArray();
-  for (car::ElementType type : {car::ElementType::Float16, car::ElementType::BFloat16, car::ElementType::Float32}) {
-    json.string(car::elementTypeName(type));
-  }
-  json.endArray();
   json.key("settings").beginArray();
   for (const SettingSpec& spec : car::settingsTable()) writeRow(json, spec, lookup);
   json.endArray();

@@ -7,7 +7,7 @@
 
 namespace carquery {
 
-// Writes {"max_ranks", "element_types", "settings": [one object per row], "unknown"}.
+// Writes {"settings": [one object per row], "unknown"}.
 // `environment` is every NAME=value of the process, for the NCCL_CAR_* names no row reads.
 void writeSettings(JsonWriter& json, const car::EnvironmentLookup& lookup, char** environment);
 

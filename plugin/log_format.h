@@ -1,0 +1,167 @@
+// The shape of the library's log lines, in one place: how a line starts
+// ("host:pid:tid [device] NCCL-CAR LEVEL "), the level names NCCL_CAR_DEBUG takes, and the
+// text of every line tools/nccl-car reads (tools/nccl_car_cli/logparse.py). The parser's tests
+// read lines made here (`nccl_car_query log-samples`), so a change on either side fails them.
+//
+// libc only, no allocation, no exceptions: the LD_AUDIT module (shim/exports/nccl_car_audit.cc)
+// runs inside the dynamic loader and writes its lines with it too. Every format function works
+// like snprintf: it writes at most `size` bytes, the NUL included, and returns the length of
+// the whole text, so that a caller can measure first (out null, size 0). log.h's logText
+// turns one into a std::string.
+#pragma once
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+namespace car {
+
+enum class LogLevel { Warn = 0, Info = 1, Trace = 2 };
+constexpr int kLogLevelCount = 3;
+
+// "WARN", "INFO", "TRACE": how lines show the level and how NCCL_CAR_DEBUG names it.
+constexpr const char* logLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::Warn: return "WARN";
+    case LogLevel::Info: return "INFO";
+    case LogLevel::Trace: return "TRACE";
+  }
+  return "?";
+}
+
+// NCCL_CAR_DEBUG's value, in any case, as the settings table reads it (plugin/settings_table.cc,
+// a choice among logLevelName's names). Unset or not a level: WARN, the default.
+inline LogLevel logLevelNamed(const char* text) {
+  for (int level = 0; text != nullptr && level < kLogLevelCount; ++level) {
+    if (strcasecmp(text, logLevelName(static_cast<LogLevel>(level))) == 0) return static_cast<LogLevel>(level);
+  }
+  return LogLevel::Warn;
+}
+
+// Every line of the audit module starts its text with this.
+constexpr const char kAuditTag[] = "audit: ";
+
+// One kernel's or one forward reason's count, for formatCallCounts.
+struct NamedCount {
+  const char* name;
+  unsigned long long count;
+};
+
+namespace logformat {
+
+// Adds printf-style text at out + *used, writing only what fits (the text stays NUL-ended);
+// *used grows by the whole text's length, as snprintf counts.
+__attribute__((format(printf, 4, 5))) inline void append(char* out, size_t size, size_t* used, const char* format,
+                                                          ...) {
+  char* at = out != nullptr && *used < size ? out + *used : nullptr;
+  va_list args;
+  va_start(args, format);
+  const int length = vsnprintf(at, at != nullptr ? size - *used : 0, format, args);
+  va_end(args);
+  if (length > 0) *used += static_cast<size_t>(length);
+}
+
+inline const char* baseName(const char* path) {
+  const char* slash = strrchr(path, '/');
+  return slash != nullptr ? slash + 1 : path;
+}
+
+}  // namespace logformat
+
+// "host:pid:tid [device] NCCL-CAR INFO ", as NCCL starts its own lines. WARN lines also say
+// where they come from: "host:pid:tid [device] handshake.cc:99 NCCL-CAR WARN ". device -1: none.
+inline size_t formatLineStart(char* out, size_t size, const char* host, long pid, long tid, int device,
+                              LogLevel level, const char* file, int line) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s:%ld:%ld [%d] ", host, pid, tid, device);
+  if (level == LogLevel::Warn) logformat::append(out, size, &used, "%s:%d ", logformat::baseName(file), line);
+  logformat::append(out, size, &used, "NCCL-CAR %s ", logLevelName(level));
+  return used;
+}
+
+// "comm 0x55d0c0a0 rank 1/4" ("rank ?/?" before the size is known): how every line about a
+// communicator names it.
+inline size_t formatCommName(char* out, size_t size, const void* comm, int rank, int ranks) {
+  size_t used = 0;
+  const unsigned long address = static_cast<unsigned long>(reinterpret_cast<uintptr_t>(comm));
+  if (ranks == 0) logformat::append(out, size, &used, "comm 0x%lx rank ?/?", address);
+  else logformat::append(out, size, &used, "comm 0x%lx rank %d/%d", address, rank, ranks);
+  return used;
+}
+
+// "<comm> setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes)";
+// computeCapability 0: the ranks' GPUs differ ("sm_mixed").
+inline size_t formatSetupEligible(char* out, size_t size, const char* comm, bool sameProcess, bool fullNvlink,
+                                  int computeCapability, unsigned long long maxBytes) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s setup: eligible (%s peers, %s, sm_", comm,
+                    sameProcess ? "same-process" : "ipc", fullNvlink ? "full nvlink" : "no nvlink");
+  if (computeCapability == 0) logformat::append(out, size, &used, "mixed");
+  else logformat::append(out, size, &used, "%d", computeCapability);
+  logformat::append(out, size, &used, ", up to %llu bytes)", maxBytes);
+  return used;
+}
+
+// "<comm> setup: not eligible: <why>"
+inline size_t formatSetupNotEligible(char* out, size_t size, const char* comm, const char* reason) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s setup: not eligible: %s", comm, reason);
+  return used;
+}
+
+// "taken 1shot=9 2shot=2 1stage=0 2stage=1 (1572864 bytes) forwarded 4 (op=1 too-large=3)":
+// every kernel in the order given; of the forward reasons, those that occurred.
+inline size_t formatCallCounts(char* out, size_t size, const NamedCount* taken, int kernels,
+                               unsigned long long takenBytes, const NamedCount* forwarded, int reasons) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "taken");
+  for (int k = 0; k < kernels; ++k) logformat::append(out, size, &used, " %s=%llu", taken[k].name, taken[k].count);
+  unsigned long long forwardedTotal = 0;
+  for (int r = 0; r < reasons; ++r) forwardedTotal += forwarded[r].count;
+  logformat::append(out, size, &used, " (%llu bytes) forwarded %llu", takenBytes, forwardedTotal);
+  const char* separator = " (";
+  for (int r = 0; r < reasons; ++r) {
+    if (forwarded[r].count == 0) continue;
+    logformat::append(out, size, &used, "%s%s=%llu", separator, forwarded[r].name, forwarded[r].count);
+    separator = " ";
+  }
+  if (forwardedTotal != 0) logformat::append(out, size, &used, ")");
+  return used;
+}
+
+// "<comm> released: <formatCallCounts>": a communicator's counts, once, when it is destroyed.
+inline size_t formatReleased(char* out, size_t size, const char* comm, const char* counts) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s released: %s", comm, counts);
+  return used;
+}
+
+// "rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot": one call our kernels took (TRACE).
+inline size_t formatTakenCall(char* out, size_t size, int rank, unsigned long long count, const char* type,
+                              const char* op, unsigned long long bytes, const char* kernel) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "rank %d all-reduce %llu x %s %s (%llu bytes) -> %s", rank, count, type, op,
+                    bytes, kernel);
+  return used;
+}
+
+// "real NCCL found as <how>": the first NCCL call of a process reached the library.
+inline size_t formatRealNcclFound(char* out, size_t size, const char* origin) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "real NCCL found as %s", origin);
+  return used;
+}
+
+// After kAuditTag: "<file> is served by <libnccl-car.so>; the real NCCL is <file>", a load of
+// NCCL the audit module turned to the library. real null: not known yet.
+inline size_t formatAuditServed(char* out, size_t size, const char* file, const char* ours, const char* real) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s is served by %s; the real NCCL is %s", file, ours,
+                    real != nullptr ? real : "not known yet");
+  return used;
+}
+
+}  // namespace car

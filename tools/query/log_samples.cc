@@ -1,0 +1,151 @@
+#include "log_samples.h"
+
+#include <string>
+
+#include "log.h"
+#include "stats.h"
+
+namespace carquery {
+namespace {
+
+using car::LogLevel;
+
+struct Process {
+  const char* host;
+  long pid;
+  long tid;
+  int device;
+};
+
+// Three processes of a job, two on one host, and the audit module's process.
+constexpr Process kFirst{"node-a", 100, 101, 0};
+constexpr Process kSecond{"node-a", 200, 201, 1};
+constexpr Process kOtherHost{"node-b", 300, 301, 0};
+constexpr Process kAudited{"node-c", 400, 400, -1};
+
+class Samples {
+ public:
+  explicit Samples(JsonWriter& json) : json_(json) { json_.key("samples").beginArray(); }
+  ~Samples() { json_.endArray(); }
+
+  // Starts one sample's object: its kind, the whole line and where it comes from. The caller
+  // adds the facts the line was made from, then calls end().
+  JsonWriter& begin(const char* kind, const Process& process, LogLevel level, const std::string& text,
+                    const char* file = "", int line = 0) {
+    const std::string start = car::logText(car::formatLineStart, process.host, process.pid, process.tid,
+                                           process.device, level, file, line);
+    json_.beginObject().key("kind").string(kind).key("line").string(start + text);
+    json_.key("host").string(process.host).key("pid").number(static_cast<std::uint64_t>(process.pid));
+    return json_.key("level").string(car::logLevelName(level));
+  }
+  void end() { json_.endObject(); }
+
+ private:
+  JsonWriter& json_;
+};
+
+std::string commName(std::uintptr_t address, int rank, int ranks) {
+  return car::logText(car::formatCommName, reinterpret_cast<const void*>(address), rank, ranks);
+}
+
+void setupEligible(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
+                   bool sameProcess, bool fullNvlink, int computeCapability) {
+  const std::string text = car::logText(car::formatSetupEligible, commName(comm, rank, ranks).c_str(), sameProcess,
+                                        fullNvlink, computeCapability, 8ull << 20);
+  samples.begin("setup-eligible", process, LogLevel::Info, text)
+      .key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
+  samples.end();
+}
+
+// The counts through CallStats::summary, the library's own writer of them.
+void released(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
+              const car::CallStats& stats) {
+  const std::string text =
+      car::logText(car::formatReleased, commName(comm, rank, ranks).c_str(), stats.summary().c_str());
+  JsonWriter& json = samples.begin("released", process, LogLevel::Info, text);
+  json.key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
+  json.key("taken").beginObject();
+  for (int a = 0; a < car::kAlgorithmCount; ++a) {
+    const auto algorithm = static_cast<car::Algorithm>(a);
+    json.key(car::algorithmName(algorithm)).number(stats.taken(algorithm));
+  }
+  json.endObject().key("bytes").number(stats.takenBytes());
+  json.key("forwarded").beginObject();
+  for (int r = 0; r < static_cast<int>(car::ForwardReason::kCount); ++r) {
+    const auto reason = static_cast<car::ForwardReason>(r);
+    if (stats.forwarded(reason) != 0) json.key(car::forwardReasonName(reason)).number(stats.forwarded(reason));
+  }
+  json.endObject();
+  samples.end();
+}
+
+// One call of every type, each kernel and op in turn.
+void takenCalls(Samples& samples, const Process& process, int rank) {
+  for (int t = 0; t < car::kElementTypeCount; ++t) {
+    const auto type = static_cast<car::ElementType>(t);
+    const auto algorithm = static_cast<car::Algorithm>(t % car::kAlgorithmCount);
+    const auto op = static_cast<car::ReduceOp>(t % car::kReduceOpCount);
+    const unsigned long long count = 1024ull << t;
+    const std::string text = car::logText(car::formatTakenCall, rank, count, car::elementTypeName(type),
+                                          car::reduceOpName(op), count * car::elementBytes(type),
+                                          car::algorithmName(algorithm));
+    samples.begin("taken-call", process, LogLevel::Trace, text)
+        .key("kernel").string(car::algorithmName(algorithm))
+        .key("type").string(car::elementTypeName(type))
+        .key("op").string(car::reduceOpName(op));
+    samples.end();
+  }
+}
+
+}  // namespace
+
+void writeLogSamples(JsonWriter& json) {
+  json.beginObject();
+  {
+    Samples samples(json);
+    samples.begin("real-nccl-found", kFirst, LogLevel::Info,
+                  car::logText(car::formatRealNcclFound, "the next library (RTLD_NEXT)"));
+    samples.end();
+    setupEligible(samples, kFirst, 0x55d0c0a0, 0, 2, false, true, 90);
+    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0);
+
+    const char* reason = "ranks span 2 hosts";
+    samples.begin("setup-not-eligible", kOtherHost, LogLevel::Info,
+                  car::logText(car::formatSetupNotEligible, commName(0x1234, 1, 4).c_str(), reason))
+        .key("rank").number(1).key("ranks").number(4).key("reason").string(reason);
+    samples.end();
+
+    const char* file = "shim/handshake/handshake.cc";
+    const std::string warning = commName(0x1234, 1, 4) + ": NCCL_CAR_ALGO differs between rank 0 and rank 1";
+    samples.begin("warn", kOtherHost, LogLevel::Warn, warning, file, 99)
+        .key("file").string(file).key("source_line").number(99).key("text").string(warning);
+    samples.end();
+
+    takenCalls(samples, kFirst, 0);
+
+    car::CallStats every;  // every kernel and every reason, each a different number of times
+    for (int a = 0; a < car::kAlgorithmCount; ++a) {
+      for (int n = 0; n <= a; ++n) every.countTaken(static_cast<car::Algorithm>(a), 4096u << a);
+    }
+    for (int r = 0; r < static_cast<int>(car::ForwardReason::kCount); ++r) {
+      for (int n = 0; n <= r; ++n) every.countForwarded(static_cast<car::ForwardReason>(r));
+    }
+    released(samples, kFirst, 0x55d0c0a0, 0, 2, every);
+
+    car::CallStats nothingForwarded;
+    for (int n = 0; n < 3; ++n) nothingForwarded.countTaken(car::Algorithm::TwoShotPush, 1 << 20);
+    released(samples, kSecond, 0x7f00aa00, 1, 2, nothingForwarded);
+
+    car::CallStats allForwarded;
+    for (int n = 0; n < 20; ++n) allForwarded.countForwarded(car::ForwardReason::NotEligible);
+    released(samples, kOtherHost, 0x1234, 1, 4, allForwarded);
+
+    const char* nccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2";
+    samples.begin("audit-served", kAudited, LogLevel::Info,
+                  car::kAuditTag + car::logText(car::formatAuditServed, nccl, "/opt/nccl-car/libnccl-car.so", nccl));
+    samples.end();
+  }
+  json.endObject();
+}
+
+}  // namespace carquery
