@@ -17,7 +17,8 @@ inline const char* exportsMap() { return CAR_SHIM_EXPORTS_MAP; }
 inline const char* handleDriverProgram() { return CAR_SHIM_HANDLE_DRIVER; }
 inline const char* auditLibrary() { return CAR_AUDIT_LIBRARY; }
 inline const char* dropinFolder() { return CAR_DROPIN_FOLDER; }
-inline const char* partialStandinLibrary() { return CAR_PARTIAL_STANDIN_LIBRARY; }
+// The stand-in of NCCL 2.12, the oldest NCCL we pass through: it lacks every function added since.
+inline const char* oldStandinLibrary() { return CAR_OLD_STANDIN_LIBRARY; }
 inline const char* ncclHeader() { return CAR_NCCL_HEADER; }
 inline const char* pythonProgram() { return CAR_PYTHON; }
 inline const char* ctypesClient() { return CAR_CTYPES_CLIENT; }

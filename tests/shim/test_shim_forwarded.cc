@@ -21,24 +21,42 @@ const std::set<std::string> kInNonhookedScenario = {
     "ncclReduceScatter", "ncclSend",       "ncclRecv",             "ncclCommCount",    "ncclCommCuDevice",
     "ncclCommUserRank", "ncclGetLastError", "ncclGetErrorString",  "ncclCommGetAsyncError"};
 
-// Forwarded by us and recorded generically by the stand-in: the "forwarded" scenario's list.
-std::vector<std::string> genericallyForwarded() {
+// What the stand-in at `library` does with each function we forward (our weak exports:
+// forwarders that no hook replaced).
+struct ForwardedByStandin {
+  std::vector<std::string> generic;  // recorded generically: the "forwarded" scenario calls them
+  std::vector<std::string> absent;   // not in that NCCL at all (an older one)
+};
+
+ForwardedByStandin forwardedOver(const std::string& library) {
   const std::set<std::string> forwarded = readDynamicInfo(shimLibrary()).weak;
-  const std::set<std::string> generic = readDynamicInfo(standinLibrary()).weak;
-  std::vector<std::string> names;
+  const DynamicInfo standin = readDynamicInfo(library);
+  ForwardedByStandin split;
   for (const std::string& name : forwarded) {
     INFO(name << " is forwarded: some scenario must call it");
-    if (generic.count(name) != 0) names.push_back(name);
-    else CHECK(kInNonhookedScenario.count(name) == 1);
+    if (standin.weak.count(name) != 0) split.generic.push_back(name);
+    else if (standin.exported.count(name) != 0) CHECK(kInNonhookedScenario.count(name) == 1);
+    else split.absent.push_back(name);
   }
-  return names;
+  return split;
+}
+
+// shim_handle_driver's "forwarded" scenario on `names`, through `route`: under LD_PRELOAD
+// on a handle of the preloaded library itself (the driver dlopens its path), whose
+// forwarders find the NCCL of `ncclFolder` by name.
+ChildResult runForwarded(Route route, const std::vector<std::string>& names, const std::vector<std::string>& env,
+                         const std::string& ncclFolder = "") {
+  std::vector<std::string> args = {route == Route::Preload ? std::string(shimLibrary()) : "libnccl.so.2",
+                                   "forwarded"};
+  args.insert(args.end(), names.begin(), names.end());
+  return runThrough(route, handleDriverProgram(), args, env, ncclFolder);
 }
 
 }  // namespace
 
 TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged, and its result comes back "
           "unchanged, through every route", "[shim][forwarded]") {
-  const std::vector<std::string> names = genericallyForwarded();
+  const std::vector<std::string> names = forwardedOver(standinLibrary()).generic;
   REQUIRE(names.size() >= 11);  // nccl.h 2.28: memory, registration, windows, operators, more collectives
   std::vector<std::string> env = {"NCCL_CAR_DEBUG=INFO"};
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -46,12 +64,7 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
   }
   for (Route route : {Route::Preload, Route::Dropin, Route::Audit}) {
     INFO(routeName(route));
-    // Under LD_PRELOAD: a handle on the preloaded library itself (the driver dlopens its
-    // path), whose forwarders find the stand-in by name.
-    std::vector<std::string> args = {route == Route::Preload ? std::string(shimLibrary()) : "libnccl.so.2",
-                                     "forwarded"};
-    args.insert(args.end(), names.begin(), names.end());
-    const ChildResult run = runThrough(route, handleDriverProgram(), args, env);
+    const ChildResult run = runForwarded(route, names, env);
     checkSetupPlacement(checkSteps(run), {"init"});
     const Outputs outputs = parseOutputs(run.out);
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -63,25 +76,26 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
   }
 }
 
-TEST_CASE("forwarded: a function the real NCCL lacks returns ncclInvalidUsage, and one WARN names it",
-          "[shim][forwarded]") {
-  // The partial stand-in has only the hand-written functions: an older NCCL, to us.
-  const std::vector<std::string> names = genericallyForwarded();
-  std::vector<std::string> args = {"libnccl.so.2", "forwarded"};
-  args.insert(args.end(), names.begin(), names.end());
-  args.insert(args.end(), names.begin(), names.end());  // twice: still one WARN each
-  const ChildResult run =
-      runThrough(Route::Dropin, handleDriverProgram(), args, {}, folderOf(partialStandinLibrary()));
-  INFO(run.out << run.err);
-  REQUIRE(run.exitCode == 0);
-  for (const std::string& name : names) {
-    INFO(name);
-    if (name == "ncclResetDebugInit") continue;  // void: nothing to return
-    const std::vector<std::string> results = linesWith(run.out, {name + " result="});
-    REQUIRE(results.size() == 2);
-    for (const std::string& line : results) CHECK(line == name + " result=" + std::to_string(ncclInvalidUsage));
-    CHECK(linesWith(run.err, {"NCCL-CAR WARN", name + " is not in the real NCCL"}).size() == 1);
-    for (const std::string& line : splitLines(run.log)) CHECK(line.rfind(name + " ", 0) != 0);  // never reached it
+TEST_CASE("forwarded: a function the real NCCL lacks returns ncclInvalidUsage, and one WARN names it, through "
+          "every route", "[shim][forwarded]") {
+  const std::vector<std::string> names = forwardedOver(oldStandinLibrary()).absent;
+  REQUIRE(names.size() >= 9);  // NCCL 2.12 lacks 9 of nccl.h 2.28's: memory, registration, more collectives
+  std::vector<std::string> twice = names;
+  twice.insert(twice.end(), names.begin(), names.end());  // still one WARN each
+  for (Route route : {Route::Preload, Route::Dropin, Route::Audit}) {
+    INFO(routeName(route));
+    const ChildResult run = runForwarded(route, twice, {}, folderOf(oldStandinLibrary()));
+    INFO(run.out << run.err);
+    REQUIRE(run.exitCode == 0);
+    for (const std::string& name : names) {
+      INFO(name);
+      CHECK(linesWith(run.err, {"NCCL-CAR WARN", name + " is not in the real NCCL"}).size() == 1);
+      for (const std::string& line : splitLines(run.log)) CHECK(line.rfind(name + " ", 0) != 0);  // never reached it
+      if (name == "ncclResetDebugInit") continue;  // void: nothing to return
+      const std::vector<std::string> results = linesWith(run.out, {name + " result="});
+      REQUIRE(results.size() == 2);
+      for (const std::string& line : results) CHECK(line == name + " result=" + std::to_string(ncclInvalidUsage));
+    }
+    CHECK(carLines(run.err, "WARN").size() == names.size());
   }
-  CHECK(carLines(run.err, "WARN").size() == names.size());  // ncclResetDebugInit's included
 }

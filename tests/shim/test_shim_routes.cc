@@ -62,7 +62,7 @@ TEST_CASE("routes: under LD_AUDIT every later load of NCCL, by name or by path, 
   // second dlopen with us, whether it names the soname, the file the program loaded first,
   // or the file we forward to (here NCCL_CAR_NCCL_LIB, another copy of the stand-in).
   const std::string path = standinLibrary();
-  const std::string other = partialStandinLibrary();
+  const std::string other = standinCopy();
   struct Case {
     std::string first, second, configured;
   };
