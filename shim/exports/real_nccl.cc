@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "log.h"
@@ -14,7 +15,9 @@ namespace car {
 namespace {
 
 // Looks up every symbol in `handle`; fails if a required one is missing or resolves back
-// to our own hook (a preload loaded twice must not call itself forever).
+// to our own hook (a preload loaded twice must not call itself forever). Required: the
+// functions NCCL 2.12 had that we call; the rest may be missing (an older NCCL), and their
+// hooks then answer ncclInvalidUsage (reportMissing).
 bool fill(void* handle, RealNccl* table, const char* origin) {
   bool complete = true;
   auto load = [&](auto& slot, const char* name, bool required) {
@@ -25,15 +28,15 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->allReduce, "ncclAllReduce", true);
   load(table->allGather, "ncclAllGather", true);
   load(table->commInitRank, "ncclCommInitRank", true);
-  load(table->commInitRankConfig, "ncclCommInitRankConfig", true);
+  load(table->commInitRankConfig, "ncclCommInitRankConfig", false);
   load(table->commInitRankScalable, "ncclCommInitRankScalable", false);
   load(table->commInitAll, "ncclCommInitAll", true);
-  load(table->commSplit, "ncclCommSplit", true);
+  load(table->commSplit, "ncclCommSplit", false);
   load(table->commShrink, "ncclCommShrink", false);
   load(table->commRevoke, "ncclCommRevoke", false);
   load(table->commDestroy, "ncclCommDestroy", true);
   load(table->commAbort, "ncclCommAbort", true);
-  load(table->commFinalize, "ncclCommFinalize", true);
+  load(table->commFinalize, "ncclCommFinalize", false);
   load(table->groupStart, "ncclGroupStart", true);
   load(table->groupEnd, "ncclGroupEnd", true);
   load(table->groupSimulateEnd, "ncclGroupSimulateEnd", false);
@@ -89,6 +92,16 @@ void* realSymbol(void* handle, const char* name) {
   Dl_info info{};
   if (symbol != nullptr && dladdr(symbol, &info) != 0 && info.dli_fbase == ownLibraryBase()) return nullptr;
   return symbol;
+}
+
+void reportMissing(const RealNccl& real, const char* name) {
+  static std::mutex mutex;
+  static std::set<std::string> reported;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!reported.insert(name).second) return;
+  }
+  CAR_WARN(-1, "{} is not in the real NCCL ({}, an older version?): it returns ncclInvalidUsage", name, real.origin);
 }
 
 const RealNccl* realNccl() {
