@@ -13,7 +13,8 @@ from .units import format_size
 
 DESCRIPTION = """\
 Reports the GPUs (name, PCI bus id), P2P access and NVLink between each pair, the
-libnccl.so.2 the library would forward to and its version, whether MPS runs, IPC facts,
+libnccl.so.2 the library would forward to and its version beside the nccl.h the library
+was built against (a warning when the real one is newer), whether MPS runs, IPC facts,
 where libnccl-car.so and its audit module are, the Python packages here that load NCCL
 themselves or link it (and so which --mode of `nccl-car run` they need), the NCCL_CAR_*
 variables set, and a verdict: which all-reduces the library would run on its own kernels
@@ -56,7 +57,8 @@ def collect(args, env):
     gpus = gpu_probe.probe_gpus()
     judged = machine_verdict.judge(gpus, effective, query, env)
     return {
-        "library": {"path": library, "source": source, "exists": os.path.isfile(library)},
+        "library": {"path": library, "source": source, "exists": os.path.isfile(library),
+                    "nccl_h": nccl_probe.header_version_of(library)},
         "cuda": gpus,
         "nccl": nccl_probe.locate(env, sys.path, exclude=library),
         "routes": routes_report(library, command),
@@ -131,10 +133,15 @@ def render_text(report):
             lines.extend(_matrix_lines(gpus))
 
     nccl = report["nccl"]
+    header = library["nccl_h"]
     if nccl["path"]:
         version = nccl["version"] or f"unknown ({nccl['error']})"
-        lines.append(f"NCCL:      {nccl['path']} (via {nccl['source']}), version {version}")
+        built = f"; libnccl-car.so built against nccl.h {header}" if header else ""
+        lines.append(f"NCCL:      {nccl['path']} (via {nccl['source']}), version {version}{built}")
         lines.append("    (a program that loads its own NCCL, as PyTorch does, is forwarded to that one)")
+        note = nccl_probe.header_note(nccl["version"], header)
+        if note:
+            lines.append(f"    {note[0]}: {note[1]}")
     else:
         lines.append(f"NCCL:      none found ({nccl['error']})")
     for attempt in nccl["tried"]:
