@@ -14,6 +14,16 @@
 namespace car {
 namespace {
 
+// The build's include path must find the nccl.h CMake read (CUDA's folder may hold another).
+static_assert(NCCL_VERSION_CODE == CAR_NCCL_H_VERSION_CODE, "nccl.h is not the one CMake found");
+
+#define CAR_TEXT(x) #x
+#define CAR_TEXT_OF(x) CAR_TEXT(x)
+#define CAR_NCCL_H_VERSION CAR_TEXT_OF(NCCL_MAJOR) "." CAR_TEXT_OF(NCCL_MINOR) "." CAR_TEXT_OF(NCCL_PATCH)
+// The nccl.h this library was built against, also as text in the file: `nccl-car doctor`
+// reads it there to set beside the real NCCL's version.
+[[gnu::used]] const char kBuiltAgainst[] = "nccl-car: built against nccl.h " CAR_NCCL_H_VERSION;
+
 // Looks up every symbol in `handle`; fails if a required one is missing or resolves back
 // to our own hook (a preload loaded twice must not call itself forever). Required: the
 // functions NCCL 2.12 had that we call; the rest may be missing (an older NCCL), and their
@@ -47,6 +57,16 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->commUserRank, "ncclCommUserRank", true);
   load(table->commCuDevice, "ncclCommCuDevice", true);
   load(table->getErrorString, "ncclGetErrorString", true);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  load(table->commGrow, "ncclCommGrow", false);
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+  load(table->commSuspend, "ncclCommSuspend", false);
+  load(table->commResume, "ncclCommResume", false);
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  load(table->allReduceConfig, "ncclAllReduceConfig", false);
+#endif
   table->origin = origin;
   table->handle = handle;
   return complete;
@@ -125,7 +145,7 @@ const RealNccl* realNccl() {
   }
   table = candidate;
   ready.store(true, std::memory_order_release);
-  CAR_INFO(-1, "real NCCL found as {}", table.origin);
+  CAR_INFO(-1, "real NCCL found as {} (libnccl-car.so built against nccl.h {})", table.origin, CAR_NCCL_H_VERSION);
   return &table;
 }
 

@@ -31,6 +31,18 @@ struct RealNccl {
   decltype(&::ncclCommUserRank) commUserRank;
   decltype(&::ncclCommCuDevice) commCuDevice;
   decltype(&::ncclGetErrorString) getErrorString;
+  // Forwarded today, to be hooked (issue 25): each hook takes its real function from here,
+  // so hooking one is a hook in hooks.cc under the same guard, and nothing else.
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  decltype(&::ncclCommGrow) commGrow;  // may be null (before NCCL 2.29)
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+  decltype(&::ncclCommSuspend) commSuspend;  // may be null (before NCCL 2.29.7)
+  decltype(&::ncclCommResume) commResume;    // may be null (before NCCL 2.29.7)
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  decltype(&::ncclAllReduceConfig) allReduceConfig;  // may be null (before NCCL 2.32)
+#endif
   const char* origin;  // how it was found, for the log
   void* handle;        // what it was found in (a dlopen handle or RTLD_NEXT), for forward_target.cc
 };

@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 #include <nccl.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "call_checks.h"
 #include "elf_symbols.h"
 #include "route_runs.h"
@@ -20,6 +23,18 @@ const std::set<std::string> kInNonhookedScenario = {
     "ncclGetVersion",   "ncclGetUniqueId", "ncclBroadcast",        "ncclReduce",       "ncclAllGather",
     "ncclReduceScatter", "ncclSend",       "ncclRecv",             "ncclCommCount",    "ncclCommCuDevice",
     "ncclCommUserRank", "ncclGetLastError", "ncclGetErrorString",  "ncclCommGetAsyncError"};
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // ncclResetDebugInit, from nccl_api.def
+
+// The functions that return nothing (void): the driver only reports that they returned.
+std::set<std::string> returningNothing() {
+  std::set<std::string> names;
+#define CAR_NCCL_FUNCTION(ret, name, params, args) \
+  if (std::is_void_v<ret>) names.insert(#name);
+#include "exports/nccl_api.def"
+#undef CAR_NCCL_FUNCTION
+  return names;
+}
 
 // What the stand-in at `library` does with each function we forward (our weak exports:
 // forwarders that no hook replaced).
@@ -58,6 +73,22 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
           "unchanged, through every route", "[shim][forwarded]") {
   const std::vector<std::string> names = forwardedOver(standinLibrary()).generic;
   REQUIRE(names.size() >= 11);  // nccl.h 2.28: memory, registration, windows, operators, more collectives
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  // The entry points NCCL 2.29 to 2.32 added, all forwarded until hooked (issue 25); a newer
+  // NCCL underneath must give each one its own answer.
+  if (standinVersionCode() >= NCCL_VERSION(2, 32, 0)) {
+    for (const char* added :
+         {"ncclAllReduceConfig", "ncclAllGatherConfig", "ncclReduceScatterConfig", "ncclBroadcastConfig",
+          "ncclReduceConfig", "ncclAlltoAllConfig", "ncclGatherConfig", "ncclScatterConfig", "ncclCommGrow",
+          "ncclCommGetUniqueId", "ncclCommSuspend", "ncclCommResume", "ncclCommMemStats", "ncclParamBind",
+          "ncclParamGetI8", "ncclParamGetU64", "ncclParamGetStr", "ncclParamGet", "ncclParamGetParameter",
+          "ncclParamGetAllParameterKeys", "ncclParamDumpAll", "ncclPutSignal", "ncclSignal", "ncclWaitSignal",
+          "ncclWinGetUserPtr", "ncclSetEncryption"}) {
+      INFO(added);
+      CHECK(std::count(names.begin(), names.end(), added) == 1);
+    }
+  }
+#endif
   std::vector<std::string> env = {"NCCL_CAR_DEBUG=INFO"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     env.push_back("STANDIN_NCCL_RESULT_" + names[i] + "=" + std::to_string(40 + i));  // a result per function
@@ -70,7 +101,7 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
     for (std::size_t i = 0; i < names.size(); ++i) {
       INFO(names[i]);
       const Call& output = outputs.at(names[i]);
-      if (names[i] != "ncclResetDebugInit") CHECK(output.get("result") == std::to_string(40 + i));  // else void
+      if (returningNothing().count(names[i]) == 0) CHECK(output.get("result") == std::to_string(40 + i));
     }
     CHECK(carLines(run.err, "WARN").empty());
   }
@@ -91,7 +122,7 @@ TEST_CASE("forwarded: a function the real NCCL lacks returns ncclInvalidUsage, a
       INFO(name);
       CHECK(linesWith(run.err, {"NCCL-CAR WARN", name + " is not in the real NCCL"}).size() == 1);
       for (const std::string& line : splitLines(run.log)) CHECK(line.rfind(name + " ", 0) != 0);  // never reached it
-      if (name == "ncclResetDebugInit") continue;  // void: nothing to return
+      if (returningNothing().count(name) != 0) continue;
       std::vector<std::string> results;
       for (const std::string& line : splitLines(run.out)) {
         if (line.rfind(name + " ", 0) == 0) results.push_back(line.substr(name.size() + 1));
