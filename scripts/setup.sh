@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything nccl-car needs to build on a fresh Debian 12 machine: CMake, Ninja,
 # g++, spdlog, fmt and Catch2 v2 (and pip, to fetch) from Debian's packages, and NCCL's
-# header: the version pinned in scripts/nccl-headers.env, taken once from the
-# nvidia-nccl-cu13 wheel on PyPI into .deps/nccl-<version>/include (about 30 s; the wheel is
-# not kept), or from the CUDA folder when its nccl.h is that version, unless NCCL_HOME names a folder
-# whose include/nccl.h to build against instead (NCCL_HOME=/usr/local/cuda: CUDA's bundled
+# header: the version pinned in scripts/nccl-headers.env, from the CUDA folder when its
+# nccl.h is that version, else taken once from the nvidia-nccl-cu13 wheel on PyPI into
+# .deps/nccl-<version>/include (15-30 s; the wheel is not kept). NCCL_HOME names another
+# folder whose include/nccl.h to build against (NCCL_HOME=/usr/local/cuda: CUDA's bundled
 # one). The CUDA toolkit itself must be present (CUDA_HOME or /usr/local/cuda). Safe to run
 # again: it only installs or fetches what is missing.
 #   scripts/setup.sh                   writes the chosen NCCL folder to .deps-nccl-home
