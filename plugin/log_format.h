@@ -148,10 +148,12 @@ inline size_t formatTakenCall(char* out, size_t size, int rank, unsigned long lo
   return used;
 }
 
-// "real NCCL found as <how>": the first NCCL call of a process reached the library.
-inline size_t formatRealNcclFound(char* out, size_t size, const char* origin) {
+// "real NCCL found as <how> (libnccl-car.so built against nccl.h <version>)": the first NCCL
+// call of a process reached the library.
+inline size_t formatRealNcclFound(char* out, size_t size, const char* origin, const char* headerVersion) {
   size_t used = 0;
-  logformat::append(out, size, &used, "real NCCL found as %s", origin);
+  logformat::append(out, size, &used, "real NCCL found as %s (libnccl-car.so built against nccl.h %s)", origin,
+                    headerVersion);
   return used;
 }
 

@@ -1,7 +1,5 @@
 #include "exports/forward_target.h"
 
-#include "log.h"
-
 namespace car {
 
 void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
@@ -11,10 +9,7 @@ void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl
     if (real == nullptr) return nullptr;
     void* symbol = realSymbol(real->handle, name);
     if (symbol == nullptr) {
-      if (!slot.reportedMissing.exchange(true)) {
-        CAR_WARN(-1, "{} is not in the real NCCL ({}, an older version?): it returns ncclInvalidUsage", name,
-                 real->origin);
-      }
+      reportMissing(*real, name);
       return nullptr;
     }
     // Every thread that races here finds the same address.

@@ -12,14 +12,13 @@ namespace car {
 
 struct ForwardSlot {
   std::atomic<void*> target{nullptr};
-  std::atomic<bool> reportedMissing{false};
 };
 
 // The first call of a forwarder: looks `name` up and fills the slot.
 void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept;
 
 // The real `name`, or nullptr: there is no real NCCL (*noRealNccl set; realNccl() has logged
-// it), or the real NCCL lacks `name` (an older NCCL; one WARN per function names it). Inline:
+// it), or the real NCCL lacks `name` (an older NCCL; reportMissing names it once). Inline:
 // after the first call a forwarder costs one load and one indirect call.
 inline void* forwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
   if (void* cached = slot.target.load(std::memory_order_acquire)) return cached;

@@ -35,12 +35,12 @@ void guarded(const char* where, Body&& body) {
   }
 }
 
-// A hook of a function older NCCLs lack: true, with a WARN naming it, when the real NCCL
-// has none (the hook then returns ncclInvalidUsage, as NCCL would for a bad call).
+// A hook of a function older NCCLs lack: true when the real NCCL has none (the hook then
+// returns ncclInvalidUsage, as a forwarder does; one WARN per function names it).
 template <typename Function>
 bool lacks(const RealNccl& real, Function function, const char* name) {
   if (function != nullptr) return false;
-  CAR_WARN(-1, "{} is not in the real NCCL ({})", name, real.origin);
+  reportMissing(real, name);
   return true;
 }
 
@@ -234,6 +234,7 @@ CAR_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncc
                                                ncclConfig_t* config) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commInitRankConfig, "ncclCommInitRankConfig")) return ncclInvalidUsage;
   const ncclResult_t result = real->commInitRankConfig(comm, nranks, commId, rank, config);
   adoptAndSchedule(*real, result, comm, 1, isNonblocking(config, defaultNonblocking()));
   return result;
@@ -260,6 +261,7 @@ CAR_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* 
 CAR_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commSplit, "ncclCommSplit")) return ncclInvalidUsage;
   const bool nonblocking = isNonblocking(config, passThrough() ? false : parentNonblocking(comm));
   const ncclResult_t result = real->commSplit(comm, color, key, newcomm, config);
   adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
@@ -284,6 +286,7 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
 CAR_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commFinalize, "ncclCommFinalize")) return ncclInvalidUsage;
   bool forward = true;
   guarded("ncclCommFinalize", [&] { forward = releaseBeforeNccl(comm, ReleaseKind::Finalize); });
   return forward ? real->commFinalize(comm) : ncclSuccess;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "log.h"
@@ -13,8 +14,20 @@
 namespace car {
 namespace {
 
+// The build's include path must find the nccl.h CMake read (CUDA's folder may hold another).
+static_assert(NCCL_VERSION_CODE == CAR_NCCL_H_VERSION_CODE, "nccl.h is not the one CMake found");
+
+#define CAR_TEXT(x) #x
+#define CAR_TEXT_OF(x) CAR_TEXT(x)
+#define CAR_NCCL_H_VERSION CAR_TEXT_OF(NCCL_MAJOR) "." CAR_TEXT_OF(NCCL_MINOR) "." CAR_TEXT_OF(NCCL_PATCH)
+// The nccl.h this library was built against, also as text in the file: `nccl-car doctor`
+// reads it there to set beside the real NCCL's version.
+[[gnu::used]] const char kBuiltAgainst[] = "nccl-car: built against nccl.h " CAR_NCCL_H_VERSION;
+
 // Looks up every symbol in `handle`; fails if a required one is missing or resolves back
-// to our own hook (a preload loaded twice must not call itself forever).
+// to our own hook (a preload loaded twice must not call itself forever). Required: the
+// functions NCCL 2.12 had that we call; the rest may be missing (an older NCCL), and their
+// hooks then answer ncclInvalidUsage (reportMissing).
 bool fill(void* handle, RealNccl* table, const char* origin) {
   bool complete = true;
   auto load = [&](auto& slot, const char* name, bool required) {
@@ -25,15 +38,15 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->allReduce, "ncclAllReduce", true);
   load(table->allGather, "ncclAllGather", true);
   load(table->commInitRank, "ncclCommInitRank", true);
-  load(table->commInitRankConfig, "ncclCommInitRankConfig", true);
+  load(table->commInitRankConfig, "ncclCommInitRankConfig", false);
   load(table->commInitRankScalable, "ncclCommInitRankScalable", false);
   load(table->commInitAll, "ncclCommInitAll", true);
-  load(table->commSplit, "ncclCommSplit", true);
+  load(table->commSplit, "ncclCommSplit", false);
   load(table->commShrink, "ncclCommShrink", false);
   load(table->commRevoke, "ncclCommRevoke", false);
   load(table->commDestroy, "ncclCommDestroy", true);
   load(table->commAbort, "ncclCommAbort", true);
-  load(table->commFinalize, "ncclCommFinalize", true);
+  load(table->commFinalize, "ncclCommFinalize", false);
   load(table->groupStart, "ncclGroupStart", true);
   load(table->groupEnd, "ncclGroupEnd", true);
   load(table->groupSimulateEnd, "ncclGroupSimulateEnd", false);
@@ -44,6 +57,16 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->commUserRank, "ncclCommUserRank", true);
   load(table->commCuDevice, "ncclCommCuDevice", true);
   load(table->getErrorString, "ncclGetErrorString", true);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  load(table->commGrow, "ncclCommGrow", false);
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+  load(table->commSuspend, "ncclCommSuspend", false);
+  load(table->commResume, "ncclCommResume", false);
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  load(table->allReduceConfig, "ncclAllReduceConfig", false);
+#endif
   table->origin = origin;
   table->handle = handle;
   return complete;
@@ -91,6 +114,16 @@ void* realSymbol(void* handle, const char* name) {
   return symbol;
 }
 
+void reportMissing(const RealNccl& real, const char* name) {
+  static std::mutex mutex;
+  static std::set<std::string> reported;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!reported.insert(name).second) return;
+  }
+  CAR_WARN(-1, "{} is not in the real NCCL ({}, an older version?): it returns ncclInvalidUsage", name, real.origin);
+}
+
 const RealNccl* realNccl() {
   shimConfig();  // sets the log level first, so what we log below is shown at INFO
   static RealNccl table{};
@@ -112,7 +145,7 @@ const RealNccl* realNccl() {
   }
   table = candidate;
   ready.store(true, std::memory_order_release);
-  CAR_INFO(-1, "{}", logText(formatRealNcclFound, table.origin));
+  CAR_INFO(-1, "{}", logText(formatRealNcclFound, table.origin, CAR_NCCL_H_VERSION));
   return &table;
 }
 

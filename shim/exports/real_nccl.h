@@ -12,15 +12,15 @@ struct RealNccl {
   decltype(&::ncclAllReduce) allReduce;
   decltype(&::ncclAllGather) allGather;
   decltype(&::ncclCommInitRank) commInitRank;
-  decltype(&::ncclCommInitRankConfig) commInitRankConfig;
-  decltype(&::ncclCommInitRankScalable) commInitRankScalable;  // may be null (older NCCL)
+  decltype(&::ncclCommInitRankConfig) commInitRankConfig;  // may be null (before NCCL 2.14)
+  decltype(&::ncclCommInitRankScalable) commInitRankScalable;  // may be null (before NCCL 2.23)
   decltype(&::ncclCommInitAll) commInitAll;
-  decltype(&::ncclCommSplit) commSplit;
-  decltype(&::ncclCommShrink) commShrink;  // may be null (older NCCL)
-  ncclResult_t (*commRevoke)(ncclComm_t, int);  // may be null (before NCCL 2.28)
+  decltype(&::ncclCommSplit) commSplit;  // may be null (before NCCL 2.18)
+  decltype(&::ncclCommShrink) commShrink;  // may be null (before NCCL 2.27)
+  decltype(&::ncclCommRevoke) commRevoke;  // may be null (before NCCL 2.28.7)
   decltype(&::ncclCommDestroy) commDestroy;
   decltype(&::ncclCommAbort) commAbort;
-  decltype(&::ncclCommFinalize) commFinalize;
+  decltype(&::ncclCommFinalize) commFinalize;  // may be null (before NCCL 2.14)
   decltype(&::ncclGroupStart) groupStart;
   decltype(&::ncclGroupEnd) groupEnd;
   decltype(&::ncclGroupSimulateEnd) groupSimulateEnd;  // may be null (before NCCL 2.22)
@@ -31,6 +31,18 @@ struct RealNccl {
   decltype(&::ncclCommUserRank) commUserRank;
   decltype(&::ncclCommCuDevice) commCuDevice;
   decltype(&::ncclGetErrorString) getErrorString;
+  // Forwarded today, to be hooked (issue 25): each hook takes its real function from here,
+  // so hooking one is a hook in hooks.cc under the same guard, and nothing else.
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  decltype(&::ncclCommGrow) commGrow;  // may be null (before NCCL 2.29)
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+  decltype(&::ncclCommSuspend) commSuspend;  // may be null (before NCCL 2.29.7)
+  decltype(&::ncclCommResume) commResume;    // may be null (before NCCL 2.29.7)
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  decltype(&::ncclAllReduceConfig) allReduceConfig;  // may be null (before NCCL 2.32)
+#endif
   const char* origin;  // how it was found, for the log
   void* handle;        // what it was found in (a dlopen handle or RTLD_NEXT), for forward_target.cc
 };
@@ -39,6 +51,10 @@ struct RealNccl {
 // NCCL_CAR_NCCL_LIB). Resolved at the first call, retried until it succeeds: NCCL may be
 // loaded after us.
 const RealNccl* realNccl();
+
+// One WARN per function, the first time a caller asks for `name` and the real NCCL lacks it
+// (an older NCCL): the forwarders and the hooks of such functions then return ncclInvalidUsage.
+void reportMissing(const RealNccl& real, const char* name);
 
 // `name` in `handle`, or nullptr when it is missing or resolves back to our own library (a
 // preload loaded twice, or our library found under the name libnccl.so.2).

@@ -186,6 +186,34 @@ class NcclSearchTest(unittest.TestCase):
         self.assertEqual((result["path"], result["version"]), (wheel, "2.27.3"))
         self.assertEqual([t["error"] is None for t in result["tried"]], [False, False, True])
 
+    def test_header_version_read_from_the_library(self):
+        with tempfile.NamedTemporaryFile() as library:
+            library.write(b"\x7fELF\0\0" + b"\0" * 4096 + b"nccl-car: built against nccl.h 2.32.3\0rest")
+            library.flush()
+            self.assertEqual(host_probe.header_version_of(library.name), "2.32.3")
+        self.assertIsNone(host_probe.header_version_of("/nonexistent/libnccl-car.so"))
+
+    def test_the_built_library_names_its_nccl_h(self):
+        library = os.path.join(cli_support.BUILD_DIR, "shim", "libnccl-car.so")
+        cache = os.path.join(cli_support.BUILD_DIR, "CMakeCache.txt")
+        if not os.path.isfile(library) or not os.path.isfile(cache):
+            self.skipTest(f"{library} is not built")
+        with open(cache) as stream:
+            include = next(line.split("=", 1)[1].strip() for line in stream if line.startswith("NCCL_INCLUDE_DIR:"))
+        with open(os.path.join(include, "nccl.h")) as header:
+            code = int(next(line.split()[2] for line in header if line.startswith("#define NCCL_VERSION_CODE ")))
+        self.assertEqual(host_probe.header_version_of(library), host_probe.decode_version(code))
+
+    def test_header_note(self):
+        kind, text = host_probe.header_note("2.33.1", "2.32.3")
+        self.assertEqual(kind, "warning")
+        self.assertIn("lacks the functions NCCL added after 2.32.3", text)
+        self.assertEqual(host_probe.header_note("2.28.9", "2.32.3")[0], "note")
+        self.assertEqual(host_probe.header_note("2.9.6", "2.32.3")[0], "note")  # by number, not as text
+        self.assertIsNone(host_probe.header_note("2.32.3", "2.32.3"))
+        self.assertIsNone(host_probe.header_note(None, "2.32.3"))
+        self.assertIsNone(host_probe.header_note("2.32.3", None))
+
     def test_decode_version(self):
         self.assertEqual(host_probe.decode_version(22809), "2.28.9")
         self.assertEqual(host_probe.decode_version(21903), "2.19.3")
@@ -274,6 +302,25 @@ class DoctorCommandTest(unittest.TestCase):
             result = run_tool("doctor", "--json", env=clean_env(CUDA_VISIBLE_DEVICES="", NCCL_CAR_NCCL_LIB=library))
         nccl = json.loads(result.stdout)["nccl"]
         self.assertEqual((nccl["path"], nccl["source"], nccl["version"]), (library, "NCCL_CAR_NCCL_LIB", "2.19.3"))
+
+    @unittest.skipUnless(shutil.which("cc"), "needs a C compiler to build a stand-in libnccl.so.2")
+    def test_a_real_nccl_newer_than_the_header_is_warned_about(self):
+        with tempfile.TemporaryDirectory() as folder:
+            source = os.path.join(folder, "fake.c")
+            library = os.path.join(folder, "libnccl.so.2")
+            ours = os.path.join(folder, "libnccl-car.so")
+            with open(source, "w") as stream:
+                stream.write("int ncclGetVersion(int* version) { *version = 23203; return 0; }\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", library, source], check=True)
+            with open(ours, "wb") as stream:
+                stream.write(b"\0" * 64 + b"nccl-car: built against nccl.h 2.28.9\0")
+            result = run_tool("doctor", "--lib", ours,
+                              env=clean_env(CUDA_VISIBLE_DEVICES="", NCCL_CAR_NCCL_LIB=library))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"NCCL:      {library} (via NCCL_CAR_NCCL_LIB), version 2.32.3; libnccl-car.so built "
+                      "against nccl.h 2.28.9\n", result.stdout)
+        self.assertIn("    warning: NCCL 2.32.3 is newer than the nccl.h 2.28.9 libnccl-car.so was built against",
+                      result.stdout)
 
 
 if __name__ == "__main__":

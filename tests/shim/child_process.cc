@@ -33,6 +33,11 @@ fs::path makeTempDir() {
   return pattern;
 }
 
+const char* fromEnvironment(const char* name, const char* built) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' ? value : built;
+}
+
 std::vector<std::string> environmentOf(const ChildRun& run, const fs::path& log) {
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "LD_LIBRARY_PATH=", "STANDIN_NCCL_LOG=" + log.string()};
   if (run.preload) env.push_back(std::string("LD_PRELOAD=") + shimLibrary());
@@ -104,10 +109,25 @@ ChildResult runChild(const ChildRun& run) {
   return result;
 }
 
+const char* standinLibrary() { return fromEnvironment("CAR_STANDIN_LIBRARY", CAR_STANDIN_LIBRARY); }
+
+const char* standinHeader() { return fromEnvironment("CAR_STANDIN_NCCL_HEADER", CAR_NCCL_HEADER); }
+
+int standinVersionCode() {
+  const std::string text = readFile(standinHeader());
+  const std::string define = "#define NCCL_VERSION_CODE ";
+  const std::size_t at = text.find(define);
+  if (at == std::string::npos) throw std::runtime_error(std::string(standinHeader()) + " has no NCCL_VERSION_CODE");
+  return std::atoi(text.c_str() + at + define.size());
+}
+
 ChildResult runDriver(const std::vector<std::string>& args, const std::vector<std::string>& env, bool preload) {
   ChildRun run;
   run.args = args;
-  run.env = env;
+  // shim_driver links the stand-in of its own build (RUNPATH); this one may be another's.
+  const std::string standin = standinLibrary();
+  run.env = {"LD_LIBRARY_PATH=" + standin.substr(0, standin.rfind('/'))};
+  run.env.insert(run.env.end(), env.begin(), env.end());
   run.preload = preload;
   return runChild(run);
 }

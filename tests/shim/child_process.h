@@ -12,12 +12,19 @@ namespace shimtest {
 inline const char* shimLibrary() { return CAR_SHIM_LIBRARY; }
 inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
 inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
-inline const char* standinLibrary() { return CAR_STANDIN_LIBRARY; }
-inline const char* exportsMap() { return CAR_SHIM_EXPORTS_MAP; }
+// The stand-in NCCL, and the nccl.h it was built from: this build's, or another API level's
+// named by CAR_STANDIN_LIBRARY and CAR_STANDIN_NCCL_HEADER in the suite's environment (the
+// suite run over an older or a newer NCCL: tests/CMakeLists.txt).
+const char* standinLibrary();
+const char* standinHeader();
+// That nccl.h's NCCL_VERSION_CODE: what the stand-in's ncclGetVersion answers.
+int standinVersionCode();
 inline const char* handleDriverProgram() { return CAR_SHIM_HANDLE_DRIVER; }
 inline const char* auditLibrary() { return CAR_AUDIT_LIBRARY; }
 inline const char* dropinFolder() { return CAR_DROPIN_FOLDER; }
-inline const char* partialStandinLibrary() { return CAR_PARTIAL_STANDIN_LIBRARY; }
+// The stand-in of NCCL 2.12, the oldest NCCL we pass through: it lacks every function added since.
+inline const char* oldStandinLibrary() { return CAR_OLD_STANDIN_LIBRARY; }
+// The nccl.h libnccl-car.so and this suite were built against.
 inline const char* ncclHeader() { return CAR_NCCL_HEADER; }
 inline const char* pythonProgram() { return CAR_PYTHON; }
 inline const char* ctypesClient() { return CAR_CTYPES_CLIENT; }

@@ -4,7 +4,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -70,21 +69,6 @@ DynamicInfo readDynamicInfo(const std::string& path) {
     }
   }
   return info;
-}
-
-std::set<std::string> versionScriptGlobals(const std::string& path) {
-  std::string text = readAll(path);
-  text = std::regex_replace(text, std::regex("/\\*[\\s\\S]*?\\*/"), " ");  // drop comments
-  const std::size_t global = text.find("global:");
-  const std::size_t local = text.find("local:");
-  if (global == std::string::npos) throw std::runtime_error(path + " has no global: section");
-  const std::string names = text.substr(global + 7, local == std::string::npos ? std::string::npos : local - global - 7);
-  std::set<std::string> result;
-  const std::regex entry("([A-Za-z_][A-Za-z0-9_]*)\\s*;");
-  for (auto it = std::sregex_iterator(names.begin(), names.end(), entry); it != std::sregex_iterator(); ++it) {
-    result.insert((*it)[1]);
-  }
-  return result;
 }
 
 }  // namespace shimtest

@@ -19,7 +19,4 @@ struct DynamicInfo {
 // Throws std::runtime_error if the file is not a readable 64-bit ELF object.
 DynamicInfo readDynamicInfo(const std::string& path);
 
-// The names under "global:" in a linker version script such as shim/exports/exports.map.
-std::set<std::string> versionScriptGlobals(const std::string& path);
-
 }  // namespace shimtest

@@ -1,5 +1,10 @@
 #include "route_runs.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <stdexcept>
+
 namespace shimtest {
 
 const char* routeName(Route route) {
@@ -13,6 +18,25 @@ const char* routeName(Route route) {
 }
 
 std::string folderOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+std::string standinCopy() {
+  namespace fs = std::filesystem;
+  struct Copy {
+    fs::path folder;
+    Copy() {
+      std::string pattern = (fs::temp_directory_path() / "car-standin-copy-XXXXXX").string();
+      if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+      folder = pattern;
+      fs::copy_file(standinLibrary(), folder / "libnccl.so.2");
+    }
+    ~Copy() {
+      std::error_code ignored;
+      fs::remove_all(folder, ignored);
+    }
+  };
+  static const Copy copy;
+  return (copy.folder / "libnccl.so.2").string();
+}
 
 ChildResult runThrough(Route route, const std::string& program, const std::vector<std::string>& args,
                        const std::vector<std::string>& env, const std::string& ncclFolder) {

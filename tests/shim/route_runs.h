@@ -21,6 +21,10 @@ const char* routeName(Route route);
 // The folder a library is in.
 std::string folderOf(const std::string& path);
 
+// A copy of the stand-in in a folder of its own (made once, removed at exit): a second NCCL
+// library file.
+std::string standinCopy();
+
 // `program args...` through `route`; `ncclFolder` replaces the stand-in's folder.
 ChildResult runThrough(Route route, const std::string& program, const std::vector<std::string>& args,
                        const std::vector<std::string>& env = {}, const std::string& ncclFolder = "");

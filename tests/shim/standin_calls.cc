@@ -55,7 +55,7 @@ ncclResult_t ncclGetVersion(int* version) {
   CallLine line = calls::getVersion(version);
   ncclResult_t normal = ncclInvalidArgument;
   if (version != nullptr) {
-    *version = NCCL_VERSION_CODE;
+    *version = CAR_NCCL_API_LEVEL;  // this stand-in's release
     line.num("value", *version);
     normal = ncclSuccess;
   }
@@ -85,6 +85,7 @@ const char* ncclGetErrorString(ncclResult_t result) {
   return text;
 }
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 13, 0)
 const char* ncclGetLastError(ncclComm_t comm) {
   CallLine line = calls::getLastError(comm);
   const char* text = "standin: last error text";
@@ -92,6 +93,7 @@ const char* ncclGetLastError(ncclComm_t comm) {
   standin::record(line);
   return text;
 }
+#endif
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   CallLine line = calls::query("ncclCommGetAsyncError", comm, asyncError);
@@ -144,7 +146,7 @@ ncclResult_t ncclGroupEnd() {
   return standin::finish(line, "ncclGroupEnd", normal);
 }
 
-#ifndef STANDIN_OLD_NCCL  // the partial stand-in, an older NCCL, lacks it (NCCL 2.22)
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 22, 0)
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   CallLine line = calls::groupSimulateEnd(simInfo);
   ncclResult_t normal = ncclInvalidUsage;  // as NCCL: an end without a start

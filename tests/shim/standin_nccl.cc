@@ -126,6 +126,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
   return standin::finish(line, "ncclCommInitRank", normal);
 }
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 14, 0)
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
   CallLine line = standin::calls::initRankConfig(comm, nranks, commId, rank, config);
@@ -133,7 +134,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   const ncclResult_t normal = initOne(comm, nranks, rank, nonblocking, line);
   return standin::finish(line, "ncclCommInitRankConfig", normal);
 }
+#endif
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 23, 0)
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                       ncclConfig_t* config) {
   CallLine line = standin::calls::initRankScalable(newcomm, nranks, myrank, nId, commIds, config);
@@ -143,6 +146,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   }
   return standin::finish(line, "ncclCommInitRankScalable", normal);
 }
+#endif
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   CallLine line = standin::calls::initAll(comms, ndev, devlist);
@@ -159,6 +163,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   return standin::finish(line, "ncclCommInitAll", normal);
 }
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 18, 0)
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   CallLine line = standin::calls::split(comm, color, key, newcomm, config);
   ncclResult_t normal = standin::checkComm(comm, line);
@@ -172,7 +177,9 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   }
   return standin::finish(line, "ncclCommSplit", normal);
 }
+#endif
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 27, 0)
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                             ncclConfig_t* config, int shrinkFlags) {
   CallLine line = standin::calls::shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
@@ -187,12 +194,15 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   }
   return standin::finish(line, "ncclCommShrink", normal);
 }
+#endif
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 14, 0)
 ncclResult_t ncclCommFinalize(ncclComm_t comm) { return release("ncclCommFinalize", comm); }
+#endif
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release("ncclCommDestroy", comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return release("ncclCommAbort", comm); }
 
-#ifndef STANDIN_OLD_NCCL  // the partial stand-in, an older NCCL, lacks it (NCCL 2.28)
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 28, 7)
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   CallLine line = standin::calls::revoke(comm, revokeFlags);
   ncclResult_t normal = standin::checkComm(comm, line);

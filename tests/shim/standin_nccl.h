@@ -3,9 +3,15 @@
 // STANDIN_NCCL_LOG. STANDIN_NCCL_RESULT_<function>=<int> makes that function return <int>
 // (it still does its normal work, e.g. creates the communicator). Nonblocking communicators
 // report ncclInProgress to the first STANDIN_NCCL_ASYNC_POLLS (default 2) async-error queries.
+// Built with CAR_NCCL_API_LEVEL=<an older NCCL_VERSION_CODE> it is that older NCCL: it has only
+// the functions of that release (shim/exports/nccl_api.def) and ncclGetVersion answers that code.
 #pragma once
 
 #include <nccl.h>
+
+#ifndef CAR_NCCL_API_LEVEL
+#define CAR_NCCL_API_LEVEL NCCL_VERSION_CODE
+#endif
 
 #include <atomic>
 

@@ -62,7 +62,7 @@ TEST_CASE("routes: under LD_AUDIT every later load of NCCL, by name or by path, 
   // second dlopen with us, whether it names the soname, the file the program loaded first,
   // or the file we forward to (here NCCL_CAR_NCCL_LIB, another copy of the stand-in).
   const std::string path = standinLibrary();
-  const std::string other = partialStandinLibrary();
+  const std::string other = standinCopy();
   struct Case {
     std::string first, second, configured;
   };
@@ -91,7 +91,7 @@ TEST_CASE("routes: a program linked against libnccl.so.2 reaches our hooks throu
     const ChildResult run = runThrough(route, driverProgram(), {"nonhooked"}, {"STANDIN_NCCL_DEVICE=5"});
     checkSetupPlacement(checkSteps(run), {"init"});
     const Outputs outputs = parseOutputs(run.out);
-    CHECK(outputs.at("version").get("value") == std::to_string(NCCL_VERSION_CODE));
+    CHECK(outputs.at("version").get("value") == std::to_string(standinVersionCode()));
     CHECK(outputs.at("cudev").get("value") == "5");
     CHECK(outputs.at("errstr").get("value") == "standin:_invalid_usage");
     CHECK(carLines(run.err, "WARN").empty());
@@ -109,7 +109,7 @@ TEST_CASE("routes: a Python ctypes client reaches our hooks through the drop-in 
     const ChildResult run = runThrough(route, pythonProgram(), {ctypesClient(), library}, forced);
     checkSetupPlacement(checkSteps(run), {"init"});
     const Outputs outputs = parseOutputs(run.out);
-    CHECK(outputs.at("version").get("value") == std::to_string(NCCL_VERSION_CODE));
+    CHECK(outputs.at("version").get("value") == std::to_string(standinVersionCode()));
     CHECK(outputs.at("bcast").get("result") == "6");
     CHECK(outputs.at("register").get("result") == "3");
     CHECK(outputs.at("errstr").get("value") == "standin:_invalid_usage");

@@ -20,7 +20,8 @@ from .units import format_size
 
 DESCRIPTION = """\
 Reports the GPUs (name, PCI bus id), P2P access and NVLink between each pair, the
-libnccl.so.2 the library would forward to and its version, whether MPS runs, IPC facts,
+libnccl.so.2 the library would forward to and its version beside the nccl.h the library
+was built against (a warning when the real one is newer), whether MPS runs, IPC facts,
 where libnccl-car.so and its audit module are, the Python packages here that load NCCL
 themselves or link it (and so which --mode of `nccl-car run` they need), the NCCL_CAR_*
 variables set, and a verdict: which all-reduces the library would run on its own kernels
@@ -237,7 +238,8 @@ def collect(args, env):
     gpus = gpu_probe.probe_gpus()
     judged = judge(gpus, effective, query, env)
     return {
-        "library": {"path": library_path, "source": source, "exists": os.path.isfile(library_path)},
+        "library": {"path": library_path, "source": source, "exists": os.path.isfile(library_path),
+                    "nccl_h": host_probe.header_version_of(library_path)},
         "cuda": gpus,
         "nccl": host_probe.locate_nccl(env, sys.path, exclude=library_path),
         "routes": routes_report(library_path, command),
@@ -312,10 +314,15 @@ def render_text(report):
             lines.extend(_matrix_lines(gpus))
 
     nccl = report["nccl"]
+    header = ours["nccl_h"]
     if nccl["path"]:
         version = nccl["version"] or f"unknown ({nccl['error']})"
-        lines.append(f"NCCL:      {nccl['path']} (via {nccl['source']}), version {version}")
+        built = f"; libnccl-car.so built against nccl.h {header}" if header else ""
+        lines.append(f"NCCL:      {nccl['path']} (via {nccl['source']}), version {version}{built}")
         lines.append("    (a program that loads its own NCCL, as PyTorch does, is forwarded to that one)")
+        note = host_probe.header_note(nccl["version"], header)
+        if note:
+            lines.append(f"    {note[0]}: {note[1]}")
     else:
         lines.append(f"NCCL:      none found ({nccl['error']})")
     for attempt in nccl["tried"]:

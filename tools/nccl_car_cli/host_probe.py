@@ -111,6 +111,36 @@ def decode_version(code):
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
+# What libnccl-car.so carries as text (shim/exports/real_nccl.cc): the nccl.h it was built against.
+_BUILT_AGAINST = re.compile(rb"nccl-car: built against nccl\.h ([0-9]+\.[0-9]+\.[0-9]+)")
+
+
+def header_version_of(library):
+    """"2.32.3": the nccl.h libnccl-car.so was built against, read from its file; None when
+    the file is missing or older than that text."""
+    try:
+        with open(library, "rb") as stream:
+            match = _BUILT_AGAINST.search(stream.read())
+    except OSError:
+        return None
+    return match[1].decode() if match else None
+
+
+def header_note(real_version, header_version):
+    """("warning" or "note", text) when the real NCCL and the library's nccl.h differ, else None."""
+    if not real_version or not header_version or real_version == header_version:
+        return None
+    real, header = (tuple(int(part) for part in v.split(".")) for v in (real_version, header_version))
+    if real > header:
+        return ("warning", f"NCCL {real_version} is newer than the nccl.h {header_version} libnccl-car.so was built "
+                           f"against: a program that loads NCCL itself (--mode audit or dropin) gets our "
+                           f"libnccl.so.2, which lacks the functions NCCL added after {header_version}; rebuild "
+                           f"against NCCL {real_version}'s nccl.h (NCCL_HOME=<its folder> scripts/build.sh), or run "
+                           f"programs that link NCCL with --mode preload")
+    return ("note", f"NCCL {real_version} is older than the nccl.h {header_version} libnccl-car.so was built "
+                    f"against: the functions added after {real_version} return ncclInvalidUsage, one WARN each")
+
+
 def _loaded_path(library):
     """The file the loader picked for a soname, from this process's memory map."""
     with open("/proc/self/maps") as maps:

@@ -104,7 +104,7 @@ void writeLogSamples(JsonWriter& json) {
   {
     Samples samples(json);
     samples.begin("real-nccl-found", kFirst, LogLevel::Info,
-                  car::logText(car::formatRealNcclFound, "the next library (RTLD_NEXT)"));
+                  car::logText(car::formatRealNcclFound, "the next library (RTLD_NEXT)", "2.32.3"));
     samples.end();
     setupEligible(samples, kFirst, 0x55d0c0a0, 0, 2, false, true, 90);
     setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0);
