@@ -85,11 +85,6 @@ cudaError_t enablePeerAccess(int myDevice, int peerDevice) {
 
 }  // namespace
 
-int openIpcMappingCount() {
-  std::lock_guard<std::mutex> lock(gCacheMutex);
-  return static_cast<int>(cache().size());
-}
-
 bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRank, int myDevice, void* myBase,
                           std::vector<void*>* bases, std::string* problem) {
   DeviceGuard guard(myDevice);

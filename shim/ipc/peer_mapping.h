@@ -37,7 +37,4 @@ class PeerMappings {
   std::vector<std::unique_ptr<SysvReleaseBoard>> boards_;  // the peers' boards we attached
 };
 
-// Number of IPC handles this process holds open (for the leak tests).
-int openIpcMappingCount();
-
 }  // namespace car

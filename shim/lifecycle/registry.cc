@@ -24,9 +24,4 @@ void Registry::forget(const std::shared_ptr<CommState>& state) {
   if (it != states_.end() && it->second == state) states_.erase(it);
 }
 
-std::size_t Registry::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return states_.size();
-}
-
 }  // namespace car
