@@ -13,8 +13,7 @@
 namespace car {
 
 cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<RankEngine>* out) {
-  if (options.ranks < 2 || options.ranks > kMaxRanks || options.rank < 0 ||
-      options.rank >= options.ranks) {
+  if (!takesWorldSize(options.ranks) || options.rank < 0 || options.rank >= options.ranks) {
     return cudaErrorInvalidValue;
   }
   KernelTable kernels;

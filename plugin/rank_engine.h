@@ -51,7 +51,8 @@ struct SubmitResult {
 class RankEngine {
  public:
   // Allocates the buffer block, the abort word and the ordering event. Fails with the CUDA
-  // error, or with cudaErrorInvalidValue for a rank/ranks outside 2..8.
+  // error, or with cudaErrorInvalidValue for a world size we do not take (kernels/hard_limits.h)
+  // or a rank outside it.
   static cudaError_t create(const EngineOptions& options, std::unique_ptr<RankEngine>* out);
   ~RankEngine();
   RankEngine(const RankEngine&) = delete;

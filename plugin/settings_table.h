@@ -54,7 +54,7 @@ struct SettingSpec {
   std::string help;                       // one line; README.md's settings table shows it as is
   NumberField<Config> field;              // every type but Path
   std::string Config::*text = nullptr;    // Path
-  NumberField<SharedSettings> shared;     // its slot in the fingerprint; empty when not carried
+  NumberField<SharedSettings> shared;     // its field in the fingerprint; empty when not carried
   std::uint64_t min = 0;                  // Bytes, Count: inclusive range
   std::uint64_t max = 0;
   std::uint64_t multipleOf = 1;

@@ -17,9 +17,9 @@ namespace {
 // to our own hook (a preload loaded twice must not call itself forever).
 bool fill(void* handle, RealNccl* table, const char* origin) {
   bool complete = true;
-  auto load = [&](auto& slot, const char* name, bool required) {
+  auto load = [&](auto& function, const char* name, bool required) {
     void* symbol = realSymbol(handle, name);
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(symbol);
     if (symbol == nullptr && required) complete = false;
   };
   load(table->allReduce, "ncclAllReduce", true);

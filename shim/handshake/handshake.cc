@@ -22,9 +22,9 @@ void copyText(char* field, std::size_t size, const std::string& value) {
 }
 
 // Asks NCCL (through the gate) for our rank, the rank count and the device. False, with
-// the slot's failure set, when it cannot or the count is not ours to take.
-bool learnCommunicator(const RealNccl& real, Slot& slot) {
-  CommState& state = *slot.state;
+// the member's failure set, when it cannot or the count is not ours to take.
+bool learnCommunicator(const RealNccl& real, BatchMember& member) {
+  CommState& state = *member.state;
   bool known = false;
   const bool asked = state.gate.pass([&] {
     known = real.commUserRank(state.comm, &state.rank) == ncclSuccess &&
@@ -32,12 +32,12 @@ bool learnCommunicator(const RealNccl& real, Slot& slot) {
             real.commCuDevice(state.comm, &state.device) == ncclSuccess;
   });
   if (!asked || !known) {
-    slot.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
+    member.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
     return false;
   }
-  if (state.ranks < 2 || state.ranks > kMaxRanks) {
+  if (!takesWorldSize(state.ranks)) {
     // Every rank sees the same count, so every rank skips the handshake alike.
-    slot.failure = fmt::format("{} ranks (we take 2 to {})", state.ranks, kMaxRanks);
+    member.failure = worldSizeRefusal(state.ranks);
     return false;
   }
   return true;
@@ -46,27 +46,27 @@ bool learnCommunicator(const RealNccl& real, Slot& slot) {
 // The handshake's own stream and scratch, on the communicator's device (`onDevice`). Once
 // both exist the rank takes part in both exchanges whatever fails later, so the peers are
 // not left waiting.
-bool openHandshake(Slot& slot, const DeviceGuard& onDevice) {
-  CommState& state = *slot.state;
+bool openHandshake(BatchMember& member, const DeviceGuard& onDevice) {
+  CommState& state = *member.state;
   if (onDevice.error() == cudaSuccess &&
-      cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking) == cudaSuccess &&
-      (slot.scratch = takeScratch(state.device)) != nullptr) {
+      cudaStreamCreateWithFlags(&member.stream, cudaStreamNonBlocking) == cudaSuccess &&
+      (member.scratch = takeScratch(state.device)) != nullptr) {
     return true;
   }
   cudaGetLastError();
-  slot.failure = "CUDA unusable for the handshake";
+  member.failure = "CUDA unusable for the handshake";
   CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
-           slot.failure);
-  slot.warned = true;
+           member.failure);
+  member.warned = true;
   return false;
 }
 
 // Our record: who we are, where, with which settings. A device that cannot be asked
 // makes the status NoDevice.
-void fillRecord(Slot& slot) {
-  const CommState& state = *slot.state;
+void fillRecord(BatchMember& member) {
+  const CommState& state = *member.state;
   const ProcessIdentity& self = processIdentity();
-  HandshakeRecord& record = slot.record;
+  HandshakeRecord& record = member.record;
   record.magic = kHandshakeMagic;
   record.status = RankStatus::Ready;
   record.rank = state.rank;
@@ -90,25 +90,25 @@ void fillRecord(Slot& slot) {
 
 // The release board peers attach before they map our block. False (status NoBoard) when
 // none could be made.
-bool createBoard(Slot& slot) {
-  CommState& state = *slot.state;
+bool createBoard(BatchMember& member) {
+  CommState& state = *member.state;
   std::string problem;
   state.board = SysvReleaseBoard::create(&problem);
   if (!state.board) {
-    slot.record.status = RankStatus::NoBoard;
+    member.record.status = RankStatus::NoBoard;
     CAR_WARN(state.device, "{}: {}; all-reduces go to NCCL", describe(state), problem);
-    slot.warned = true;
+    member.warned = true;
     return false;
   }
-  slot.record.boardId = state.board->id();
+  member.record.boardId = state.board->id();
   return true;
 }
 
 // The engine (our buffer block and its IPC handle, in the record). Status NoBuffers when
 // it cannot be made or exported.
-void createEngine(Slot& slot) {
-  CommState& state = *slot.state;
-  HandshakeRecord& record = slot.record;
+void createEngine(BatchMember& member) {
+  CommState& state = *member.state;
+  HandshakeRecord& record = member.record;
   EngineOptions options;
   options.device = state.device;
   options.rank = state.rank;
@@ -123,7 +123,7 @@ void createEngine(Slot& slot) {
     record.status = RankStatus::NoBuffers;
     CAR_WARN(state.device, "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
              describe(state), cudaGetErrorString(err));
-    slot.warned = true;
+    member.warned = true;
     return;
   }
   record.blockAddress = reinterpret_cast<std::uint64_t>(engine->block().base());
@@ -132,28 +132,28 @@ void createEngine(Slot& slot) {
 
 // Everything before the first exchange. A failure after the scratch exists still takes
 // part (the record's status says so), so the peers are not left waiting.
-void prepare(const RealNccl& real, Slot& slot) {
-  if (!learnCommunicator(real, slot)) return;
-  DeviceGuard guard(slot.state->device);  // what follows runs on the communicator's device
-  if (!openHandshake(slot, guard)) return;
-  slot.inHandshake = true;
-  fillRecord(slot);
-  if (createBoard(slot)) createEngine(slot);
+void prepare(const RealNccl& real, BatchMember& member) {
+  if (!learnCommunicator(real, member)) return;
+  DeviceGuard guard(member.state->device);  // what follows runs on the communicator's device
+  if (!openHandshake(member, guard)) return;
+  member.inHandshake = true;
+  fillRecord(member);
+  if (createBoard(member)) createEngine(member);
 }
 
 // Tries to reach every peer, if the records allow it, and writes our link report.
-void mapPeers(Slot& slot) {
-  CommState& state = *slot.state;
-  LinkReport& report = slot.report;
+void mapPeers(BatchMember& member) {
+  CommState& state = *member.state;
+  LinkReport& report = member.report;
   report.magic = kHandshakeMagic;
-  if (!slot.failure.empty()) {
-    copyText(report.problem, sizeof(report.problem), slot.failure);
+  if (!member.failure.empty()) {
+    copyText(report.problem, sizeof(report.problem), member.failure);
     return;
   }
-  slot.verdict = judgeRecords(slot.records);
-  if (!slot.verdict.eligible) return;
+  member.verdict = judgeRecords(member.records);
+  if (!member.verdict.eligible) return;
   std::string problem;
-  if (!state.peers.mapAll(slot.records, state.rank, state.device, state.engine->block().base(), &slot.bases,
+  if (!state.peers.mapAll(member.records, state.rank, state.device, state.engine->block().base(), &member.bases,
                           &problem)) {
     copyText(report.problem, sizeof(report.problem), problem);
     return;
@@ -162,16 +162,16 @@ void mapPeers(Slot& slot) {
   DeviceGuard guard(state.device);
   for (int p = 0; p < state.ranks; ++p) {
     const PairLink link = p == state.rank ? PairLink{true, true}
-                                          : linkBetween(state.device, fieldText(slot.record.busId),
-                                                        fieldText(slot.records[p].busId));
+                                          : linkBetween(state.device, fieldText(member.record.busId),
+                                                        fieldText(member.records[p].busId));
     report.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
     report.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
   }
   report.nvmlMissing = nvmlAvailable() ? 0 : 1;
 }
 
-void conclude(Slot& slot) {
-  CommState& state = *slot.state;
+void conclude(BatchMember& member) {
+  CommState& state = *member.state;
   std::lock_guard<std::mutex> lock(state.mutex);
   if (state.phase == CommPhase::Released) {
     // Destroyed or aborted while we were setting it up: nothing of ours ran on it, but
@@ -184,14 +184,14 @@ void conclude(Slot& slot) {
   Verdict verdict;
   if (state.stopRequested.load()) {
     verdict.reason = "revoked or shrunk with NCCL_SHRINK_ABORT during set-up";
-  } else if (!slot.failure.empty()) {
-    verdict.reason = slot.failure;
-    verdict.unexpected = state.ranks >= 2 && state.ranks <= kMaxRanks;  // else simply not our size
+  } else if (!member.failure.empty()) {
+    verdict.reason = member.failure;
+    verdict.unexpected = takesWorldSize(state.ranks);  // else simply not our size
   } else {
-    verdict = judgeLinks(slot.records, slot.reports);
+    verdict = judgeLinks(member.records, member.reports);
   }
   if (verdict.eligible) {
-    state.engine->attachPeers(slot.bases.data(), verdict.fullNvlink, verdict.computeCapability);
+    state.engine->attachPeers(member.bases.data(), verdict.fullNvlink, verdict.computeCapability);
     state.phase = CommPhase::Ready;
     CAR_INFO(state.device, "{} setup: eligible ({} peers, {}, sm_{}, up to {} bytes)", describe(state),
              verdict.allSameProcess ? "same-process" : "ipc", verdict.fullNvlink ? "full nvlink" : "no nvlink",
@@ -205,7 +205,7 @@ void conclude(Slot& slot) {
   if (verdict.differingVariable != nullptr) {
     CAR_WARN(state.device, "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
              verdict.reason);
-  } else if (verdict.unexpected && !slot.warned) {
+  } else if (verdict.unexpected && !member.warned) {
     CAR_WARN(state.device, "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
   }
   CAR_INFO(state.device, "{} setup: not eligible: {}", describe(state), verdict.reason);
@@ -214,28 +214,28 @@ void conclude(Slot& slot) {
 }  // namespace
 
 void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<Slot> slots(states.size());
+  std::vector<BatchMember> members(states.size());
   bool anyInHandshake = false;
   for (std::size_t i = 0; i < states.size(); ++i) {
-    slots[i].state = states[i];
-    prepare(real, slots[i]);
-    anyInHandshake = anyInHandshake || slots[i].inHandshake;
+    members[i].state = states[i];
+    prepare(real, members[i]);
+    anyInHandshake = anyInHandshake || members[i].inHandshake;
   }
   if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
-    exchangeRecords(real, cudaHandshakeDevice(), slots);
-    for (Slot& slot : slots) {
-      if (slot.inHandshake) mapPeers(slot);
+    exchangeRecords(real, cudaHandshakeDevice(), members);
+    for (BatchMember& member : members) {
+      if (member.inHandshake) mapPeers(member);
     }
-    exchangeReports(real, cudaHandshakeDevice(), slots);
+    exchangeReports(real, cudaHandshakeDevice(), members);
   }
-  for (Slot& slot : slots) {
-    conclude(slot);
-    if (slot.stream == nullptr) continue;
-    DeviceGuard guard(slot.state->device);
+  for (BatchMember& member : members) {
+    conclude(member);
+    if (member.stream == nullptr) continue;
+    DeviceGuard guard(member.state->device);
     // An all-gather NCCL did not stop may still write the scratch: it is never reused.
-    if (slot.scratch != nullptr && !slot.deviceBusy) returnScratch(slot.state->device, slot.scratch);
+    if (member.scratch != nullptr && !member.deviceBusy) returnScratch(member.state->device, member.scratch);
     // Returns at once; CUDA frees the stream when its work is done.
-    CAR_CUDA_RELEASE(slot.state->device, cudaStreamDestroy(slot.stream));
+    CAR_CUDA_RELEASE(member.state->device, cudaStreamDestroy(member.stream));
   }
 }
 

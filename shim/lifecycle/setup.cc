@@ -14,7 +14,8 @@ thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
 thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
-thread_local std::vector<ncclComm_t*> tSlotsInGroup;
+// The caller's newcomm of each blocking split or shrink in the group (adoptAtGroupEnd).
+thread_local std::vector<ncclComm_t*> tNewcommsInGroup;
 
 void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> pending;
@@ -61,7 +62,7 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
 struct EndedGroup {
   std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
   std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
-  std::vector<ncclComm_t*> slots;                   // blocking splits and shrinks NCCL fills in only now
+  std::vector<ncclComm_t*> newcomms;                // blocking splits and shrinks NCCL fills in only now
 };
 
 // Counts a group end; at the outermost one hands over the group's communicators.
@@ -70,7 +71,7 @@ bool outermostGroupEnded(EndedGroup* group) {
   if (tGroupDepth > 0) return false;
   group->created.swap(tCreatedInGroup);
   group->lazy.swap(tAllReduceInGroup);
-  group->slots.swap(tSlotsInGroup);
+  group->newcomms.swap(tNewcommsInGroup);
   // A later group holding an all-reduce must be able to queue these again.
   for (const auto& state : group->lazy) state->allReduceInGroup = false;
   return true;
@@ -94,8 +95,8 @@ std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) 
   return state;
 }
 
-void adoptAtGroupEnd(ncclComm_t* slot) {
-  if (slot != nullptr && tGroupDepth > 0) tSlotsInGroup.push_back(slot);
+void adoptAtGroupEnd(ncclComm_t* newcomm) {
+  if (newcomm != nullptr && tGroupDepth > 0) tNewcommsInGroup.push_back(newcomm);
 }
 
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
@@ -128,14 +129,14 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
   // A group still in progress has nonblocking members: whether NCCL has written a child yet
   // would differ from rank to rank, so none is read (as for a nonblocking split, hooks.cc).
   if (realResult == ncclSuccess) {
-    for (ncclComm_t* slot : group.slots) {
+    for (ncclComm_t* newcomm : group.newcomms) {
       // NCCL publishes the child with a release store; NULL: no communicator for this rank.
-      const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
       if (child != nullptr) group.created.push_back(adoptCommunicator(child, false));
     }
-  } else if (!group.slots.empty()) {
+  } else if (!group.newcomms.empty()) {
     CAR_INFO(-1, "{} ncclCommSplit/ncclCommShrink child(ren) of a group that ended in progress are not ours: their "
-                 "all-reduces go to NCCL (not counted)", group.slots.size());
+                 "all-reduces go to NCCL (not counted)", group.newcomms.size());
   }
   setUpNow(real, group.created);
   setUpNonblocking(real, group.lazy);
