@@ -129,11 +129,11 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
 
   std::unique_lock<std::mutex> lock(state->mutex);
   if (state->phase == CommPhase::Pending) {
-    state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
+    state->counters.countForwarded(ForwardReason::NotReady);
     return Route::Nccl;
   }
   if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
-    if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
+    if (state->phase != CommPhase::Released) state->counters.countForwarded(ForwardReason::NotEligible);
     return Route::Nccl;
   }
   ncclResult_t async = ncclSuccess;
@@ -143,7 +143,7 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
     state->reason = std::string("NCCL reports the communicator broken: ") +
                     real.getErrorString(query != ncclSuccess ? query : async);
     CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
-    state->stats().countForwarded(ForwardReason::NotEligible);
+    state->counters.countForwarded(ForwardReason::NotEligible);
     return Route::Nccl;
   }
   AllReduceCall call;

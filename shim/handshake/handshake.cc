@@ -88,45 +88,43 @@ void fillRecord(BatchMember& member) {
   record.computeCapability = major * 10 + minor;
 }
 
-// The release board peers attach before they map our block. False (status NoBoard) when
-// none could be made.
-bool createBoard(BatchMember& member) {
+// Our buffer block, starting with the release board peers attach before they map it. False
+// (status NoBoard) when no board could be made.
+bool createBlock(BatchMember& member) {
   CommState& state = *member.state;
   std::string problem;
-  state.board = SysvReleaseBoard::create(&problem);
-  if (!state.board) {
+  state.block = BufferBlock::create(&problem);
+  if (!state.block) {
     member.record.status = RankStatus::NoBoard;
     CAR_WARN(state.device, "{}: {}; all-reduces go to NCCL", describe(state), problem);
     member.warned = true;
     return false;
   }
-  member.record.boardId = state.board->id();
   return true;
 }
 
-// The engine (our buffer block and its IPC handle, in the record). Status NoBuffers when
-// it cannot be made or exported.
+// The engine, and the block's memory and IPC handle. Status NoBuffers when they cannot be
+// made or exported.
 void createEngine(BatchMember& member) {
   CommState& state = *member.state;
-  HandshakeRecord& record = member.record;
   EngineOptions options;
   options.device = state.device;
   options.rank = state.rank;
   options.ranks = state.ranks;
   options.config = shimConfig();
   std::unique_ptr<RankEngine> engine;
-  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation : RankEngine::create(options, &engine);
-  if (err == cudaSuccess) err = engine->block().exportHandle(&record.handle);
+  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
+                                                   : RankEngine::create(options, &state.counters, &engine);
+  if (err == cudaSuccess) err = state.block->allocate(state.device, blockLayoutFor(options.config));
   if (err != cudaSuccess) {
     cudaGetLastError();
-    engine.reset();  // never exported, or nobody got its handle: freed at once
-    record.status = RankStatus::NoBuffers;
+    engine.reset();  // the block was never exported: nobody got its handle
+    member.record.status = RankStatus::NoBuffers;
     CAR_WARN(state.device, "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
              describe(state), cudaGetErrorString(err));
     member.warned = true;
     return;
   }
-  record.blockAddress = reinterpret_cast<std::uint64_t>(engine->block().base());
   state.setEngine(std::move(engine));
 }
 
@@ -138,7 +136,9 @@ void prepare(const RealNccl& real, BatchMember& member) {
   if (!openHandshake(member, guard)) return;
   member.inHandshake = true;
   fillRecord(member);
-  if (createBoard(member)) createEngine(member);
+  if (!createBlock(member)) return;
+  createEngine(member);
+  member.state->block->publish(&member.record);
 }
 
 // Tries to reach every peer, if the records allow it, and writes our link report.
@@ -153,8 +153,7 @@ void mapPeers(BatchMember& member) {
   member.verdict = judgeRecords(member.records);
   if (!member.verdict.eligible) return;
   std::string problem;
-  if (!state.peers.mapAll(member.records, state.rank, state.device, state.engine->block().base(), &member.bases,
-                          &problem)) {
+  if (!state.block->mapPeers(member.records, state.rank, &member.bases, &problem)) {
     copyText(report.problem, sizeof(report.problem), problem);
     return;
   }
@@ -191,7 +190,8 @@ void conclude(BatchMember& member) {
     verdict = judgeLinks(member.records, member.reports);
   }
   if (verdict.eligible) {
-    state.engine->attachPeers(member.bases.data(), verdict.fullNvlink, verdict.computeCapability);
+    state.engine->attachPeers(member.bases.data(), state.block->layout(), verdict.fullNvlink,
+                              verdict.computeCapability);
     state.phase = CommPhase::Ready;
     CAR_INFO(state.device, "{} setup: eligible ({} peers, {}, sm_{}, up to {} bytes)", describe(state),
              verdict.allSameProcess ? "same-process" : "ipc", verdict.fullNvlink ? "full nvlink" : "no nvlink",

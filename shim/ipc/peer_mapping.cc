@@ -127,10 +127,4 @@ void PeerMappings::unmapAll() {
   boards_.clear();  // only now: the owners count us until our mappings are closed
 }
 
-void PeerMappings::abandon() {
-  openedHandles_.clear();
-  for (auto& board : boards_) SysvReleaseBoard::keepForever(std::move(board));
-  boards_.clear();
-}
-
 }  // namespace car

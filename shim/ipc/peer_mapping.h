@@ -28,9 +28,6 @@ class PeerMappings {
   // Closes our mappings (each on the device that opened it), then leaves the peers' boards.
   // Our kernels must have ended.
   void unmapAll();
-  // Forgets the mappings and boards without closing them: a kernel of ours may still read
-  // through them (an abort that did not drain), so they must outlive this object.
-  void abandon();
 
  private:
   std::vector<std::string> openedHandles_;  // keys into the process-wide cache

@@ -8,10 +8,9 @@
 #include <mutex>
 #include <string>
 
+#include "ipc/buffer_block.h"
 #include "lifecycle/nccl_gate.h"
-#include "ipc/peer_mapping.h"
 #include "rank_engine.h"
-#include "ipc/release_board.h"
 #include "stats.h"
 #include "lifecycle/symmetric_windows.h"
 
@@ -48,17 +47,15 @@ struct CommState {
   std::atomic<CommPhase> phase{CommPhase::Pending};
   std::string reason;             // why Ineligible
   // Set and taken under engineMutex as well (see stopKernels), read by whoever owns the
-  // phase: the handshake while Pending, launches and release under `mutex` after.
+  // phase: the handshake while Pending, launches and release under `mutex` after. The
+  // same holds for the block.
   std::unique_ptr<RankEngine> engine;
-  std::unique_ptr<SysvReleaseBoard> board;  // our block's importers (shim/ipc/release_board.h)
-  PeerMappings peers;
+  std::unique_ptr<BufferBlock> block;  // ours, and our view of the peers' (shim/ipc/buffer_block.h)
   std::atomic<bool> failureWarned{false};
   std::atomic<bool> refusalWarned{false};
   SymmetricWindows symmetricWindows;  // its own lock: registered from any thread
 
-  // Counters of this communicator: the engine's once it exists, else our own.
-  CallStats& stats() { return engine ? engine->stats() : forwardedWithoutEngine; }
-  CallStats forwardedWithoutEngine;
+  CallStats counters;  // what its all-reduces did; the engine counts into these too
 
   // Tells our kernels of this communicator to stop and no new one to start. Takes only
   // engineMutex, never `mutex`: a launch blocked behind our spinning kernel may hold that.

@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "ipc/block_retirement.h"
 #include "log.h"
 #include "lifecycle/registry.h"
 
@@ -60,9 +59,7 @@ void releaseOurSide(CommState& state, ReleaseKind kind) {
   state.phase = CommPhase::Released;
   // Never set up, or a handshake still holds engine and peers (it frees them when it ends).
   if (before == CommPhase::Pending) return;
-  // Calls forwarded before the engine existed (not ready yet) count too.
-  if (state.engine) state.engine->stats().mergeFrom(state.forwardedWithoutEngine);
-  const std::string summary = state.stats().summary();
+  const std::string summary = state.counters.summary();
   std::unique_ptr<RankEngine> engine = state.takeEngine();
   if (engine) {
     if (!drain(state, *engine, kind)) {
@@ -70,8 +67,7 @@ void releaseOurSide(CommState& state, ReleaseKind kind) {
       CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of being told to stop; its buffers "
                "and mappings are left allocated", describe(state), kAbortDrainSeconds);
       static_cast<void>(engine.release());
-      state.peers.abandon();
-      static_cast<void>(state.board.release());  // never retired: peers keep their view of it too
+      BufferBlock::abandon(std::move(state.block));  // never retired: peers keep their view of it too
       return;
     }
     letGoOfBuffers(state, std::move(engine));
@@ -87,16 +83,8 @@ void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind)
 }  // namespace
 
 void letGoOfBuffers(CommState& state, std::unique_ptr<RankEngine> engine) {
-  state.peers.unmapAll();
-  if (!engine) return;
-  if (!state.board) return;  // no board, no importer: nobody could map the block
-  RetiringBlock block;
-  block.board = std::move(state.board);
-  RankEngine* owned = engine.release();
-  block.free = [owned] { delete owned; };
-  block.who = describe(state);
-  block.device = state.device;
-  blockRetirement().retire(std::move(block));
+  engine.reset();
+  BufferBlock::retire(std::move(state.block), describe(state));
 }
 
 bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind) {

@@ -1,6 +1,6 @@
-// Several ranks of one communicator on one GPU in one process: one RankEngine and one
-// stream per rank, the peers' blocks attached by plain pointer. Used by the GPU tests and
-// the benchmark.
+// Several ranks of one communicator on one GPU in one process: one RankEngine, one buffer
+// block (allocated as the shim allocates it) and one stream per rank, the peers' blocks
+// attached by plain pointer. Used by the GPU tests and the benchmark.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "ipc/buffer_block.h"
 #include "rank_engine.h"
+#include "stats.h"
 
 namespace car::testing {
 
@@ -50,7 +52,9 @@ class RankGroup {
   void synchronize();
 
  private:
-  std::vector<std::unique_ptr<RankEngine>> engines_;
+  std::vector<std::unique_ptr<CallStats>> counters_;  // one per rank, as a communicator's
+  std::vector<std::unique_ptr<BufferBlock>> blocks_;
+  std::vector<std::unique_ptr<RankEngine>> engines_;  // after the blocks: destroyed first
   std::vector<cudaStream_t> streams_;
 };
 

@@ -1,4 +1,5 @@
-// The eager path's driver calls (kernels/driver_calls.h) against their runtime forms. On a
+// The eager path's driver calls (kernels/driver_calls.h, plugin/stream_calls.h) against their
+// runtime forms. On a
 // machine without a CUDA driver or device (CI), every call must fall back to the runtime
 // and return its error, never a success that did nothing; with a device, the driver's
 // answers must be the runtime's.
@@ -6,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../../kernels/driver_calls.h"
+#include "stream_calls.h"
 
 using namespace car;
 
