@@ -88,7 +88,7 @@ void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* com
 
 bool parentNonblocking(ncclComm_t parent) {
   std::shared_ptr<CommState> state = Registry::instance().find(parent);
-  return state ? state->nonblocking : defaultNonblocking();
+  return state ? state->nonblocking() : defaultNonblocking();
 }
 
 bool capturing(cudaStream_t stream) {
@@ -108,8 +108,8 @@ enum class Route {
 };
 
 Route refuse(CommState& state) {
-  if (!state.refusalWarned.exchange(true)) {
-    CAR_WARN(state.device, "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
+  if (state.firstRefusal()) {
+    CAR_WARN(state.device(), "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
              "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state));
   }
   return Route::Refused;
@@ -119,31 +119,22 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) return Route::Nccl;
-  if (state->gate.closed()) return refuse(*state);
+  if (state->gate().closed()) return refuse(*state);
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
-  if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
+  if (state->phase() == CommPhase::Pending && state->nonblocking() && !capturing(stream)) {
     setUpBeforeAllReduce(real, state);
-    if (state->gate.closed()) return refuse(*state);  // aborted while we set it up
+    if (state->gate().closed()) return refuse(*state);  // aborted while we set it up
   }
 
-  std::unique_lock<std::mutex> lock(state->mutex);
-  if (state->phase == CommPhase::Pending) {
-    state->counters.countForwarded(ForwardReason::NotReady);
-    return Route::Nccl;
-  }
-  if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
-    if (state->phase != CommPhase::Released) state->counters.countForwarded(ForwardReason::NotEligible);
-    return Route::Nccl;
-  }
+  CommState::Locked locked = state->lock();
+  if (!locked.takesCall()) return Route::Nccl;
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm, &async);
   if (!ncclAllowsOurKernel(query, async)) {
-    state->phase = CommPhase::Ineligible;
-    state->reason = std::string("NCCL reports the communicator broken: ") +
-                    real.getErrorString(query != ncclSuccess ? query : async);
-    CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
-    state->counters.countForwarded(ForwardReason::NotEligible);
+    const char* error = real.getErrorString(query != ncclSuccess ? query : async);
+    locked.becomeIneligible(IneligibleCause::NcclBroken, std::string("NCCL reports the communicator broken: ") + error);
+    state->counters().countForwarded(ForwardReason::NotEligible);
     return Route::Nccl;
   }
   AllReduceCall call;
@@ -155,17 +146,13 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   call.stream = stream;
   // Only looked at when the user asked for it: no lookup on the default path.
   if (shimConfig().symmetricNcclBytes > 0 && call.type) {
-    call.symmetricBuffers = state->symmetricWindows.containBoth(send, recv, count * elementBytes(*call.type));
+    call.symmetricBuffers = state->symmetricWindows().containBoth(send, recv, count * elementBytes(*call.type));
   }
-  SubmitResult result = state->engine->submit(call);
+  SubmitResult result = locked.engine()->submit(call);
   if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
   if (result.error != cudaSuccess) {
-    state->phase = CommPhase::Ineligible;
-    state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
-    if (!state->failureWarned.exchange(true)) {
-      CAR_WARN(state->device, "{}: {}; this communicator now forwards every all-reduce to NCCL", describe(*state),
-               state->reason);
-    }
+    locked.becomeIneligible(IneligibleCause::LaunchFailed,
+                            std::string("our launch failed: ") + cudaGetErrorString(result.error));
   }
   return result.launched ? Route::Ours : Route::Nccl;
 }
@@ -316,7 +303,7 @@ CAR_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size
   const ncclResult_t result = real->commWindowRegister(comm, buff, size, win, winFlags);
   if (result == ncclSuccess && win != nullptr && (winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 && !passThrough()) {
     guarded("ncclCommWindowRegister", [&] {
-      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.add(*win, buff, size);
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows().add(*win, buff, size);
     });
   }
   return result;
@@ -328,7 +315,7 @@ CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t w
   if (lacks(*real, real->commWindowDeregister, "ncclCommWindowDeregister")) return ncclInvalidUsage;
   if (!passThrough()) {
     guarded("ncclCommWindowDeregister", [&] {
-      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.remove(win);
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows().remove(win);
     });
   }
   return real->commWindowDeregister(comm, win);

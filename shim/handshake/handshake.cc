@@ -9,7 +9,6 @@
 #include "handshake/host_identity.h"
 #include "log.h"
 #include "handshake/p2p_limit.h"
-#include "lifecycle/release.h"
 #include "exports/shim_config.h"
 #include "handshake/topology.h"
 
@@ -25,19 +24,22 @@ void copyText(char* field, std::size_t size, const std::string& value) {
 // the member's failure set, when it cannot or the count is not ours to take.
 bool learnCommunicator(const RealNccl& real, BatchMember& member) {
   CommState& state = *member.state;
+  int rank = 0, ranks = 0, device = 0;
   bool known = false;
-  const bool asked = state.gate.pass([&] {
-    known = real.commUserRank(state.comm, &state.rank) == ncclSuccess &&
-            real.commCount(state.comm, &state.ranks) == ncclSuccess &&
-            real.commCuDevice(state.comm, &state.device) == ncclSuccess;
+  const bool asked = state.gate().pass([&] {
+    known = real.commUserRank(state.comm(), &rank) == ncclSuccess &&
+            real.commCount(state.comm(), &ranks) == ncclSuccess &&
+            real.commCuDevice(state.comm(), &device) == ncclSuccess;
   });
+  // What NCCL did answer, even on a failure: the log lines name it.
+  if (asked) state.learnIdentity(rank, ranks, device);
   if (!asked || !known) {
     member.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
     return false;
   }
-  if (!takesWorldSize(state.ranks)) {
+  if (!takesWorldSize(ranks)) {
     // Every rank sees the same count, so every rank skips the handshake alike.
-    member.failure = worldSizeRefusal(state.ranks);
+    member.failure = worldSizeRefusal(ranks);
     return false;
   }
   return true;
@@ -50,12 +52,12 @@ bool openHandshake(BatchMember& member, const DeviceGuard& onDevice) {
   CommState& state = *member.state;
   if (onDevice.error() == cudaSuccess &&
       cudaStreamCreateWithFlags(&member.stream, cudaStreamNonBlocking) == cudaSuccess &&
-      (member.scratch = takeScratch(state.device)) != nullptr) {
+      (member.scratch = takeScratch(state.device())) != nullptr) {
     return true;
   }
   cudaGetLastError();
   member.failure = "CUDA unusable for the handshake";
-  CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
+  CAR_WARN(state.device(), "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
            member.failure);
   member.warned = true;
   return false;
@@ -69,10 +71,10 @@ void fillRecord(BatchMember& member) {
   HandshakeRecord& record = member.record;
   record.magic = kHandshakeMagic;
   record.status = RankStatus::Ready;
-  record.rank = state.rank;
-  record.ranks = state.ranks;
+  record.rank = state.rank();
+  record.ranks = state.ranks();
   record.pid = self.pid;
-  record.cudaDevice = state.device;
+  record.cudaDevice = state.device();
   record.ipcNamespace = self.ipcNamespace;
   record.pidNamespace = self.pidNamespace;
   record.settings = sharedSettingsOf(shimConfig());
@@ -80,9 +82,9 @@ void fillRecord(BatchMember& member) {
   record.boardId = -1;
   copyText(record.host, sizeof(record.host), self.host);
   int major = 0, minor = 0;
-  if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, state.device) != cudaSuccess) {
+  if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device()) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.device()) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, state.device()) != cudaSuccess) {
     record.status = RankStatus::NoDevice;
   }
   record.computeCapability = major * 10 + minor;
@@ -93,10 +95,10 @@ void fillRecord(BatchMember& member) {
 bool createBlock(BatchMember& member) {
   CommState& state = *member.state;
   std::string problem;
-  state.block = BufferBlock::create(&problem);
-  if (!state.block) {
+  member.block = BufferBlock::create(&problem);
+  if (!member.block) {
     member.record.status = RankStatus::NoBoard;
-    CAR_WARN(state.device, "{}: {}; all-reduces go to NCCL", describe(state), problem);
+    CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), problem);
     member.warned = true;
     return false;
   }
@@ -108,37 +110,37 @@ bool createBlock(BatchMember& member) {
 void createEngine(BatchMember& member) {
   CommState& state = *member.state;
   EngineOptions options;
-  options.device = state.device;
-  options.rank = state.rank;
-  options.ranks = state.ranks;
+  options.device = state.device();
+  options.rank = state.rank();
+  options.ranks = state.ranks();
   options.config = shimConfig();
   std::unique_ptr<RankEngine> engine;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
-                                                   : RankEngine::create(options, &state.counters, &engine);
-  if (err == cudaSuccess) err = state.block->allocate(state.device, blockLayoutFor(options.config));
+                                                   : RankEngine::create(options, &state.counters(), &engine);
+  if (err == cudaSuccess) err = member.block->allocate(state.device(), blockLayoutFor(options.config));
   if (err != cudaSuccess) {
     cudaGetLastError();
     engine.reset();  // the block was never exported: nobody got its handle
     member.record.status = RankStatus::NoBuffers;
-    CAR_WARN(state.device, "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
+    CAR_WARN(state.device(), "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
              describe(state), cudaGetErrorString(err));
     member.warned = true;
     return;
   }
-  state.setEngine(std::move(engine));
+  state.lock().installEngine(std::move(engine));
 }
 
 // Everything before the first exchange. A failure after the scratch exists still takes
 // part (the record's status says so), so the peers are not left waiting.
 void prepare(const RealNccl& real, BatchMember& member) {
   if (!learnCommunicator(real, member)) return;
-  DeviceGuard guard(member.state->device);  // what follows runs on the communicator's device
+  DeviceGuard guard(member.state->device());  // what follows runs on the communicator's device
   if (!openHandshake(member, guard)) return;
   member.inHandshake = true;
   fillRecord(member);
   if (!createBlock(member)) return;
   createEngine(member);
-  member.state->block->publish(&member.record);
+  member.block->publish(&member.record);
 }
 
 // Tries to reach every peer, if the records allow it, and writes our link report.
@@ -153,15 +155,15 @@ void mapPeers(BatchMember& member) {
   member.verdict = judgeRecords(member.records);
   if (!member.verdict.eligible) return;
   std::string problem;
-  if (!state.block->mapPeers(member.records, state.rank, &member.bases, &problem)) {
+  if (!member.block->mapPeers(member.records, state.rank(), &member.bases, &problem)) {
     copyText(report.problem, sizeof(report.problem), problem);
     return;
   }
   report.mapped = 1;
-  DeviceGuard guard(state.device);
-  for (int p = 0; p < state.ranks; ++p) {
-    const PairLink link = p == state.rank ? PairLink{true, true}
-                                          : linkBetween(state.device, fieldText(member.record.busId),
+  DeviceGuard guard(state.device());
+  for (int p = 0; p < state.ranks(); ++p) {
+    const PairLink link = p == state.rank() ? PairLink{true, true}
+                                          : linkBetween(state.device(), fieldText(member.record.busId),
                                                         fieldText(member.records[p].busId));
     report.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
     report.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
@@ -169,46 +171,45 @@ void mapPeers(BatchMember& member) {
   report.nvmlMissing = nvmlAvailable() ? 0 : 1;
 }
 
+// What the handshake made, given back: the engine (none of its kernels ever ran), then the
+// block, which peers may have mapped.
+void letGo(CommState::Locked& locked, BatchMember& member) {
+  locked.takeEngine().reset();
+  BufferBlock::retire(std::move(member.block), describe(*member.state));
+}
+
 void conclude(BatchMember& member) {
   CommState& state = *member.state;
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.phase == CommPhase::Released) {
-    // Destroyed or aborted while we were setting it up: nothing of ours ran on it, but
-    // peers may have mapped our block.
-    letGoOfBuffers(state, state.takeEngine());
-    CAR_INFO(state.device, "{} released during set-up", describe(state));
+  CommState::Locked locked = state.lock();
+  if (locked.phase() == CommPhase::Released) {
+    // Destroyed or aborted while we were setting it up: nothing of ours ran on it.
+    letGo(locked, member);
+    CAR_INFO(state.device(), "{} released during set-up", describe(state));
     return;
   }
-  if (state.phase != CommPhase::Pending) return;
   Verdict verdict;
-  if (state.stopRequested.load()) {
+  if (state.stopRequested()) {
     verdict.reason = "revoked or shrunk with NCCL_SHRINK_ABORT during set-up";
   } else if (!member.failure.empty()) {
     verdict.reason = member.failure;
-    verdict.unexpected = takesWorldSize(state.ranks);  // else simply not our size
+    verdict.unexpected = takesWorldSize(state.ranks());  // else simply not our size
   } else {
     verdict = judgeLinks(member.records, member.reports);
   }
-  if (verdict.eligible) {
-    state.engine->attachPeers(member.bases.data(), state.block->layout(), verdict.fullNvlink,
-                              verdict.computeCapability);
-    state.phase = CommPhase::Ready;
-    CAR_INFO(state.device, "{} setup: eligible ({} peers, {}, sm_{}, up to {} bytes)", describe(state),
-             verdict.allSameProcess ? "same-process" : "ipc", verdict.fullNvlink ? "full nvlink" : "no nvlink",
-             verdict.computeCapability == 0 ? std::string("mixed") : std::to_string(verdict.computeCapability),
-             shimConfig().maxBytes);
+  if (verdict.eligible && locked.engine() != nullptr) {
+    locked.engine()->attachPeers(member.bases.data(), member.block->layout(), verdict.fullNvlink,
+                                 verdict.computeCapability);
+    locked.becomeReady(std::move(member.block), verdict);
     return;
   }
-  letGoOfBuffers(state, state.takeEngine());
-  state.phase = CommPhase::Ineligible;
-  state.reason = verdict.reason;
+  letGo(locked, member);
   if (verdict.differingVariable != nullptr) {
-    CAR_WARN(state.device, "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
+    CAR_WARN(state.device(), "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
              verdict.reason);
   } else if (verdict.unexpected && !member.warned) {
-    CAR_WARN(state.device, "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
+    CAR_WARN(state.device(), "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
   }
-  CAR_INFO(state.device, "{} setup: not eligible: {}", describe(state), verdict.reason);
+  locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason);
 }
 
 }  // namespace
@@ -231,11 +232,11 @@ void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommS
   for (BatchMember& member : members) {
     conclude(member);
     if (member.stream == nullptr) continue;
-    DeviceGuard guard(member.state->device);
+    DeviceGuard guard(member.state->device());
     // An all-gather NCCL did not stop may still write the scratch: it is never reused.
-    if (member.scratch != nullptr && !member.deviceBusy) returnScratch(member.state->device, member.scratch);
+    if (member.scratch != nullptr && !member.deviceBusy) returnScratch(member.state->device(), member.scratch);
     // Returns at once; CUDA frees the stream when its work is done.
-    CAR_CUDA_RELEASE(member.state->device, cudaStreamDestroy(member.stream));
+    CAR_CUDA_RELEASE(member.state->device(), cudaStreamDestroy(member.stream));
   }
 }
 

@@ -18,11 +18,11 @@ struct GatherPart {
 };
 
 GatherPart<HandshakeRecord> recordsPart(BatchMember& member) {
-  return {ScratchLayout::forRanks(member.state->ranks).records, &member.record, &member.records};
+  return {ScratchLayout::forRanks(member.state->ranks()).records, &member.record, &member.records};
 }
 
 GatherPart<LinkReport> reportsPart(BatchMember& member) {
-  return {ScratchLayout::forRanks(member.state->ranks).reports, &member.report, &member.reports};
+  return {ScratchLayout::forRanks(member.state->ranks()).reports, &member.report, &member.reports};
 }
 
 // Waits for the member's stream (the all-gather). An abort ends the wait once NCCL stopped
@@ -36,7 +36,7 @@ bool waitForStream(HandshakeDevice& device, BatchMember& member, const ExchangeL
       return false;
     }
     if (stream == HandshakeDevice::StreamState::Idle) break;
-    if (member.state->gate.closed()) {
+    if (member.state->gate().closed()) {
       if (stoppedAt < 0) stoppedAt = now();
       if (now() - stoppedAt > limits.drainAfterStopSeconds) {
         member.deviceBusy = true;
@@ -46,7 +46,7 @@ bool waitForStream(HandshakeDevice& device, BatchMember& member, const ExchangeL
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  if (member.state->gate.closed()) {
+  if (member.state->gate().closed()) {
     member.failure = kStoppedDuringSetup;
     return false;
   }
@@ -56,11 +56,11 @@ bool waitForStream(HandshakeDevice& device, BatchMember& member, const ExchangeL
 // After the group: a nonblocking communicator's all-gather is only issued once NCCL stops
 // answering ncclInProgress; its answer then must be success.
 bool collectiveIssued(const RealNccl& real, BatchMember& member) {
-  if (!member.state->nonblocking) return true;
+  if (!member.state->nonblocking()) return true;
   ncclResult_t async = ncclInProgress;
   ncclResult_t query = ncclSuccess;
   while (true) {
-    if (!member.state->gate.pass([&] { query = real.commGetAsyncError(member.state->comm, &async); })) {
+    if (!member.state->gate().pass([&] { query = real.commGetAsyncError(member.state->comm(), &async); })) {
       member.failure = kStoppedDuringSetup;
       return false;
     }
@@ -87,10 +87,10 @@ std::vector<BatchMember*> stageAndEnter(HandshakeDevice& device, std::vector<Bat
     if (!member.inHandshake) continue;
     const GatherPart<T> part = partOf(member);
     if (!device.stage(member, part.area.send, part.mine, sizeof(T), part.area.receive,
-                      part.area.receiveBytes(member.state->ranks))) {
+                      part.area.receiveBytes(member.state->ranks()))) {
       member.failure = "cannot stage the handshake";
     }
-    if (member.state->gate.enter()) {
+    if (member.state->gate().enter()) {
       issuing.push_back(&member);
     } else {
       member.failure = kStoppedDuringSetup;
@@ -110,13 +110,13 @@ ncclResult_t allGatherInOneGroup(const RealNccl& real, const std::vector<BatchMe
     if (started != ncclSuccess) break;
     const GatherArea area = partOf(*member).area;
     const ncclResult_t issued = real.allGather(member->scratch + area.send, member->scratch + area.receive, sizeof(T),
-                                               ncclUint8, member->state->comm, member->stream);
+                                               ncclUint8, member->state->comm(), member->stream);
     if (issued != ncclSuccess && issued != ncclInProgress) {
       member->failure = std::string("handshake all-gather failed: ") + real.getErrorString(issued);
     }
   }
   const ncclResult_t ended = started == ncclSuccess ? real.groupEnd() : started;
-  for (BatchMember* member : issuing) member->state->gate.leave();
+  for (BatchMember* member : issuing) member->state->gate().leave();
   return ended;
 }
 
@@ -133,7 +133,7 @@ bool gathered(const RealNccl& real, HandshakeDevice& device, BatchMember& member
 // Step 4, per member: every rank's item read back.
 template <typename T>
 void readBack(HandshakeDevice& device, BatchMember& member, const GatherPart<T>& part) {
-  const int ranks = member.state->ranks;
+  const int ranks = member.state->ranks();
   part.everyone->assign(ranks, T{});
   if (!device.readBack(member, part.area.receive, part.everyone->data(), part.area.receiveBytes(ranks))) {
     member.failure = "cannot read the handshake back";

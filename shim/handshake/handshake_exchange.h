@@ -22,9 +22,11 @@
 namespace car {
 
 // One communicator's part of the batch: scratch for both all-gathers (laid out by
-// ScratchLayout) and a private stream.
+// ScratchLayout), a private stream, and our block until the handshake concludes (it then goes
+// to the state, or is retired).
 struct BatchMember {
   std::shared_ptr<CommState> state;
+  std::unique_ptr<BufferBlock> block;
   cudaStream_t stream = nullptr;
   char* scratch = nullptr;
   bool inHandshake = false;   // takes part in the collectives; false if it failed before

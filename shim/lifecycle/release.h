@@ -41,8 +41,4 @@ void finishAbort(const std::shared_ptr<CommState>& state);
 // ncclCommRevoke and ncclCommShrink(NCCL_SHRINK_ABORT), before NCCL's call.
 void stopBeforeNccl(ncclComm_t comm, const char* call);
 
-// Destroys the engine, then retires the block (shim/ipc/buffer_block.h): our mappings of the
-// peers' blocks closed, ours freed once no peer maps it. No kernel of that engine may still run.
-void letGoOfBuffers(CommState& state, std::unique_ptr<RankEngine> engine);
-
 }  // namespace car

@@ -1,5 +1,6 @@
 #include "lifecycle/setup.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -12,28 +13,24 @@ namespace {
 
 thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
+// Nonblocking communicators, still Pending, that met an all-reduce in the group.
 thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
 // The caller's newcomm of each blocking split or shrink in the group (adoptAtGroupEnd).
 thread_local std::vector<ncclComm_t*> tNewcommsInGroup;
 
+// Hands every state still Pending to one batch of handshakes (which makes them SettingUp).
 void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<std::shared_ptr<CommState>> pending;
+  std::vector<std::shared_ptr<CommState>> claimed;
   for (const auto& state : states) {
-    if (state->phase == CommPhase::Pending) pending.push_back(state);
+    if (state->lock().beginSetUp()) claimed.push_back(state);
   }
-  if (!pending.empty()) runHandshakes(real, pending);
+  if (!claimed.empty()) runHandshakes(real, claimed);
 }
 
-// Marks a communicator that never reached the handshake, and says so at INFO like the
-// handshake's own verdicts. Its rank and size stay unknown: a communicator whose creation
-// failed is not safe to query.
+// A communicator that never reached the handshake (unless it moved on meanwhile).
 void markNotEligible(CommState& state, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.phase != CommPhase::Pending) return;
-  state.phase = CommPhase::Ineligible;
-  state.reason = reason;
-  CAR_INFO(-1, "{} setup: not eligible: {}", describe(state), reason);
+  state.lock().becomeIneligible(IneligibleCause::NoSetUp, reason);
 }
 
 // Nonblocking communicators: wait for the real init to finish, as the caller itself must
@@ -43,7 +40,7 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
   ncclResult_t async = ncclInProgress;
   ncclResult_t query = ncclSuccess;
   while (true) {
-    if (!state.gate.pass([&] { query = real.commGetAsyncError(state.comm, &async); })) return false;
+    if (!state.gate().pass([&] { query = real.commGetAsyncError(state.comm(), &async); })) return false;
     if (query != ncclSuccess || async != ncclInProgress) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -72,15 +69,13 @@ bool outermostGroupEnded(EndedGroup* group) {
   group->created.swap(tCreatedInGroup);
   group->lazy.swap(tAllReduceInGroup);
   group->newcomms.swap(tNewcommsInGroup);
-  // A later group holding an all-reduce must be able to queue these again.
-  for (const auto& state : group->lazy) state->allReduceInGroup = false;
   return true;
 }
 
 void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> ready;
   for (const auto& state : states) {
-    if (state->phase == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
+    if (state->phase() == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
   }
   setUpNow(real, ready);
 }
@@ -88,9 +83,7 @@ void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<Co
 }  // namespace
 
 std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
-  auto state = std::make_shared<CommState>();
-  state->comm = comm;
-  state->nonblocking = nonblocking;
+  auto state = std::make_shared<CommState>(comm, nonblocking);
   Registry::instance().add(state);
   return state;
 }
@@ -102,7 +95,7 @@ void adoptAtGroupEnd(ncclComm_t* newcomm) {
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> blocking;
   for (const auto& state : states) {
-    if (state->nonblocking) continue;  // lazily, before its first all-reduce
+    if (state->nonblocking()) continue;  // lazily, before its first all-reduce
     if (tGroupDepth > 0) tCreatedInGroup.push_back(state);
     else blocking.push_back(state);
   }
@@ -151,10 +144,9 @@ void noteGroupSimulateEnd() {
 }
 
 void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {
-  if (!state->nonblocking) return;  // a blocking one is set up at its group's end
+  if (!state->nonblocking()) return;  // a blocking one is set up at its group's end
   if (tGroupDepth > 0) {
-    if (!state->allReduceInGroup) {
-      state->allReduceInGroup = true;
+    if (std::find(tAllReduceInGroup.begin(), tAllReduceInGroup.end(), state) == tAllReduceInGroup.end()) {
       tAllReduceInGroup.push_back(state);
     }
     return;

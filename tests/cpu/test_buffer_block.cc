@@ -6,18 +6,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include "have_device.h"
 #include "ipc/buffer_block.h"
 
 using namespace car;
+using car::testing::haveDevice;
 
 namespace {
-
-bool haveDevice() {
-  int devices = 0;
-  const bool have = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-  cudaGetLastError();
-  return have;
-}
 
 // Whether a peer could attach the board `id` now (and map the block behind it).
 bool peerCanAttach(int id) {

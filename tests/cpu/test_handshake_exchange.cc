@@ -92,10 +92,10 @@ struct Batch {
     members.resize(communicators);
     for (int i = 0; i < communicators; ++i) {
       BatchMember& member = members[i];
-      member.state = std::make_shared<CommState>();
-      member.state->ranks = ranks;
-      member.state->nonblocking = nonblocking;
-      std::memcpy(&member.state->comm, &ranks, sizeof(ranks));
+      ncclComm_t comm = nullptr;
+      std::memcpy(&comm, &ranks, sizeof(ranks));
+      member.state = std::make_shared<CommState>(comm, nonblocking);
+      member.state->learnIdentity(0, ranks, 0);
       member.scratch = scratch[i].data();
       member.inHandshake = true;
       member.record.magic = kHandshakeMagic;
@@ -185,7 +185,7 @@ TEST_CASE("exchange: an abort while we poll NCCL ends the exchange; no call of o
   Clock::time_point closedAt;
   std::thread watchdog([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    batch.members[0].state->gate.close(kGateCloseSeconds);
+    batch.members[0].state->gate().close(kGateCloseSeconds);
     closedAt = Clock::now();
   });
   exchangeRecords(fakeTable(), device, batch.members);
@@ -207,7 +207,7 @@ TEST_CASE("exchange: an all-gather NCCL never stops is waited for only so long a
   Batch batch(1, 2, false);
   std::thread watchdog([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    batch.members[0].state->gate.close(kGateCloseSeconds);
+    batch.members[0].state->gate().close(kGateCloseSeconds);
   });
   ExchangeLimits limits;
   limits.drainAfterStopSeconds = 0.2;
