@@ -163,7 +163,7 @@ cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, c
 // function the driver cannot give stays null (that launch goes through the runtime).
 cudaError_t loadKernels(int ranks = 0, KernelTable* table = nullptr);
 
-// Writes `round` into every barrier counter and flag slot of a fresh Signal, so tests can
+// Writes `round` into every barrier counter and arrival flag of a fresh Signal, so tests can
 // start just below the 32-bit wrap-around. Every rank must be given the same value.
 cudaError_t presetSignalRound(Signal* signal, std::uint32_t round, cudaStream_t stream);
 

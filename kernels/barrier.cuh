@@ -41,14 +41,14 @@ __device__ __forceinline__ bool crossRankBarrier(const PeerTable& peers, Signal*
     const int peer = threadIdx.x;
     const FlagWord round = self->roundOf[blockIdx.x][peer] + 1;
     self->roundOf[blockIdx.x][peer] = round;
-    FlagWord* remoteSlot = &peers.signals[peer]->arrived[round % 2][blockIdx.x][rank];
-    const FlagWord* localSlot = &self->arrived[round % 2][blockIdx.x][peer];
-    if constexpr (kFenced) storeFlagRelease(remoteSlot, round);
-    else storeFlagVolatile(remoteSlot, round);
+    FlagWord* remoteFlag = &peers.signals[peer]->arrived[round % 2][blockIdx.x][rank];
+    const FlagWord* localFlag = &self->arrived[round % 2][blockIdx.x][peer];
+    if constexpr (kFenced) storeFlagRelease(remoteFlag, round);
+    else storeFlagVolatile(remoteFlag, round);
     // Spin with != rather than <: the count wraps at 2^32, and the only stale value a
-    // slot can hold is round - 2, never round.
+    // flag can hold is round - 2, never round.
     unsigned spins = 0;
-    while ((kFenced ? loadFlagAcquire(localSlot) : loadFlagVolatile(localSlot)) != round) {
+    while ((kFenced ? loadFlagAcquire(localFlag) : loadFlagVolatile(localFlag)) != round) {
       if (abortFlag != nullptr && ++spins % kSpinsPerAbortCheck == 0 && *abortFlag != 0) {
         aborted = true;
         break;
@@ -57,10 +57,10 @@ __device__ __forceinline__ bool crossRankBarrier(const PeerTable& peers, Signal*
     // A peer may have filled its staging inside its kernel and announced it with a release
     // store (EntryAfterCopy) while this rank waited with volatile loads: one acquire of the
     // flag it already saw pairs with that release, so this block's reads of the peer's
-    // staging see the copy. The slot cannot change before our next barrier, so this is one
+    // staging see the copy. The flag cannot change before our next barrier, so this is one
     // load per lane per call, not an acquire on every spin.
     if constexpr (kKind == BarrierKind::Entry) {
-      if (!aborted) loadFlagAcquire(localSlot);
+      if (!aborted) loadFlagAcquire(localFlag);
     }
   }
   // Hold the rest of the block until the lanes return; with a fence this also hands the

@@ -15,8 +15,6 @@
 namespace car {
 namespace {
 
-constexpr int kMinRanks = 2;
-
 static_assert(kInstantiatedMaxRanks == kMaxRanks, "CAR_INSTANTIATE_FOR_RANKS must list 2..kMaxRanks");
 static_assert(kInstantiatedTypes == kElementTypeCount, "CAR_FOR_EACH_ELEMENT_TYPE must list every ElementType");
 
@@ -87,7 +85,7 @@ __global__ void presetSignalKernel(Signal* signal, FlagWord round) {
     const int block = i / kMaxRanks;
     const int lane = i % kMaxRanks;
     signal->roundOf[block][lane] = round;
-    // Neither round + 1 nor round + 2, the next two values the slots will be waited on for.
+    // Neither round + 1 nor round + 2, the next two values the flags will be waited on for.
     signal->arrived[0][block][lane] = round;
     signal->arrived[1][block][lane] = round;
   }

@@ -1,11 +1,10 @@
-// The CUDA calls on the eager path of a call of ours, made straight to the driver: the
-// kernel launch with functions resolved once (the runtime resolves the function on every
-// launch), and the stream queries and the event record. On the 2-H200 host these took 0.3
-// to 0.5 us less per call than the runtime's (docs/benchmarks.md, "Host cost of each
-// call"). The driver's entry points are asked of the runtime
-// (cudaGetDriverEntryPointByVersion, CUDA 12.5 and newer), so nothing links libcuda.
-// Where the driver has no entry point or refuses, each falls back to the runtime, whose
-// error is then the one returned: errors keep the runtime's codes and texts.
+// Our kernel launch made straight to the driver, with each function resolved once: the
+// runtime resolves the function on every launch, a cost every eager call of ours would pay
+// (docs/benchmarks.md has the figures). The driver's entry points are asked of the runtime
+// (cudaGetDriverEntryPointByVersion, CUDA 12.5 and newer), so nothing links libcuda. Where
+// the driver has no entry point or refuses, the caller falls back to the runtime, whose error
+// is then the one returned: errors keep the runtime's codes and texts. The stream and event
+// calls of the eager path do the same (plugin/stream_calls.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,6 +12,19 @@
 #include "all_reduce.h"
 
 namespace car {
+
+// The driver's `name` in the form of CUDA `version` (the one its PFN_ type is of), or null.
+template <typename Function>
+Function driverEntry(const char* name, unsigned version) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Function>(entry);
+}
 
 // `kernel` (a __global__ function's address) as a CUfunction of the current context; null
 // where this driver or runtime cannot give one.
@@ -22,12 +34,5 @@ void* driverFunctionOf(const void* kernel);
 // PDL as LaunchArgs says. False, with nothing launched and CUDA's state untouched, where the
 // driver refused; the caller then launches through the runtime, which names the error.
 bool launchThroughDriver(void* function, const LaunchArgs& args, cudaStream_t stream);
-
-// cudaStreamIsCapturing: *capturing is true while `stream` is being captured (any mode).
-cudaError_t streamIsCapturing(cudaStream_t stream, bool* capturing);
-// cudaStreamGetId: CUDA's unique id of `stream` (never reused, unlike handles).
-cudaError_t streamIdOf(cudaStream_t stream, unsigned long long* id);
-// cudaEventRecord.
-cudaError_t recordEvent(cudaEvent_t event, cudaStream_t stream);
 
 }  // namespace car

@@ -106,12 +106,12 @@ CAR_HOST_DEVICE constexpr long long packsOf(long long bytes) {
 }
 
 // Threads per block for `work` packs per rank, as the grid would have them with no cap. A
-// block's pushes leave its multiprocessor at a limited rate (on 2 H200s the time of a call
-// grew with the bytes per block, not with the message: 8 KiB per block cost 0.4 us more than
-// 1 KiB), so up to 256 KiB per rank the packs are spread over blocks of 128 threads, one
-// pack per thread: 4 KiB takes 2 blocks, 16 KiB 8, 256 KiB 128. Above that, full blocks for
-// 1shot and half ones for 2shot, up to kMaxPushBlocks of them, measured fastest on 2 H200s
-// (docs/benchmarks.md, "Block shape of the push kernels").
+// block's pushes leave its multiprocessor at a limited rate, so the time of a call grows
+// with the bytes per block rather than with the message: up to 256 KiB per rank the packs
+// are spread over blocks of 128 threads, one pack per thread (4 KiB takes 2 blocks, 16 KiB
+// 8, 256 KiB 128). Above that, where the links rather than the blocks are the limit, full
+// blocks for 1shot and half ones for 2shot, up to kMaxPushBlocks of them (the figures
+// behind both shapes: docs/benchmarks.md).
 constexpr int kSmallPushBlockThreads = 128;
 constexpr long long kSmallPushWorkUpTo = 16384;  // packs per rank
 constexpr int kLargeOneShotBlockThreads = kThreadsPerBlock;
@@ -123,8 +123,8 @@ CAR_HOST_DEVICE constexpr int pushThreadsPerBlock(long long work, bool twoShot) 
 }
 
 // The most blocks a push call of a type with `wirePacks` wire packs per pack may use: split
-// packs (integers, fp64) measured faster in fewer, wider blocks. On 2 H200s, int32 2 MiB
-// (2shot) took 20.0 us in 128 blocks of 512 threads and 20.8 in 256 blocks of 256.
+// packs (integers, fp64) travel as two wire packs each, and for them fewer, wider blocks are
+// the faster shape (docs/benchmarks.md has the figures).
 CAR_HOST_DEVICE constexpr int pushBlockLimit(int wirePacks) {
   return wirePacks > 1 ? kMaxPushBlocks / 2 : kMaxPushBlocks;
 }
@@ -144,8 +144,9 @@ CAR_HOST_DEVICE constexpr int pushGridBlocks(long long work, bool twoShot, int m
 // With pushGridBlocks' own count that is at most pushThreadsPerBlock (a lone small block gets
 // only the warps its packs need: small calls are dominated by the launch and the spin). Where
 // a cap left fewer blocks (several ranks sharing one GPU, NCCL_CAR_MAX_BLOCKS), the blocks
-// widen up to kThreadsPerBlock instead of striding: on one H200, 8 ranks at 64 KiB took 9.9
-// us in 8 blocks of 128 threads and 5.8 in 8 of 512. With every block in use, the threads
+// widen up to kThreadsPerBlock instead of striding: a thread that strides issues its pushes
+// one after another, where wider blocks issue them side by side (at 8 ranks on one GPU wider
+// blocks nearly halve the time, docs/benchmarks.md). With every block in use, the threads
 // stay pushThreadsPerBlock and stride.
 CAR_HOST_DEVICE constexpr int pushBlockThreads(long long work, bool twoShot, int blocks) {
   const long long perBlock = (work + blocks - 1) / blocks;

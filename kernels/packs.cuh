@@ -58,9 +58,9 @@ __device__ __forceinline__ double floatMax(double a, double b) { return fmax(a, 
 
 // Every op is computed and the run-time one selected, with no branch: a branch on the op
 // (a switch, or a chain of tests, which nvcc turns into one) compiles to an indirect jump
-// through a table in constant memory, a dependent load between a pack's arrival and its
-// reduction that cost 0.1-0.4 us a call on 2 H200s (bf16 sum, 8 KiB to 8 MiB, against the
-// kernel before ops existed). The extra arithmetic is a few instructions per element.
+// through a table in constant memory: a dependent load between a pack's arrival and its
+// reduction, on the critical path of every call (docs/benchmarks.md has its cost). The extra
+// arithmetic is a few instructions per element, off that path.
 template <typename A>
 __device__ __forceinline__ A combine(ReduceOp op, A a, A b) {
   A sum, product, low, high;
@@ -192,8 +192,8 @@ __device__ __forceinline__ Pack roundToPack(const typename PackOf<T>::Accum& sum
 // every call makes, and as the run-time value otherwise: two copies of the kernel body, one
 // branch on entry. With the constant, the reduction is one add per element; the branchless
 // any-op combine costs several. That matters because every warp of a block reduces at the
-// same moment (the packs arrive together): the any-op body alone cost 0.1-0.3 us a call on 2
-// H200s from 512 KiB up, and 0.1 at 1-2 KiB.
+// same moment (the packs arrive together), so the extra instructions add to the call's time
+// instead of hiding behind the wait (docs/benchmarks.md has the figures).
 struct SumOp {
   __device__ constexpr operator ReduceOp() const { return ReduceOp::Sum; }
 };

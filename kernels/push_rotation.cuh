@@ -86,11 +86,10 @@ __device__ __forceinline__ bool awaitPacks(const Pack* slots, long long slotWire
   WirePack<kWire> wire[kRanks];
   unsigned missing = expected;
   // Up to 4 ranks, a first look written out before the loop: straight-line, its loads overlap
-  // the work before it (without it the 2shot took 10% longer at 4-8 MiB on the one-GPU rig).
-  // At more ranks that second copy of the loads costs more than it saves: the kernels are
-  // sensitive to their code (docs/design.md, "Kernel code size"). Written out here and in
-  // the loop on purpose: one helper for both compiled differently and took 3.8 us instead
-  // of 3.3 at 8 ranks on the rig.
+  // the work before it, which the large 2shot needs. At more ranks that second copy of the
+  // loads costs more than it saves: the kernels are sensitive to their code (docs/design.md,
+  // "Kernel code size"). Written out here and in the loop on purpose: one helper for both
+  // compiled to different, slower code at 8 ranks.
   if constexpr (kRanks <= 4) {
     missing = 0;
 #pragma unroll

@@ -6,28 +6,22 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "hard_limits.h"
+
 namespace car {
 
-// Hard limits of the design. kMaxBlocks is not a tuning knob: the barrier has exactly
-// one flag slot per (block, rank), so a pull kernel's grid larger than this would have no
-// slots. The push kernels have no barrier; kMaxPushBlocks only sizes PushState::areaOf.
-constexpr int kMaxRanks = 8;
-constexpr int kMaxBlocks = 36;
-constexpr int kMaxPushBlocks = 256;
-constexpr int kThreadsPerBlock = 512;
-constexpr std::size_t kPackBytes = 16;
 // Receive areas of the push kernels, used in rotation: call k writes area k % 3 and clears
 // area (k - 1) % 3 (docs/design.md, "Why three areas").
 constexpr int kPushAreas = 3;
 
-// 32-bit flags: byte-wide flags produced garbage results in the field (docs/design.md).
+// 32-bit flags: byte-wide ones gave wrong results.
 using FlagWord = std::uint32_t;
 
 // One per rank, at the start of its buffer block. Owned as follows:
 //   roundOf[b][p]      written and read only by this rank: block b, lane p's barrier count.
 //   arrived[ph][b][p]  written by rank p's block b over NVLink, spun on by this rank.
 // Two phases (ph = round % 2) because a fast rank can be one barrier ahead of a slow one,
-// never two; a single slot would let round k+1 overwrite round k before it was seen.
+// never two; a single flag would let round k+1 overwrite round k before it was seen.
 struct Signal {
   alignas(128) FlagWord roundOf[kMaxBlocks][kMaxRanks];
   alignas(128) FlagWord arrived[2][kMaxBlocks][kMaxRanks];

@@ -43,7 +43,7 @@ constexpr int kSplitOneShotShare = 16;
 constexpr std::size_t kSplitPushUpTo = 2048 * 1024;
 
 bool topologyServed(const CommunicatorFacts& comm) {
-  return comm.ranks >= 2 && comm.ranks <= kMaxRanks && (comm.ranks == 2 || comm.fullNvlink);
+  return takesWorldSize(comm.ranks) && (comm.ranks == 2 || comm.fullNvlink);
 }
 
 AlgorithmChoice none(ForwardReason reason) { return AlgorithmChoice{std::nullopt, reason}; }
@@ -67,7 +67,7 @@ const char* forwardReasonName(ForwardReason reason) {
 }
 
 std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t bytes) {
-  if (ranks < 2 || ranks > kMaxRanks) return std::nullopt;
+  if (!takesWorldSize(ranks)) return std::nullopt;
   if (ranks == 2) return Algorithm::OneStage;
   if (!fullNvlink) return std::nullopt;
   if (ranks <= 4 && bytes < kOneStageBelowUpTo4Ranks) return Algorithm::OneStage;
@@ -85,7 +85,7 @@ std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_
 }
 
 std::size_t oneShotLimit(const CommunicatorFacts& comm) {
-  return comm.ranks >= 2 && comm.ranks <= kMaxRanks ? kOneShotUpTo[comm.ranks] : 0;
+  return takesWorldSize(comm.ranks) ? kOneShotUpTo[comm.ranks] : 0;
 }
 
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,

@@ -4,17 +4,33 @@
 #include <chrono>
 #include <thread>
 
-#include "../kernels/driver_calls.h"
 #include "../kernels/geometry.h"
 #include "cuda_check.h"
 #include "device_guard.h"
 #include "log.h"
+#include "stream_calls.h"
 
 namespace car {
+namespace {
 
-cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<RankEngine>* out) {
-  if (options.ranks < 2 || options.ranks > kMaxRanks || options.rank < 0 ||
-      options.rank >= options.ranks) {
+// The kernel's view of every rank's block, given each block's base address as mapped in
+// this process (index = rank). Pure arithmetic on the layout.
+PeerTable peerTableFromBases(void* const* bases, int ranks, const BlockLayout& layout) {
+  PeerTable table{};
+  for (int r = 0; r < ranks; ++r) {
+    char* base = static_cast<char*>(bases[r]);
+    table.signals[r] = reinterpret_cast<Signal*>(base);
+    table.tmp[r] = base + layout.tmpOffset;
+    table.staging[r] = base + layout.stagingOffset;
+    table.areas[r] = base + layout.areasOffset;
+  }
+  return table;
+}
+
+}  // namespace
+
+cudaError_t RankEngine::create(const EngineOptions& options, CallStats* counters, std::unique_ptr<RankEngine>* out) {
+  if (!takesWorldSize(options.ranks) || options.rank < 0 || options.rank >= options.ranks) {
     return cudaErrorInvalidValue;
   }
   KernelTable kernels;
@@ -23,11 +39,6 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
     CAR_CUDA_RETURN_IF_FAILED(options.device, loading.error());
     CAR_CUDA_RETURN_IF_FAILED(options.device, loadKernels(options.ranks, &kernels));
   }
-  std::unique_ptr<BufferBlock> block;
-  const BlockLayout layout = layoutFor(pullBufferBytes(options.config), options.config.pushMaxBytes);
-  cudaError_t err = BufferBlock::allocate(options.device, layout, &block);
-  if (err != cudaSuccess) return err;
-
   DeviceGuard guard(options.device);
   int major = 0;
   CAR_CUDA_RETURN_IF_FAILED(options.device,
@@ -38,22 +49,21 @@ cudaError_t RankEngine::create(const EngineOptions& options, std::unique_ptr<Ran
   *static_cast<volatile std::uint32_t*>(abortWord) = 0;
 
   cudaEvent_t lastLaunch = nullptr;
-  err = cudaEventCreateWithFlags(&lastLaunch, cudaEventDisableTiming);
+  const cudaError_t err = cudaEventCreateWithFlags(&lastLaunch, cudaEventDisableTiming);
   if (err != cudaSuccess) {
     noteCudaFailure(err, LogLevel::Info, "cudaEventCreateWithFlags", __FILE__, __LINE__, options.device);
     CAR_CUDA_RELEASE(options.device, cudaFreeHost(abortWord));
     return err;
   }
   const bool pdl = options.config.pdl && major >= 9;
-  out->reset(new RankEngine(options, std::move(block), static_cast<std::uint32_t*>(abortWord), lastLaunch, pdl,
-                            kernels));
+  out->reset(new RankEngine(options, counters, static_cast<std::uint32_t*>(abortWord), lastLaunch, pdl, kernels));
   return cudaSuccess;
 }
 
-RankEngine::RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
-                       std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels)
+RankEngine::RankEngine(const EngineOptions& options, CallStats* counters, std::uint32_t* abortWord,
+                       cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels)
     : options_(options),
-      block_(std::move(block)),
+      stats_(counters),
       abortWord_(abortWord),
       lastLaunch_(lastLaunch),
       pdl_(pdl),
@@ -67,15 +77,15 @@ RankEngine::~RankEngine() {
   CAR_CUDA_RELEASE(options_.device, cudaFreeHost(abortWord_));
 }
 
-void RankEngine::attachPeers(void* const* bases, bool fullNvlink, int computeCapability) {
+void RankEngine::attachPeers(void* const* bases, const BlockLayout& layout, bool fullNvlink, int computeCapability) {
   std::lock_guard<std::mutex> lock(launchMutex_);
   fullNvlink_ = fullNvlink;
   computeCapability_ = computeCapability;
   args_ = LaunchArgs{};
-  args_.peers = peerTableFromBases(bases, options_.ranks, block_->layout());
-  args_.selfSignal = static_cast<Signal*>(block_->base());
-  args_.pushState = block_->pushState();
-  args_.areaBytes = block_->layout().areaBytes;
+  args_.peers = peerTableFromBases(bases, options_.ranks, layout);
+  args_.selfSignal = args_.peers.signals[options_.rank];
+  args_.pushState = reinterpret_cast<PushState*>(static_cast<char*>(bases[options_.rank]) + layout.pushStateOffset);
+  args_.areaBytes = layout.areaBytes;
   args_.rank = options_.rank;
   args_.ranks = options_.ranks;
   args_.pdl = pdl_;
@@ -103,18 +113,18 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
   const CallDecision decision = plan(call);
   if (!decision.ours) {
     result.reason = decision.reason;
-    stats_.countForwarded(decision.reason);
+    stats_->countForwarded(decision.reason);
     return result;
   }
   std::lock_guard<std::mutex> lock(launchMutex_);
   result.error = enqueue(call, decision, &result.launched);
   if (!result.launched) {
     result.reason = ForwardReason::Failed;
-    stats_.countForwarded(ForwardReason::Failed);
+    stats_->countForwarded(ForwardReason::Failed);
     return result;
   }
   result.algorithm = decision.algorithm;
-  stats_.countTaken(decision.algorithm, decision.bytes);
+  stats_->countTaken(decision.algorithm, decision.bytes);
   CAR_TRACE(options_.device, "{}", logText(formatTakenCall, options_.rank, call.count, elementTypeName(*call.type),
                                            reduceOpName(*call.op), decision.bytes, algorithmName(decision.algorithm)));
   return result;
@@ -209,8 +219,6 @@ void RankEngine::raiseAbort() {
   __atomic_store_n(abortWord_, 1u, __ATOMIC_SEQ_CST);
 }
 
-bool RankEngine::aborted() const { return __atomic_load_n(abortWord_, __ATOMIC_SEQ_CST) != 0; }
-
 cudaError_t RankEngine::waitIdle() {
   std::lock_guard<std::mutex> lock(launchMutex_);
   if (!haveLastLaunch_) return cudaSuccess;
@@ -241,8 +249,14 @@ std::uint64_t RankEngine::driverLaunches() {
 }
 
 cudaError_t RankEngine::presetRound(std::uint32_t round) {
+  Signal* signal = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(launchMutex_);
+    signal = args_.selfSignal;
+  }
+  if (signal == nullptr) return cudaErrorInvalidValue;
   DeviceGuard guard(options_.device);
-  cudaError_t err = presetSignalRound(static_cast<Signal*>(block_->base()), round, nullptr);
+  cudaError_t err = presetSignalRound(signal, round, nullptr);
   if (err == cudaSuccess) err = cudaDeviceSynchronize();
   return err;
 }

@@ -1,6 +1,7 @@
-// The host engine of one rank of one communicator: its buffer block, the peers' blocks, the
-// choice of kernel, and the launch path: a push kernel alone on the caller's stream; a pull
-// kernel after a staging copy, or alone for small eager calls (it then copies inside).
+// The host engine of one rank of one communicator: the choice of kernel and the launch path:
+// a push kernel alone on the caller's stream; a pull kernel after a staging copy, or alone for
+// small eager calls (it then copies inside). The buffer blocks it launches on, its own and the
+// peers', are lent to it by their owner (shim/ipc/buffer_block.h) at attachPeers().
 //
 // The launch path allocates nothing, synchronises nothing and talks to no peer, so it is
 // legal inside CUDA graph capture: every address the kernel touches was fixed by
@@ -14,7 +15,6 @@
 #include <mutex>
 
 #include "../kernels/all_reduce.h"
-#include "buffer_block.h"
 #include "config.h"
 #include "policy.h"
 #include "stats.h"
@@ -50,24 +50,26 @@ struct SubmitResult {
 
 class RankEngine {
  public:
-  // Allocates the buffer block, the abort word and the ordering event. Fails with the CUDA
-  // error, or with cudaErrorInvalidValue for a rank/ranks outside 2..8.
-  static cudaError_t create(const EngineOptions& options, std::unique_ptr<RankEngine>* out);
+  // Loads this world size's kernels and allocates the abort word and the ordering event.
+  // Counts every call into *counters, which must outlive the engine. Fails with the CUDA
+  // error, or with cudaErrorInvalidValue for a world size we do not take (kernels/hard_limits.h)
+  // or a rank outside it.
+  static cudaError_t create(const EngineOptions& options, CallStats* counters, std::unique_ptr<RankEngine>* out);
   ~RankEngine();
   RankEngine(const RankEngine&) = delete;
   RankEngine& operator=(const RankEngine&) = delete;
 
-  const BufferBlock& block() const { return *block_; }
   int device() const { return options_.device; }
   int rank() const { return options_.rank; }
   int ranks() const { return options_.ranks; }
   const Config& config() const { return options_.config; }
-  CallStats& stats() { return stats_; }
+  CallStats& stats() { return *stats_; }
 
-  // bases[r]: rank r's block as mapped in this process; bases[rank()] is block().base().
-  // fullNvlink: whether every pair of ranks is NVLink-connected; computeCapability: of
-  // every rank's GPU, 0 if they differ (both feed the policy, identically on every rank).
-  void attachPeers(void* const* bases, bool fullNvlink, int computeCapability);
+  // bases[r]: rank r's block as mapped in this process (our own at rank()), every one laid
+  // out by `layout`; they must stay mapped until the engine is gone. fullNvlink: whether
+  // every pair of ranks is NVLink-connected; computeCapability: of every rank's GPU, 0 if
+  // they differ (both feed the policy, identically on every rank).
+  void attachPeers(void* const* bases, const BlockLayout& layout, bool fullNvlink, int computeCapability);
   bool attached() const { return attached_; }
 
   // The decision only: no CUDA call. An unattached engine forwards with NotReady.
@@ -81,7 +83,6 @@ class RankEngine {
   // Makes every kernel of this rank stop spinning and return (used by ncclCommAbort);
   // their outputs are then undefined. Irreversible.
   void raiseAbort();
-  bool aborted() const;
 
   // Blocks until everything this engine enqueued outside graph capture has finished.
   cudaError_t waitIdle();
@@ -89,15 +90,16 @@ class RankEngine {
   // (after an abort, a kernel queued behind a hung one on the caller's stream).
   bool waitIdleWithin(double seconds);
 
-  // Test hook: start every barrier count at `round` (all ranks must use the same value).
+  // Test hook, once attached: start every barrier count at `round` (all ranks must use the
+  // same value).
   cudaError_t presetRound(std::uint32_t round);
 
   // Test hook: how many of this engine's launches went through the driver.
   std::uint64_t driverLaunches();
 
  private:
-  RankEngine(const EngineOptions& options, std::unique_ptr<BufferBlock> block,
-             std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels);
+  RankEngine(const EngineOptions& options, CallStats* counters, std::uint32_t* abortWord, cudaEvent_t lastLaunch,
+             bool pdl, const KernelTable& kernels);
   // Sets *launched once the kernel is on the stream, whatever fails after that.
   cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched);
   // The kernel's arguments for this call, and for pull kernels the staging copy if needed.
@@ -105,7 +107,7 @@ class RankEngine {
                             LaunchArgs* args);
 
   EngineOptions options_;
-  std::unique_ptr<BufferBlock> block_;
+  CallStats* stats_;          // the communicator's counters (shim/lifecycle/comm_state.h)
   std::uint32_t* abortWord_;  // pinned, mapped host memory the kernels poll
   // Recorded after every eager launch, and waited on before the next one unless that comes on
   // the very same stream: calls of one engine share areas, staging and Signal, so each must
@@ -124,7 +126,6 @@ class RankEngine {
   int computeCapability_ = 0;
   LaunchArgs args_{};
   std::mutex launchMutex_;    // one call at a time: they share staging and Signal
-  CallStats stats_;
 };
 
 }  // namespace car

@@ -1,7 +1,7 @@
 // The one table of NCCL_CAR_* settings: name, type, range, whether ranks must agree, one line
 // of help, and where the value lives in Config and in the cross-rank fingerprint. Parsing
 // (config.cc), the WARN texts, the fingerprint (SharedSettings) and the query program's dump
-// (tools/nccl_car_query/) all walk this table; nothing else lists the variables. Defaults are
+// (nccl_car_query, tools/query/) all walk this table; nothing else lists the variables. Defaults are
 // Config's member initialisers, read through the same field.
 #pragma once
 
@@ -54,7 +54,7 @@ struct SettingSpec {
   std::string help;                       // one line; README.md's settings table shows it as is
   NumberField<Config> field;              // every type but Path
   std::string Config::*text = nullptr;    // Path
-  NumberField<SharedSettings> shared;     // its slot in the fingerprint; empty when not carried
+  NumberField<SharedSettings> shared;     // its field in the fingerprint; empty when not carried
   std::uint64_t min = 0;                  // Bytes, Count: inclusive range
   std::uint64_t max = 0;
   std::uint64_t multipleOf = 1;

@@ -4,14 +4,6 @@
 
 namespace car {
 
-void CallStats::mergeFrom(const CallStats& other) {
-  for (int a = 0; a < kAlgorithmCount; ++a) taken_[a].fetch_add(other.taken_[a].load(std::memory_order_relaxed), std::memory_order_relaxed);
-  for (int i = 0; i < static_cast<int>(ForwardReason::kCount); ++i) {
-    forwarded_[i].fetch_add(other.forwarded_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
-  }
-  takenBytes_.fetch_add(other.takenBytes(), std::memory_order_relaxed);
-}
-
 std::string CallStats::summary() const {
   std::array<NamedCount, kAlgorithmCount> taken{};
   int kernels = 0;

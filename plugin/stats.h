@@ -28,9 +28,6 @@ class CallStats {
   }
   std::uint64_t takenBytes() const { return takenBytes_.load(std::memory_order_relaxed); }
 
-  // Adds another counter set's counts to this one (counts taken before an engine existed).
-  void mergeFrom(const CallStats& other);
-
   // "taken 1shot=9 2shot=2 1stage=0 2stage=1 (1572864 bytes) forwarded 4 (op=1 too-large=3)"
   std::string summary() const;
 

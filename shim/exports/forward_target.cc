@@ -2,7 +2,7 @@
 
 namespace car {
 
-void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
+void* resolveForwardTarget(const char* name, ForwardEntry& entry, bool* noRealNccl) noexcept {
   try {
     const RealNccl* real = realNccl();
     *noRealNccl = real == nullptr;
@@ -13,7 +13,7 @@ void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl
       return nullptr;
     }
     // Every thread that races here finds the same address.
-    slot.target.store(symbol, std::memory_order_release);
+    entry.target.store(symbol, std::memory_order_release);
     return symbol;
   } catch (...) {
     *noRealNccl = true;  // out of memory while looking: answer as without a real NCCL

@@ -1,5 +1,5 @@
 // Where a forwarded NCCL function goes: the same function of the real NCCL, looked up once
-// in the library realNccl() was resolved from. forwarders.cc keeps one slot per function.
+// in the library realNccl() was resolved from. forwarders.cc keeps one entry per function.
 #pragma once
 
 #include <nccl.h>
@@ -10,19 +10,19 @@
 
 namespace car {
 
-struct ForwardSlot {
+struct ForwardEntry {
   std::atomic<void*> target{nullptr};
 };
 
-// The first call of a forwarder: looks `name` up and fills the slot.
-void* resolveForwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept;
+// The first call of a forwarder: looks `name` up and fills the entry.
+void* resolveForwardTarget(const char* name, ForwardEntry& entry, bool* noRealNccl) noexcept;
 
 // The real `name`, or nullptr: there is no real NCCL (*noRealNccl set; realNccl() has logged
 // it), or the real NCCL lacks `name` (an older NCCL; reportMissing names it once). Inline:
 // after the first call a forwarder costs one load and one indirect call.
-inline void* forwardTarget(const char* name, ForwardSlot& slot, bool* noRealNccl) noexcept {
-  if (void* cached = slot.target.load(std::memory_order_acquire)) return cached;
-  return resolveForwardTarget(name, slot, noRealNccl);
+inline void* forwardTarget(const char* name, ForwardEntry& entry, bool* noRealNccl) noexcept {
+  if (void* cached = entry.target.load(std::memory_order_acquire)) return cached;
+  return resolveForwardTarget(name, entry, noRealNccl);
 }
 
 // What a forwarder returns when it has nowhere to go.

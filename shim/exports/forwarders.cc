@@ -13,9 +13,9 @@
 
 #define CAR_NCCL_FUNCTION(ret, name, params, args)                             \
   extern "C" __attribute__((weak, visibility("default"))) ret name params {    \
-    static car::ForwardSlot slot;                                              \
+    static car::ForwardEntry entry;                                            \
     bool noRealNccl = false;                                                   \
-    void* target = car::forwardTarget(#name, slot, &noRealNccl);               \
+    void* target = car::forwardTarget(#name, entry, &noRealNccl);              \
     if (target == nullptr) return car::unavailableResult<ret>(noRealNccl);     \
     return reinterpret_cast<decltype(&::name)>(target) args;                   \
   }

@@ -89,7 +89,7 @@ void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* com
 
 bool parentNonblocking(ncclComm_t parent) {
   std::shared_ptr<CommState> state = Registry::instance().find(parent);
-  return state ? state->nonblocking : defaultNonblocking();
+  return state ? state->nonblocking() : defaultNonblocking();
 }
 
 bool capturing(cudaStream_t stream) {
@@ -109,8 +109,8 @@ enum class Route {
 };
 
 Route refuse(CommState& state) {
-  if (!state.refusalWarned.exchange(true)) {
-    CAR_WARN(state.device, "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
+  if (state.firstRefusal()) {
+    CAR_WARN(state.device(), "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
              "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state));
   }
   return Route::Refused;
@@ -124,14 +124,14 @@ void warnInvarianceEnds(CommState* state, ForwardReason reason, std::size_t coun
   const std::optional<ElementType> element = elementTypeOf(type);
   if (!shimConfig().deterministic || invariantOnNccl(element)) return;
   if (reason == ForwardReason::Empty || reason == ForwardReason::Type) return;
-  if (state != nullptr && state->ranks == 1) return;
+  if (state != nullptr && state->ranks() == 1) return;
   static std::atomic<std::uint32_t> unadopted{0};  // communicators we have no state for
-  std::atomic<std::uint32_t>& warned = state != nullptr ? state->invarianceWarned : unadopted;
+  std::atomic<std::uint32_t>& warned = state != nullptr ? state->invarianceWarned() : unadopted;
   const std::uint32_t bit = 1u << static_cast<int>(reason);
   if ((warned.fetch_or(bit) & bit) != 0) return;
   const std::string call = fmt::format("{} x {} {}", count, element ? elementTypeName(*element) : "?",
                                        reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op");
-  CAR_WARN(state != nullptr ? state->device : -1,
+  CAR_WARN(state != nullptr ? state->device() : -1,
            "{}: NCCL_CAR_DETERMINISTIC: all-reduces forwarded to NCCL as {} (first: {}) get NCCL's result, whose "
            "bits may change with the message size and NCCL's algorithm: NCCL promises no invariance; said once per "
            "communicator and reason",
@@ -146,35 +146,29 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
     warnInvarianceEnds(nullptr, ForwardReason::NotEligible, count, type, op);
     return Route::Nccl;
   }
-  if (state->gate.closed()) return refuse(*state);
+  if (state->gate().closed()) return refuse(*state);
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
-  if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
+  if (state->phase() == CommPhase::Pending && state->nonblocking() && !capturing(stream)) {
     setUpBeforeAllReduce(real, state);
-    if (state->gate.closed()) return refuse(*state);  // aborted while we set it up
+    if (state->gate().closed()) return refuse(*state);  // aborted while we set it up
   }
 
-  std::unique_lock<std::mutex> lock(state->mutex);
-  if (state->phase == CommPhase::Pending) {
-    state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
-    warnInvarianceEnds(state.get(), ForwardReason::NotReady, count, type, op);
-    return Route::Nccl;
-  }
-  if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
-    if (state->phase != CommPhase::Released) {
-      state->stats().countForwarded(ForwardReason::NotEligible);
-      warnInvarianceEnds(state.get(), ForwardReason::NotEligible, count, type, op);
+  CommState::Locked locked = state->lock();
+  if (!locked.takesCall()) {
+    const CommPhase phase = locked.phase();
+    if (phase != CommPhase::Released) {
+      const bool notReady = phase == CommPhase::Pending || phase == CommPhase::SettingUp;
+      warnInvarianceEnds(state.get(), notReady ? ForwardReason::NotReady : ForwardReason::NotEligible, count, type, op);
     }
     return Route::Nccl;
   }
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm, &async);
   if (!ncclAllowsOurKernel(query, async)) {
-    state->phase = CommPhase::Ineligible;
-    state->reason = std::string("NCCL reports the communicator broken: ") +
-                    real.getErrorString(query != ncclSuccess ? query : async);
-    CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
-    state->stats().countForwarded(ForwardReason::NotEligible);
+    const char* error = real.getErrorString(query != ncclSuccess ? query : async);
+    locked.becomeIneligible(IneligibleCause::NcclBroken, std::string("NCCL reports the communicator broken: ") + error);
+    state->counters().countForwarded(ForwardReason::NotEligible);
     warnInvarianceEnds(state.get(), ForwardReason::NotEligible, count, type, op);
     return Route::Nccl;
   }
@@ -187,17 +181,13 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   call.stream = stream;
   // Only looked at when the user asked for it: no lookup on the default path.
   if (shimConfig().symmetricNcclBytes > 0 && call.type) {
-    call.symmetricBuffers = state->symmetricWindows.containBoth(send, recv, count * elementBytes(*call.type));
+    call.symmetricBuffers = state->symmetricWindows().containBoth(send, recv, count * elementBytes(*call.type));
   }
-  SubmitResult result = state->engine->submit(call);
+  SubmitResult result = locked.engine()->submit(call);
   if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
   if (result.error != cudaSuccess) {
-    state->phase = CommPhase::Ineligible;
-    state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
-    if (!state->failureWarned.exchange(true)) {
-      CAR_WARN(state->device, "{}: {}; this communicator now forwards every all-reduce to NCCL", describe(*state),
-               state->reason);
-    }
+    locked.becomeIneligible(IneligibleCause::LaunchFailed,
+                            std::string("our launch failed: ") + cudaGetErrorString(result.error));
   }
   if (result.launched) return Route::Ours;
   warnInvarianceEnds(state.get(), result.reason, count, type, op);
@@ -353,7 +343,7 @@ CAR_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size
   const ncclResult_t result = real->commWindowRegister(comm, buff, size, win, winFlags);
   if (result == ncclSuccess && win != nullptr && (winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 && !passThrough()) {
     guarded("ncclCommWindowRegister", [&] {
-      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.add(*win, buff, size);
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows().add(*win, buff, size);
     });
   }
   return result;
@@ -365,7 +355,7 @@ CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t w
   if (lacks(*real, real->commWindowDeregister, "ncclCommWindowDeregister")) return ncclInvalidUsage;
   if (!passThrough()) {
     guarded("ncclCommWindowDeregister", [&] {
-      if (auto state = Registry::instance().find(comm)) state->symmetricWindows.remove(win);
+      if (auto state = Registry::instance().find(comm)) state->symmetricWindows().remove(win);
     });
   }
   return real->commWindowDeregister(comm, win);

@@ -30,9 +30,9 @@ static_assert(NCCL_VERSION_CODE == CAR_NCCL_H_VERSION_CODE, "nccl.h is not the o
 // hooks then answer ncclInvalidUsage (reportMissing).
 bool fill(void* handle, RealNccl* table, const char* origin) {
   bool complete = true;
-  auto load = [&](auto& slot, const char* name, bool required) {
+  auto load = [&](auto& function, const char* name, bool required) {
     void* symbol = realSymbol(handle, name);
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(symbol);
     if (symbol == nullptr && required) complete = false;
   };
   load(table->allReduce, "ncclAllReduce", true);

@@ -9,7 +9,6 @@
 #include "handshake/host_identity.h"
 #include "log.h"
 #include "handshake/p2p_limit.h"
-#include "lifecycle/release.h"
 #include "exports/shim_config.h"
 #include "handshake/topology.h"
 
@@ -22,22 +21,25 @@ void copyText(char* field, std::size_t size, const std::string& value) {
 }
 
 // Asks NCCL (through the gate) for our rank, the rank count and the device. False, with
-// the slot's failure set, when it cannot or the count is not ours to take.
-bool learnCommunicator(const RealNccl& real, Slot& slot) {
-  CommState& state = *slot.state;
+// the member's failure set, when it cannot or the count is not ours to take.
+bool learnCommunicator(const RealNccl& real, BatchMember& member) {
+  CommState& state = *member.state;
+  int rank = 0, ranks = 0, device = 0;
   bool known = false;
-  const bool asked = state.gate.pass([&] {
-    known = real.commUserRank(state.comm, &state.rank) == ncclSuccess &&
-            real.commCount(state.comm, &state.ranks) == ncclSuccess &&
-            real.commCuDevice(state.comm, &state.device) == ncclSuccess;
+  const bool asked = state.gate().pass([&] {
+    known = real.commUserRank(state.comm(), &rank) == ncclSuccess &&
+            real.commCount(state.comm(), &ranks) == ncclSuccess &&
+            real.commCuDevice(state.comm(), &device) == ncclSuccess;
   });
+  // What NCCL did answer, even on a failure: the log lines name it.
+  if (asked) state.learnIdentity(rank, ranks, device);
   if (!asked || !known) {
-    slot.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
+    member.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
     return false;
   }
-  if (state.ranks < 2 || state.ranks > kMaxRanks) {
+  if (!takesWorldSize(ranks)) {
     // Every rank sees the same count, so every rank skips the handshake alike.
-    slot.failure = fmt::format("{} ranks (we take 2 to {})", state.ranks, kMaxRanks);
+    member.failure = worldSizeRefusal(ranks);
     return false;
   }
   return true;
@@ -46,33 +48,33 @@ bool learnCommunicator(const RealNccl& real, Slot& slot) {
 // The handshake's own stream and scratch, on the communicator's device (`onDevice`). Once
 // both exist the rank takes part in both exchanges whatever fails later, so the peers are
 // not left waiting.
-bool openHandshake(Slot& slot, const DeviceGuard& onDevice) {
-  CommState& state = *slot.state;
+bool openHandshake(BatchMember& member, const DeviceGuard& onDevice) {
+  CommState& state = *member.state;
   if (onDevice.error() == cudaSuccess &&
-      cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking) == cudaSuccess &&
-      (slot.scratch = takeScratch(state.device)) != nullptr) {
+      cudaStreamCreateWithFlags(&member.stream, cudaStreamNonBlocking) == cudaSuccess &&
+      (member.scratch = takeScratch(state.device())) != nullptr) {
     return true;
   }
   cudaGetLastError();
-  slot.failure = "CUDA unusable for the handshake";
-  CAR_WARN(state.device, "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
-           slot.failure);
-  slot.warned = true;
+  member.failure = "CUDA unusable for the handshake";
+  CAR_WARN(state.device(), "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
+           member.failure);
+  member.warned = true;
   return false;
 }
 
 // Our record: who we are, where, with which settings. A device that cannot be asked
 // makes the status NoDevice.
-void fillRecord(Slot& slot) {
-  const CommState& state = *slot.state;
+void fillRecord(BatchMember& member) {
+  const CommState& state = *member.state;
   const ProcessIdentity& self = processIdentity();
-  HandshakeRecord& record = slot.record;
+  HandshakeRecord& record = member.record;
   record.magic = kHandshakeMagic;
   record.status = RankStatus::Ready;
-  record.rank = state.rank;
-  record.ranks = state.ranks;
+  record.rank = state.rank();
+  record.ranks = state.ranks();
   record.pid = self.pid;
-  record.cudaDevice = state.device;
+  record.cudaDevice = state.device();
   record.ipcNamespace = self.ipcNamespace;
   record.pidNamespace = self.pidNamespace;
   record.settings = sharedSettingsOf(shimConfig());
@@ -80,160 +82,161 @@ void fillRecord(Slot& slot) {
   record.boardId = -1;
   copyText(record.host, sizeof(record.host), self.host);
   int major = 0, minor = 0;
-  if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, state.device) != cudaSuccess) {
+  if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device()) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.device()) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, state.device()) != cudaSuccess) {
     record.status = RankStatus::NoDevice;
   }
   record.computeCapability = major * 10 + minor;
 }
 
-// The release board peers attach before they map our block. False (status NoBoard) when
-// none could be made.
-bool createBoard(Slot& slot) {
-  CommState& state = *slot.state;
+// Our buffer block, starting with the release board peers attach before they map it. False
+// (status NoBoard) when no board could be made.
+bool createBlock(BatchMember& member) {
+  CommState& state = *member.state;
   std::string problem;
-  state.board = SysvReleaseBoard::create(&problem);
-  if (!state.board) {
-    slot.record.status = RankStatus::NoBoard;
-    CAR_WARN(state.device, "{}: {}; all-reduces go to NCCL", describe(state), problem);
-    slot.warned = true;
+  member.block = BufferBlock::create(&problem);
+  if (!member.block) {
+    member.record.status = RankStatus::NoBoard;
+    CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), problem);
+    member.warned = true;
     return false;
   }
-  slot.record.boardId = state.board->id();
   return true;
 }
 
-// The engine (our buffer block and its IPC handle, in the record). Status NoBuffers when
-// it cannot be made or exported.
-void createEngine(Slot& slot) {
-  CommState& state = *slot.state;
-  HandshakeRecord& record = slot.record;
+// The engine, and the block's memory and IPC handle. Status NoBuffers when they cannot be
+// made or exported.
+void createEngine(BatchMember& member) {
+  CommState& state = *member.state;
   EngineOptions options;
-  options.device = state.device;
-  options.rank = state.rank;
-  options.ranks = state.ranks;
+  options.device = state.device();
+  options.rank = state.rank();
+  options.ranks = state.ranks();
   options.config = shimConfig();
   std::unique_ptr<RankEngine> engine;
-  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation : RankEngine::create(options, &engine);
-  if (err == cudaSuccess) err = engine->block().exportHandle(&record.handle);
+  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
+                                                   : RankEngine::create(options, &state.counters(), &engine);
+  if (err == cudaSuccess) err = member.block->allocate(state.device(), blockLayoutFor(options.config));
   if (err != cudaSuccess) {
     cudaGetLastError();
-    engine.reset();  // never exported, or nobody got its handle: freed at once
-    record.status = RankStatus::NoBuffers;
-    CAR_WARN(state.device, "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
+    engine.reset();  // the block was never exported: nobody got its handle
+    member.record.status = RankStatus::NoBuffers;
+    CAR_WARN(state.device(), "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
              describe(state), cudaGetErrorString(err));
-    slot.warned = true;
+    member.warned = true;
     return;
   }
-  record.blockAddress = reinterpret_cast<std::uint64_t>(engine->block().base());
-  state.setEngine(std::move(engine));
+  state.lock().installEngine(std::move(engine));
 }
 
 // Everything before the first exchange. A failure after the scratch exists still takes
 // part (the record's status says so), so the peers are not left waiting.
-void prepare(const RealNccl& real, Slot& slot) {
-  if (!learnCommunicator(real, slot)) return;
-  DeviceGuard guard(slot.state->device);  // what follows runs on the communicator's device
-  if (!openHandshake(slot, guard)) return;
-  slot.inHandshake = true;
-  fillRecord(slot);
-  if (createBoard(slot)) createEngine(slot);
+void prepare(const RealNccl& real, BatchMember& member) {
+  if (!learnCommunicator(real, member)) return;
+  DeviceGuard guard(member.state->device());  // what follows runs on the communicator's device
+  if (!openHandshake(member, guard)) return;
+  member.inHandshake = true;
+  fillRecord(member);
+  if (!createBlock(member)) return;
+  createEngine(member);
+  member.block->publish(&member.record);
 }
 
 // Tries to reach every peer, if the records allow it, and writes our link report.
-void mapPeers(Slot& slot) {
-  CommState& state = *slot.state;
-  LinkReport& report = slot.report;
+void mapPeers(BatchMember& member) {
+  CommState& state = *member.state;
+  LinkReport& report = member.report;
   report.magic = kHandshakeMagic;
-  if (!slot.failure.empty()) {
-    copyText(report.problem, sizeof(report.problem), slot.failure);
+  if (!member.failure.empty()) {
+    copyText(report.problem, sizeof(report.problem), member.failure);
     return;
   }
-  slot.verdict = judgeRecords(slot.records);
-  if (!slot.verdict.eligible) return;
+  member.verdict = judgeRecords(member.records);
+  if (!member.verdict.eligible) return;
   std::string problem;
-  if (!state.peers.mapAll(slot.records, state.rank, state.device, state.engine->block().base(), &slot.bases,
-                          &problem)) {
+  if (!member.block->mapPeers(member.records, state.rank(), &member.bases, &problem)) {
     copyText(report.problem, sizeof(report.problem), problem);
     return;
   }
   report.mapped = 1;
-  DeviceGuard guard(state.device);
-  for (int p = 0; p < state.ranks; ++p) {
-    const PairLink link = p == state.rank ? PairLink{true, true}
-                                          : linkBetween(state.device, fieldText(slot.record.busId),
-                                                        fieldText(slot.records[p].busId));
+  DeviceGuard guard(state.device());
+  for (int p = 0; p < state.ranks(); ++p) {
+    const PairLink link = p == state.rank() ? PairLink{true, true}
+                                          : linkBetween(state.device(), fieldText(member.record.busId),
+                                                        fieldText(member.records[p].busId));
     report.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
     report.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
   }
   report.nvmlMissing = nvmlAvailable() ? 0 : 1;
 }
 
-void conclude(Slot& slot) {
-  CommState& state = *slot.state;
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.phase == CommPhase::Released) {
-    // Destroyed or aborted while we were setting it up: nothing of ours ran on it, but
-    // peers may have mapped our block.
-    letGoOfBuffers(state, state.takeEngine());
-    CAR_INFO(state.device, "{} released during set-up", describe(state));
+// What the handshake made, given back: the engine (none of its kernels ever ran), then the
+// block, which peers may have mapped.
+void letGo(CommState::Locked& locked, BatchMember& member) {
+  locked.takeEngine().reset();
+  BufferBlock::retire(std::move(member.block), describe(*member.state));
+}
+
+void conclude(BatchMember& member) {
+  CommState& state = *member.state;
+  CommState::Locked locked = state.lock();
+  if (locked.phase() == CommPhase::Released) {
+    // Destroyed or aborted while we were setting it up: nothing of ours ran on it.
+    letGo(locked, member);
+    CAR_INFO(state.device(), "{} released during set-up", describe(state));
     return;
   }
-  if (state.phase != CommPhase::Pending) return;
   Verdict verdict;
-  if (state.stopRequested.load()) {
+  if (state.stopRequested()) {
     verdict.reason = "revoked or shrunk with NCCL_SHRINK_ABORT during set-up";
-  } else if (!slot.failure.empty()) {
-    verdict.reason = slot.failure;
-    verdict.unexpected = state.ranks >= 2 && state.ranks <= kMaxRanks;  // else simply not our size
+  } else if (!member.failure.empty()) {
+    verdict.reason = member.failure;
+    verdict.unexpected = takesWorldSize(state.ranks());  // else simply not our size
   } else {
-    verdict = judgeLinks(slot.records, slot.reports);
+    verdict = judgeLinks(member.records, member.reports);
   }
-  if (verdict.eligible) {
-    state.engine->attachPeers(slot.bases.data(), verdict.fullNvlink, verdict.computeCapability);
-    state.phase = CommPhase::Ready;
-    CAR_INFO(state.device, "{}", logText(formatSetupEligible, describe(state).c_str(), verdict.allSameProcess,
-                                         verdict.fullNvlink, verdict.computeCapability, shimConfig().maxBytes));
+  if (verdict.eligible && locked.engine() != nullptr) {
+    locked.engine()->attachPeers(member.bases.data(), member.block->layout(), verdict.fullNvlink,
+                                 verdict.computeCapability);
+    locked.becomeReady(std::move(member.block), verdict);
     return;
   }
-  letGoOfBuffers(state, state.takeEngine());
-  state.phase = CommPhase::Ineligible;
-  state.reason = verdict.reason;
+  letGo(locked, member);
   if (verdict.differingVariable != nullptr) {
-    CAR_WARN(state.device, "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
+    CAR_WARN(state.device(), "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
              verdict.reason);
-  } else if (verdict.unexpected && !slot.warned) {
-    CAR_WARN(state.device, "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
+  } else if (verdict.unexpected && !member.warned) {
+    CAR_WARN(state.device(), "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
   }
-  CAR_INFO(state.device, "{}", logText(formatSetupNotEligible, describe(state).c_str(), verdict.reason.c_str()));
+  locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason);
 }
 
 }  // namespace
 
 void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<Slot> slots(states.size());
+  std::vector<BatchMember> members(states.size());
   bool anyInHandshake = false;
   for (std::size_t i = 0; i < states.size(); ++i) {
-    slots[i].state = states[i];
-    prepare(real, slots[i]);
-    anyInHandshake = anyInHandshake || slots[i].inHandshake;
+    members[i].state = states[i];
+    prepare(real, members[i]);
+    anyInHandshake = anyInHandshake || members[i].inHandshake;
   }
   if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
-    exchangeRecords(real, cudaHandshakeDevice(), slots);
-    for (Slot& slot : slots) {
-      if (slot.inHandshake) mapPeers(slot);
+    exchangeRecords(real, cudaHandshakeDevice(), members);
+    for (BatchMember& member : members) {
+      if (member.inHandshake) mapPeers(member);
     }
-    exchangeReports(real, cudaHandshakeDevice(), slots);
+    exchangeReports(real, cudaHandshakeDevice(), members);
   }
-  for (Slot& slot : slots) {
-    conclude(slot);
-    if (slot.stream == nullptr) continue;
-    DeviceGuard guard(slot.state->device);
+  for (BatchMember& member : members) {
+    conclude(member);
+    if (member.stream == nullptr) continue;
+    DeviceGuard guard(member.state->device());
     // An all-gather NCCL did not stop may still write the scratch: it is never reused.
-    if (slot.scratch != nullptr && !slot.deviceBusy) returnScratch(slot.state->device, slot.scratch);
+    if (member.scratch != nullptr && !member.deviceBusy) returnScratch(member.state->device(), member.scratch);
     // Returns at once; CUDA frees the stream when its work is done.
-    CAR_CUDA_RELEASE(slot.state->device, cudaStreamDestroy(slot.stream));
+    CAR_CUDA_RELEASE(member.state->device(), cudaStreamDestroy(member.stream));
   }
 }
 

@@ -14,32 +14,32 @@ namespace {
 
 class CudaHandshakeDevice final : public HandshakeDevice {
  public:
-  bool stage(Slot& slot, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
+  bool stage(BatchMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
              std::size_t clearBytes) override {
-    DeviceGuard guard(slot.state->device);
+    DeviceGuard guard(member.state->device());
     const bool ok = guard.error() == cudaSuccess &&
-                    cudaMemcpyAsync(slot.scratch + offset, data, bytes, cudaMemcpyHostToDevice, slot.stream) ==
+                    cudaMemcpyAsync(member.scratch + offset, data, bytes, cudaMemcpyHostToDevice, member.stream) ==
                         cudaSuccess &&
-                    cudaMemsetAsync(slot.scratch + clearOffset, 0, clearBytes, slot.stream) == cudaSuccess &&
-                    cudaStreamSynchronize(slot.stream) == cudaSuccess;
+                    cudaMemsetAsync(member.scratch + clearOffset, 0, clearBytes, member.stream) == cudaSuccess &&
+                    cudaStreamSynchronize(member.stream) == cudaSuccess;
     if (!ok) cudaGetLastError();
     return ok;
   }
 
-  StreamState query(Slot& slot) override {
-    DeviceGuard guard(slot.state->device);
-    const cudaError_t err = cudaStreamQuery(slot.stream);
+  StreamState query(BatchMember& member) override {
+    DeviceGuard guard(member.state->device());
+    const cudaError_t err = cudaStreamQuery(member.stream);
     if (err == cudaSuccess) return StreamState::Idle;
     cudaGetLastError();
     return err == cudaErrorNotReady ? StreamState::Busy : StreamState::Failed;
   }
 
-  bool readBack(Slot& slot, std::size_t offset, void* out, std::size_t bytes) override {
-    DeviceGuard guard(slot.state->device);
+  bool readBack(BatchMember& member, std::size_t offset, void* out, std::size_t bytes) override {
+    DeviceGuard guard(member.state->device());
     const bool ok = guard.error() == cudaSuccess &&
-                    cudaMemcpyAsync(out, slot.scratch + offset, bytes, cudaMemcpyDeviceToHost, slot.stream) ==
+                    cudaMemcpyAsync(out, member.scratch + offset, bytes, cudaMemcpyDeviceToHost, member.stream) ==
                         cudaSuccess &&
-                    cudaStreamSynchronize(slot.stream) == cudaSuccess;
+                    cudaStreamSynchronize(member.stream) == cudaSuccess;
     if (!ok) cudaGetLastError();
     return ok;
   }

@@ -22,9 +22,11 @@
 namespace car {
 
 // One communicator's part of the batch: scratch for both all-gathers (laid out by
-// ScratchLayout) and a private stream.
-struct Slot {
+// ScratchLayout), a private stream, and our block until the handshake concludes (it then goes
+// to the state, or is retired).
+struct BatchMember {
   std::shared_ptr<CommState> state;
+  std::unique_ptr<BufferBlock> block;
   cudaStream_t stream = nullptr;
   char* scratch = nullptr;
   bool inHandshake = false;   // takes part in the collectives; false if it failed before
@@ -39,22 +41,22 @@ struct Slot {
   Verdict verdict;
 };
 
-// A slot's failure when an abort, destroy or finalize closed its gate.
+// A member's failure when an abort, destroy or finalize closed its gate.
 constexpr const char* kStoppedDuringSetup = "stopped: the communicator was aborted, destroyed or finalized during set-up";
 
 
-// What the exchange does on the device for one slot (a host-memory fake in the CPU tests).
+// What the exchange does on the device for one member (a host-memory fake in the CPU tests).
 class HandshakeDevice {
  public:
   enum class StreamState { Idle, Busy, Failed };
   virtual ~HandshakeDevice() = default;
   // Copies `bytes` from `data` to scratch + offset and zeroes the receive area, in order on
-  // the slot's stream, then waits for that stream alone.
-  virtual bool stage(Slot& slot, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
-                     std::size_t clearBytes) = 0;
-  virtual StreamState query(Slot& slot) = 0;
+  // the member's stream, then waits for that stream alone.
+  virtual bool stage(BatchMember& member, std::size_t offset, const void* data, std::size_t bytes,
+                     std::size_t clearOffset, std::size_t clearBytes) = 0;
+  virtual StreamState query(BatchMember& member) = 0;
   // Copies scratch + offset back; the stream is idle.
-  virtual bool readBack(Slot& slot, std::size_t offset, void* out, std::size_t bytes) = 0;
+  virtual bool readBack(BatchMember& member, std::size_t offset, void* out, std::size_t bytes) = 0;
 };
 
 struct ExchangeLimits {
@@ -63,14 +65,14 @@ struct ExchangeLimits {
   double drainAfterStopSeconds = 10.0;
 };
 
-// Exchange 1 (records) and exchange 2 (link reports) for every slot in the handshake.
-// A slot's failure says why its tables cannot be trusted.
-void exchangeRecords(const RealNccl& real, HandshakeDevice& device, std::vector<Slot>& slots,
+// Exchange 1 (records) and exchange 2 (link reports) for every member in the handshake.
+// A member's failure says why its tables cannot be trusted.
+void exchangeRecords(const RealNccl& real, HandshakeDevice& device, std::vector<BatchMember>& members,
                      const ExchangeLimits& limits = {});
-void exchangeReports(const RealNccl& real, HandshakeDevice& device, std::vector<Slot>& slots,
+void exchangeReports(const RealNccl& real, HandshakeDevice& device, std::vector<BatchMember>& members,
                      const ExchangeLimits& limits = {});
 
-// The CUDA one: DeviceGuard, the slot's stream, no device-wide synchronisation.
+// The CUDA one: DeviceGuard, the member's stream, no device-wide synchronisation.
 HandshakeDevice& cudaHandshakeDevice();
 
 // Device scratch for handshakes, reused and never freed: cudaFree waits for the whole

@@ -21,6 +21,10 @@ bool knownP2pLimit(std::int32_t value) {
 
 }  // namespace
 
+std::string worldSizeRefusal(int ranks) {
+  return fmt::format("{} ranks (we take {} to {})", ranks, kMinRanks, kMaxRanks);
+}
+
 bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b) {
   return a.pid == b.pid && a.pidNamespace == b.pidNamespace && fieldText(a.host) == fieldText(b.host);
 }
@@ -28,8 +32,8 @@ bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b) {
 Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
   Verdict verdict;
   const int ranks = static_cast<int>(records.size());
-  if (ranks < 2 || ranks > kMaxRanks) {
-    verdict.reason = fmt::format("{} ranks (we take 2 to {})", ranks, kMaxRanks);
+  if (!takesWorldSize(ranks)) {
+    verdict.reason = worldSizeRefusal(ranks);
     return verdict;
   }
   std::set<std::string> hosts;

@@ -22,13 +22,16 @@ struct Verdict {
   int computeCapability = 0;  // of every rank's GPU; 0 when they differ
 };
 
+// Why a communicator of `ranks` ranks is not ours (!takesWorldSize(ranks)).
+std::string worldSizeRefusal(int ranks);
+
 // Same process: same host, same pid namespace and same pid.
 bool sameProcess(const HandshakeRecord& a, const HandshakeRecord& b);
 
 // The first rank whose process holds ranks on several GPUs while other ranks live in other
 // processes (nccl-tests -g N under MPI), or nullopt. Such a process would use one peer's
-// CUDA IPC mapping from several GPUs, which faulted on 2 H200s (an illegal address in the
-// first kernel): those communicators forward.
+// CUDA IPC mapping from several GPUs, which CUDA does not make safe (it faulted with an
+// illegal address in the first kernel): those communicators forward.
 std::optional<int> processOnSeveralGpusWithIpcPeers(const std::vector<HandshakeRecord>& records);
 
 // After the first all-gather: can we even try? (status, one host, same settings, IPC

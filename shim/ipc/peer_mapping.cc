@@ -85,11 +85,6 @@ cudaError_t enablePeerAccess(int myDevice, int peerDevice) {
 
 }  // namespace
 
-int openIpcMappingCount() {
-  std::lock_guard<std::mutex> lock(gCacheMutex);
-  return static_cast<int>(cache().size());
-}
-
 bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRank, int myDevice, void* myBase,
                           std::vector<void*>* bases, std::string* problem) {
   DeviceGuard guard(myDevice);
@@ -130,12 +125,6 @@ void PeerMappings::unmapAll() {
   for (const std::string& key : openedHandles_) closeShared(key);
   openedHandles_.clear();
   boards_.clear();  // only now: the owners count us until our mappings are closed
-}
-
-void PeerMappings::abandon() {
-  openedHandles_.clear();
-  for (auto& board : boards_) SysvReleaseBoard::keepForever(std::move(board));
-  boards_.clear();
 }
 
 }  // namespace car

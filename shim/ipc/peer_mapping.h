@@ -28,16 +28,10 @@ class PeerMappings {
   // Closes our mappings (each on the device that opened it), then leaves the peers' boards.
   // Our kernels must have ended.
   void unmapAll();
-  // Forgets the mappings and boards without closing them: a kernel of ours may still read
-  // through them (an abort that did not drain), so they must outlive this object.
-  void abandon();
 
  private:
   std::vector<std::string> openedHandles_;  // keys into the process-wide cache
   std::vector<std::unique_ptr<SysvReleaseBoard>> boards_;  // the peers' boards we attached
 };
-
-// Number of IPC handles this process holds open (for the leak tests).
-int openIpcMappingCount();
 
 }  // namespace car

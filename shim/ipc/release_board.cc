@@ -82,10 +82,6 @@ std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::attach(int id, std::string* 
   return board;
 }
 
-void SysvReleaseBoard::keepForever(std::unique_ptr<SysvReleaseBoard> board) {
-  static_cast<void>(board.release());  // the attachment, and the owner's block, outlive this process's use
-}
-
 SysvReleaseBoard::~SysvReleaseBoard() {
   shmdt(page_);
   countHere(id_, -1);

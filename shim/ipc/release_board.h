@@ -37,8 +37,6 @@ class SysvReleaseBoard final : public ReleaseBoard {
   static std::unique_ptr<SysvReleaseBoard> create(std::string* problem);
   // Attaches the owner's board; fails if it is gone or retired (the owner is releasing).
   static std::unique_ptr<SysvReleaseBoard> attach(int id, std::string* problem);
-  // Never detaches: an importer whose kernel may still use the owner's block.
-  static void keepForever(std::unique_ptr<SysvReleaseBoard> board);
   ~SysvReleaseBoard() override;
   SysvReleaseBoard(const SysvReleaseBoard&) = delete;
   SysvReleaseBoard& operator=(const SysvReleaseBoard&) = delete;

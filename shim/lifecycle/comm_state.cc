@@ -1,30 +1,138 @@
 #include "lifecycle/comm_state.h"
 
+
 #include "log.h"
 
 namespace car {
+namespace {
 
-bool CommState::stopKernels() {
+CommPhase phaseBefore(IneligibleCause cause) {
+  switch (cause) {
+    case IneligibleCause::NoSetUp: return CommPhase::Pending;
+    case IneligibleCause::Verdict: return CommPhase::SettingUp;
+    case IneligibleCause::NcclBroken:
+    case IneligibleCause::LaunchFailed: return CommPhase::Ready;
+  }
+  return CommPhase::Released;
+}
+
+}  // namespace
+
+const char* phaseName(CommPhase phase) {
+  switch (phase) {
+    case CommPhase::Pending: return "pending";
+    case CommPhase::SettingUp: return "setting-up";
+    case CommPhase::Ready: return "ready";
+    case CommPhase::Ineligible: return "ineligible";
+    case CommPhase::Released: return "released";
+  }
+  return "?";
+}
+
+bool phaseChangeAllowed(CommPhase from, CommPhase to) {
+  switch (to) {
+    case CommPhase::Pending: return false;
+    case CommPhase::SettingUp: return from == CommPhase::Pending;
+    case CommPhase::Ready: return from == CommPhase::SettingUp;
+    case CommPhase::Ineligible:
+      return from == CommPhase::Pending || from == CommPhase::SettingUp || from == CommPhase::Ready;
+    case CommPhase::Released: return from != CommPhase::Released;
+  }
+  return false;
+}
+
+void CommState::learnIdentity(int rank, int ranks, int device) {
+  rank_.store(rank, std::memory_order_relaxed);
+  device_.store(device, std::memory_order_relaxed);
+  ranks_.store(ranks, std::memory_order_release);  // last: describe() reads it first
+}
+
+bool CommState::requestStop() {
   std::lock_guard<std::mutex> lock(engineMutex_);
-  stopRequested.store(true);
-  if (!engine) return false;
-  engine->raiseAbort();
+  stopRequested_.store(true);
+  if (!engine_) return false;
+  engine_->raiseAbort();
   return true;
 }
 
-void CommState::setEngine(std::unique_ptr<RankEngine> newEngine) {
-  std::lock_guard<std::mutex> lock(engineMutex_);
-  engine = std::move(newEngine);
-  if (engine && stopRequested.load()) engine->raiseAbort();
+bool CommState::moveTo(CommPhase to) {
+  const CommPhase from = phase_.load(std::memory_order_relaxed);
+  if (!phaseChangeAllowed(from, to)) return false;
+  phase_.store(to, std::memory_order_release);
+  return true;
 }
 
-std::unique_ptr<RankEngine> CommState::takeEngine() {
-  std::lock_guard<std::mutex> lock(engineMutex_);
-  return std::move(engine);
+bool CommState::Locked::beginSetUp() { return state_.moveTo(CommPhase::SettingUp); }
+
+void CommState::Locked::installEngine(std::unique_ptr<RankEngine> engine) {
+  std::lock_guard<std::mutex> lock(state_.engineMutex_);
+  state_.engine_ = std::move(engine);
+  if (state_.engine_ && state_.stopRequested_.load()) state_.engine_->raiseAbort();
+}
+
+bool CommState::Locked::becomeReady(std::unique_ptr<BufferBlock> block, const Verdict& verdict) {
+  if (!state_.engine_ || !block || !state_.moveTo(CommPhase::Ready)) {
+    CAR_WARN(state_.device(), "{}: internal error: cannot become ready from phase {}; all-reduces go to NCCL",
+             describe(state_), phaseName(phase()));
+    BufferBlock::retire(std::move(block), describe(state_));
+    return false;
+  }
+  state_.block_ = std::move(block);
+  CAR_INFO(state_.device(), "{}", logText(formatSetupEligible, describe(state_).c_str(), verdict.allSameProcess,
+                                            verdict.fullNvlink, verdict.computeCapability,
+                                            state_.engine_->config().maxBytes));
+  return true;
+}
+
+bool CommState::Locked::becomeIneligible(IneligibleCause cause, const std::string& reason) {
+  if (phase() != phaseBefore(cause) || !state_.moveTo(CommPhase::Ineligible)) return false;
+  state_.reason_ = reason;
+  switch (cause) {
+    case IneligibleCause::NoSetUp:
+      // Its rank and size stay unknown: a communicator whose creation failed is not safe to query.
+      CAR_INFO(-1, "{}", logText(formatSetupNotEligible, describe(state_).c_str(), reason.c_str()));
+      break;
+    case IneligibleCause::Verdict:
+      CAR_INFO(state_.device(), "{}", logText(formatSetupNotEligible, describe(state_).c_str(), reason.c_str()));
+      break;
+    case IneligibleCause::NcclBroken:
+      CAR_INFO(state_.device(), "{}: {}; its all-reduces go to NCCL from now on", describe(state_), reason);
+      break;
+    case IneligibleCause::LaunchFailed:
+      CAR_WARN(state_.device(), "{}: {}; this communicator now forwards every all-reduce to NCCL",
+               describe(state_), reason);
+      break;
+  }
+  return true;
+}
+
+std::optional<CommPhase> CommState::Locked::release() {
+  const CommPhase before = phase();
+  if (!state_.moveTo(CommPhase::Released)) return std::nullopt;
+  return before;
+}
+
+bool CommState::Locked::takesCall() {
+  switch (phase()) {
+    case CommPhase::Pending:
+    case CommPhase::SettingUp: state_.counters_.countForwarded(ForwardReason::NotReady); return false;
+    case CommPhase::Ready:
+      if (!state_.stopRequested()) return true;
+      state_.counters_.countForwarded(ForwardReason::NotEligible);
+      return false;
+    case CommPhase::Ineligible: state_.counters_.countForwarded(ForwardReason::NotEligible); return false;
+    case CommPhase::Released: return false;
+  }
+  return false;
+}
+
+std::unique_ptr<RankEngine> CommState::Locked::takeEngine() {
+  std::lock_guard<std::mutex> lock(state_.engineMutex_);
+  return std::move(state_.engine_);
 }
 
 std::string describe(const CommState& state) {
-  return logText(formatCommName, static_cast<const void*>(state.comm), state.rank, state.ranks);
+  return logText(formatCommName, static_cast<const void*>(state.comm()), state.rank(), state.ranks());
 }
 
 }  // namespace car

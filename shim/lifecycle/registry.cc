@@ -9,7 +9,7 @@ Registry& Registry::instance() {
 
 void Registry::add(const std::shared_ptr<CommState>& state) {
   std::lock_guard<std::mutex> lock(mutex_);
-  states_[state->comm] = state;
+  states_[state->comm()] = state;
 }
 
 std::shared_ptr<CommState> Registry::find(ncclComm_t comm) const {
@@ -20,13 +20,8 @@ std::shared_ptr<CommState> Registry::find(ncclComm_t comm) const {
 
 void Registry::forget(const std::shared_ptr<CommState>& state) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = states_.find(state->comm);
+  auto it = states_.find(state->comm());
   if (it != states_.end() && it->second == state) states_.erase(it);
-}
-
-std::size_t Registry::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return states_.size();
 }
 
 }  // namespace car

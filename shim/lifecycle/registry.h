@@ -18,7 +18,6 @@ class Registry {
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
   // Removes the state, if it is still the one registered for its communicator.
   void forget(const std::shared_ptr<CommState>& state);
-  std::size_t size() const;
 
  private:
   mutable std::mutex mutex_;

@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "ipc/block_retirement.h"
 #include "log.h"
 #include "lifecycle/registry.h"
 
@@ -22,14 +21,14 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 // Waits up to `seconds` for the engine's last launch, raising its abort word as soon as a
 // stop is asked for (an abort from another thread: the engine is out of the state by now,
-// so stopKernels could not reach it).
+// so requestStop could not reach it).
 bool waitForKernels(CommState& state, RankEngine& engine, double seconds, bool* raised) {
   const double deadline = now() + seconds;
   while (!engine.waitIdleWithin(0.01)) {
-    if (state.stopRequested.load() && !*raised) {
+    if (state.stopRequested() && !*raised) {
       engine.raiseAbort();
       *raised = true;
-      CAR_INFO(state.device, "{}: our kernels told to stop (an abort came while we waited)", describe(state));
+      CAR_INFO(state.device(), "{}: our kernels told to stop (an abort came while we waited)", describe(state));
     }
     if (now() > deadline) return false;
   }
@@ -39,14 +38,14 @@ bool waitForKernels(CommState& state, RankEngine& engine, double seconds, bool* 
 // Our last kernel ended (true), or is still running after every bound (false).
 bool drain(CommState& state, RankEngine& engine, ReleaseKind kind) {
   bool raised = false;
-  if (state.stopRequested.load()) {
-    engine.raiseAbort();  // raised already by stopKernels; idempotent
+  if (state.stopRequested()) {
+    engine.raiseAbort();  // raised already by requestStop; idempotent
     raised = true;
   }
   const double first = raised ? kAbortDrainSeconds : kReleaseDrainSeconds;
   if (waitForKernels(state, engine, first, &raised)) return true;
   if (raised) return false;
-  CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of {} (a peer never joined that "
+  CAR_WARN(state.device(), "{}: our last kernel did not finish within {} s of {} (a peer never joined that "
            "all-reduce); telling it to stop, its result is undefined", describe(state), first, callName(kind));
   engine.raiseAbort();
   raised = true;
@@ -54,29 +53,24 @@ bool drain(CommState& state, RankEngine& engine, ReleaseKind kind) {
 }
 
 void releaseOurSide(CommState& state, ReleaseKind kind) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.phase == CommPhase::Released) return;
-  const CommPhase before = state.phase;
-  state.phase = CommPhase::Released;
-  // Never set up, or a handshake still holds engine and peers (it frees them when it ends).
-  if (before == CommPhase::Pending) return;
-  // Calls forwarded before the engine existed (not ready yet) count too.
-  if (state.engine) state.engine->stats().mergeFrom(state.forwardedWithoutEngine);
-  const std::string summary = state.stats().summary();
-  std::unique_ptr<RankEngine> engine = state.takeEngine();
-  if (engine) {
-    if (!drain(state, *engine, kind)) {
-      // A kernel of ours may still run: its memory and the peers' blocks it reads must stay.
-      CAR_WARN(state.device, "{}: our last kernel did not finish within {} s of being told to stop; its buffers "
-               "and mappings are left allocated", describe(state), kAbortDrainSeconds);
-      static_cast<void>(engine.release());
-      state.peers.abandon();
-      static_cast<void>(state.board.release());  // never retired: peers keep their view of it too
-      return;
-    }
-    letGoOfBuffers(state, std::move(engine));
+  CommState::Locked locked = state.lock();
+  const std::optional<CommPhase> before = locked.release();
+  // Released already; or never set up, or a handshake still holds what it made (it lets go
+  // of it when it ends).
+  if (!before || *before == CommPhase::Pending || *before == CommPhase::SettingUp) return;
+  std::unique_ptr<RankEngine> engine = locked.takeEngine();
+  std::unique_ptr<BufferBlock> block = locked.takeBlock();
+  if (engine && !drain(state, *engine, kind)) {
+    // A kernel of ours may still run: its memory and the peers' blocks it reads must stay.
+    CAR_WARN(state.device(), "{}: our last kernel did not finish within {} s of being told to stop; its buffers "
+             "and mappings are left allocated", describe(state), kAbortDrainSeconds);
+    static_cast<void>(engine.release());
+    BufferBlock::abandon(std::move(block));  // never retired: peers keep their view of it too
+    return;
   }
-  CAR_INFO(state.device, "{}", logText(formatReleased, describe(state).c_str(), summary.c_str()));
+  engine.reset();
+  BufferBlock::retire(std::move(block), describe(state));
+  CAR_INFO(state.device(), "{}", logText(formatReleased, describe(state).c_str(), state.counters().summary().c_str()));
 }
 
 void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind) {
@@ -86,55 +80,42 @@ void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind)
 
 }  // namespace
 
-void letGoOfBuffers(CommState& state, std::unique_ptr<RankEngine> engine) {
-  state.peers.unmapAll();
-  if (!engine) return;
-  if (!state.board) return;  // no board, no importer: nobody could map the block
-  RetiringBlock block;
-  block.board = std::move(state.board);
-  RankEngine* owned = engine.release();
-  block.free = [owned] { delete owned; };
-  block.who = describe(state);
-  block.device = state.device;
-  blockRetirement().retire(std::move(block));
-}
-
 bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind) {
   const std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) return true;
-  if (!state->gate.close(kGateCloseSeconds)) {
-    CAR_INFO(state->device, "{} {}: a set-up call of ours is still inside NCCL", describe(*state), callName(kind));
+  if (!state->gate().close(kGateCloseSeconds)) {
+    CAR_INFO(state->device(), "{} {}: a set-up call of ours is still inside NCCL", describe(*state), callName(kind));
   }
   // Another thread releases it: an abort (which took NCCL's call too) or the caller's own
   // second release, which reaches NCCL from that thread.
-  if (state->releaseClaimed.exchange(true)) return false;
+  if (!state->claimRelease()) return false;
   releaseAndForget(state, kind);
-  return !state->abortReachedNccl.load();
+  return !state->abortReachedNccl();
 }
 
 std::shared_ptr<CommState> beginAbort(ncclComm_t comm) {
   std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) return nullptr;
   // First our spinning kernels, then our set-up calls: NCCL frees the communicator next.
-  if (state->stopKernels()) CAR_INFO(state->device, "{} ncclCommAbort: our kernels told to stop", describe(*state));
-  if (!state->gate.close(kGateCloseSeconds)) {
-    CAR_INFO(state->device, "{} ncclCommAbort: a set-up call of ours is still inside NCCL; NCCL's abort ends it",
+  if (state->requestStop()) CAR_INFO(state->device(), "{} ncclCommAbort: our kernels told to stop", describe(*state));
+  if (!state->gate().close(kGateCloseSeconds)) {
+    CAR_INFO(state->device(), "{} ncclCommAbort: a set-up call of ours is still inside NCCL; NCCL's abort ends it",
              describe(*state));
   }
-  state->abortReachedNccl.store(true);
+  state->noteAbortReachedNccl();
   return state;
 }
 
 void finishAbort(const std::shared_ptr<CommState>& state) {
-  if (state->releaseClaimed.exchange(true)) return;  // a destroy or finalize there ends its wait now
+  if (!state->claimRelease()) return;  // a destroy or finalize there ends its wait now
   releaseAndForget(state, ReleaseKind::Abort);
 }
 
 void stopBeforeNccl(ncclComm_t comm, const char* call) {
   const std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) return;
-  if (state->stopKernels()) {
-    CAR_INFO(state->device, "{} {}: our kernels told to stop; its all-reduces go to NCCL from now on",
+  if (state->requestStop()) {
+    CAR_INFO(state->device(), "{} {}: our kernels told to stop; its all-reduces go to NCCL from now on",
              describe(*state), call);
   }
 }

@@ -41,8 +41,4 @@ void finishAbort(const std::shared_ptr<CommState>& state);
 // ncclCommRevoke and ncclCommShrink(NCCL_SHRINK_ABORT), before NCCL's call.
 void stopBeforeNccl(ncclComm_t comm, const char* call);
 
-// Closes our mappings of the peers' blocks (and leaves their boards), then retires our
-// own block with the engine that owns it. No kernel of that engine may still run.
-void letGoOfBuffers(CommState& state, std::unique_ptr<RankEngine> engine);
-
 }  // namespace car

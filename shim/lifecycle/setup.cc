@@ -1,5 +1,6 @@
 #include "lifecycle/setup.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -12,27 +13,24 @@ namespace {
 
 thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
+// Nonblocking communicators, still Pending, that met an all-reduce in the group.
 thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
-thread_local std::vector<ncclComm_t*> tSlotsInGroup;
+// The caller's newcomm of each blocking split or shrink in the group (adoptAtGroupEnd).
+thread_local std::vector<ncclComm_t*> tNewcommsInGroup;
 
+// Hands every state still Pending to one batch of handshakes (which makes them SettingUp).
 void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<std::shared_ptr<CommState>> pending;
+  std::vector<std::shared_ptr<CommState>> claimed;
   for (const auto& state : states) {
-    if (state->phase == CommPhase::Pending) pending.push_back(state);
+    if (state->lock().beginSetUp()) claimed.push_back(state);
   }
-  if (!pending.empty()) runHandshakes(real, pending);
+  if (!claimed.empty()) runHandshakes(real, claimed);
 }
 
-// Marks a communicator that never reached the handshake, and says so at INFO like the
-// handshake's own verdicts. Its rank and size stay unknown: a communicator whose creation
-// failed is not safe to query.
+// A communicator that never reached the handshake (unless it moved on meanwhile).
 void markNotEligible(CommState& state, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.phase != CommPhase::Pending) return;
-  state.phase = CommPhase::Ineligible;
-  state.reason = reason;
-  CAR_INFO(-1, "{} setup: not eligible: {}", describe(state), reason);
+  state.lock().becomeIneligible(IneligibleCause::NoSetUp, reason);
 }
 
 // Nonblocking communicators: wait for the real init to finish, as the caller itself must
@@ -42,7 +40,7 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
   ncclResult_t async = ncclInProgress;
   ncclResult_t query = ncclSuccess;
   while (true) {
-    if (!state.gate.pass([&] { query = real.commGetAsyncError(state.comm, &async); })) return false;
+    if (!state.gate().pass([&] { query = real.commGetAsyncError(state.comm(), &async); })) return false;
     if (query != ncclSuccess || async != ncclInProgress) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -61,7 +59,7 @@ bool waitUntilInitialised(const RealNccl& real, CommState& state) {
 struct EndedGroup {
   std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
   std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
-  std::vector<ncclComm_t*> slots;                   // blocking splits and shrinks NCCL fills in only now
+  std::vector<ncclComm_t*> newcomms;                // blocking splits and shrinks NCCL fills in only now
 };
 
 // Counts a group end; at the outermost one hands over the group's communicators.
@@ -70,16 +68,14 @@ bool outermostGroupEnded(EndedGroup* group) {
   if (tGroupDepth > 0) return false;
   group->created.swap(tCreatedInGroup);
   group->lazy.swap(tAllReduceInGroup);
-  group->slots.swap(tSlotsInGroup);
-  // A later group holding an all-reduce must be able to queue these again.
-  for (const auto& state : group->lazy) state->allReduceInGroup = false;
+  group->newcomms.swap(tNewcommsInGroup);
   return true;
 }
 
 void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> ready;
   for (const auto& state : states) {
-    if (state->phase == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
+    if (state->phase() == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
   }
   setUpNow(real, ready);
 }
@@ -87,21 +83,19 @@ void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<Co
 }  // namespace
 
 std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
-  auto state = std::make_shared<CommState>();
-  state->comm = comm;
-  state->nonblocking = nonblocking;
+  auto state = std::make_shared<CommState>(comm, nonblocking);
   Registry::instance().add(state);
   return state;
 }
 
-void adoptAtGroupEnd(ncclComm_t* slot) {
-  if (slot != nullptr && tGroupDepth > 0) tSlotsInGroup.push_back(slot);
+void adoptAtGroupEnd(ncclComm_t* newcomm) {
+  if (newcomm != nullptr && tGroupDepth > 0) tNewcommsInGroup.push_back(newcomm);
 }
 
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> blocking;
   for (const auto& state : states) {
-    if (state->nonblocking) continue;  // lazily, before its first all-reduce
+    if (state->nonblocking()) continue;  // lazily, before its first all-reduce
     if (tGroupDepth > 0) tCreatedInGroup.push_back(state);
     else blocking.push_back(state);
   }
@@ -128,14 +122,14 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
   // A group still in progress has nonblocking members: whether NCCL has written a child yet
   // would differ from rank to rank, so none is read (as for a nonblocking split, hooks.cc).
   if (realResult == ncclSuccess) {
-    for (ncclComm_t* slot : group.slots) {
+    for (ncclComm_t* newcomm : group.newcomms) {
       // NCCL publishes the child with a release store; NULL: no communicator for this rank.
-      const ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      const ncclComm_t child = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE);
       if (child != nullptr) group.created.push_back(adoptCommunicator(child, false));
     }
-  } else if (!group.slots.empty()) {
+  } else if (!group.newcomms.empty()) {
     CAR_INFO(-1, "{} ncclCommSplit/ncclCommShrink child(ren) of a group that ended in progress are not ours: their "
-                 "all-reduces go to NCCL (not counted)", group.slots.size());
+                 "all-reduces go to NCCL (not counted)", group.newcomms.size());
   }
   setUpNow(real, group.created);
   setUpNonblocking(real, group.lazy);
@@ -150,10 +144,9 @@ void noteGroupSimulateEnd() {
 }
 
 void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {
-  if (!state->nonblocking) return;  // a blocking one is set up at its group's end
+  if (!state->nonblocking()) return;  // a blocking one is set up at its group's end
   if (tGroupDepth > 0) {
-    if (!state->allReduceInGroup) {
-      state->allReduceInGroup = true;
+    if (std::find(tAllReduceInGroup.begin(), tAllReduceInGroup.end(), state) == tAllReduceInGroup.end()) {
       tAllReduceInGroup.push_back(state);
     }
     return;

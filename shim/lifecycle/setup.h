@@ -22,11 +22,11 @@ namespace car {
 // A communicator fresh from a real init/split call that succeeded (or is in progress).
 std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking);
 
-// A blocking split or shrink inside a group: NCCL writes the new communicator into *slot only
-// when the group has run (until then it holds NULL). Adopted at the thread's outermost group
-// end, when that end succeeded, and set up with the group's other new communicators; `slot`
-// must stay valid until then, as NCCL itself requires.
-void adoptAtGroupEnd(ncclComm_t* slot);
+// A blocking split or shrink inside a group: NCCL writes the new communicator into *newcomm
+// only when the group has run (until then it holds NULL). Adopted at the thread's outermost
+// group end, when that end succeeded, and set up with the group's other new communicators;
+// `newcomm` must stay valid until then, as NCCL itself requires.
+void adoptAtGroupEnd(ncclComm_t* newcomm);
 
 // Sets the adopted communicators up now, or marks them for later, per the rules above.
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states);

@@ -249,8 +249,8 @@ Options parseOptions(int argc, char** argv) {
       options.ranks.clear();
       for (char* token = std::strtok(argv[++i], ","); token; token = std::strtok(nullptr, ",")) {
         const int n = std::atoi(token);
-        if (n < 2 || n > kMaxRanks) {
-          std::fprintf(stderr, "--ranks: %s is not in 2..8\n", token);
+        if (!takesWorldSize(n)) {
+          std::fprintf(stderr, "--ranks: %s is not in %d..%d\n", token, kMinRanks, kMaxRanks);
           std::exit(2);
         }
         options.ranks.push_back(n);

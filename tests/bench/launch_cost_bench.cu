@@ -2,7 +2,8 @@
 // one by one, on this machine: the numbers behind the host-time budget (the aim: at most half
 // of NCCL's host time per call). No communicator of ours: an empty kernel whose one argument
 // has the size of our LaunchArgs stands in for ours, launched by the library's own launch
-// functions. The cu* rows are the library's driver calls (kernels/driver_calls.h).
+// functions. The cu* rows are the library's driver calls (kernels/driver_calls.h,
+// plugin/stream_calls.h).
 //
 //   car_launch_cost_bench [--calls N] [--samples N]
 //
@@ -24,6 +25,7 @@
 
 #include "dispatch.cuh"
 #include "driver_calls.h"
+#include "stream_calls.h"
 
 namespace {
 

@@ -271,13 +271,13 @@ int main(int argc, char** argv) {
                 floorMicros(kernel, ranks, options, posted));
   };
   for (int ranks : options.ranks) {
-    if (ranks < 1 || ranks > 8) continue;
+    if (ranks < 1 || ranks > car::kMaxRanks) continue;
     report(ranks, "empty", &emptyKernel<NoArgument>);
     report(ranks, "meet", &meetKernel<NoArgument>);
     report(ranks, "empty+args", &emptyKernel<OurArgument>);
     report(ranks, "meet+args", &meetKernel<OurArgument>);
     for (std::size_t bytes : {std::size_t{1} << 10, std::size_t{16} << 10}) {
-      if (ranks < 2) break;  // our kernels start at 2 ranks
+      if (ranks < car::kMinRanks) break;  // our kernels start there
       std::printf("%d,1shot %zu KiB,%d,%d,%.2f\n", ranks, bytes >> 10, options.blocks, options.pdl ? 1 : 0,
                   oneShotMicros(ranks, bytes, options));
     }

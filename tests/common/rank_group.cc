@@ -32,31 +32,43 @@ RankGroup::RankGroup(int device, int ranks, const Config& config)
 
 RankGroup::RankGroup(int device, int ranks, const std::function<Config(int rank)>& configOfRank) {
   CHECK_CUDA(cudaSetDevice(device));
+  std::vector<Config> configs;
+  std::vector<void*> bases;
+  for (int r = 0; r < ranks; ++r) {
+    configs.push_back(configOfRank(r));
+    std::string problem;
+    std::unique_ptr<BufferBlock> block = BufferBlock::create(&problem);
+    if (!block) {
+      std::fprintf(stderr, "rank %d: %s\n", r, problem.c_str());
+      std::abort();
+    }
+    CHECK_CUDA(block->allocate(device, blockLayoutFor(configs.back())));
+    bases.push_back(block->base());
+    blocks_.push_back(std::move(block));
+  }
+  // One GPU counts as NVLink-connected to itself.
+  const int capability = computeCapability(device);
   for (int r = 0; r < ranks; ++r) {
     EngineOptions options;
     options.device = device;
     options.rank = r;
     options.ranks = ranks;
-    options.config = configOfRank(r);
+    options.config = configs[r];
+    counters_.push_back(std::make_unique<CallStats>());
     std::unique_ptr<RankEngine> engine;
-    CHECK_CUDA(RankEngine::create(options, &engine));
+    CHECK_CUDA(RankEngine::create(options, counters_.back().get(), &engine));
+    engine->attachPeers(bases.data(), blocks_[r]->layout(), /*fullNvlink=*/true, capability);
     engines_.push_back(std::move(engine));
     cudaStream_t stream = nullptr;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     streams_.push_back(stream);
   }
-  std::vector<void*> bases;
-  for (auto& engine : engines_) bases.push_back(engine->block().base());
-  int major = 0, minor = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  // One GPU counts as NVLink-connected to itself.
-  for (auto& engine : engines_) engine->attachPeers(bases.data(), /*fullNvlink=*/true, major * 10 + minor);
 }
 
 RankGroup::~RankGroup() {
   synchronize();
   engines_.clear();
+  blocks_.clear();
   for (cudaStream_t stream : streams_) cudaStreamDestroy(stream);
 }
 

@@ -1,6 +1,6 @@
-// Several ranks of one communicator on one GPU in one process: one RankEngine and one
-// stream per rank, the peers' blocks attached by plain pointer. Used by the GPU tests and
-// the benchmark.
+// Several ranks of one communicator on one GPU in one process: one RankEngine, one buffer
+// block (allocated as the shim allocates it) and one stream per rank, the peers' blocks
+// attached by plain pointer. Used by the GPU tests and the benchmark.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "ipc/buffer_block.h"
 #include "rank_engine.h"
+#include "stats.h"
 
 namespace car::testing {
 
@@ -37,6 +39,7 @@ class RankGroup {
   int ranks() const { return static_cast<int>(engines_.size()); }
   RankEngine& engine(int rank) { return *engines_[rank]; }
   cudaStream_t stream(int rank) const { return streams_[rank]; }
+  const BufferBlock& block(int rank) const { return *blocks_[rank]; }
 
   // Submits one all-reduce per rank (send[r] -> recv[r]) on each rank's stream; returns
   // false (with the reason in *why) if any rank did not launch, or if the ranks chose
@@ -50,7 +53,9 @@ class RankGroup {
   void synchronize();
 
  private:
-  std::vector<std::unique_ptr<RankEngine>> engines_;
+  std::vector<std::unique_ptr<CallStats>> counters_;  // one per rank, as a communicator's
+  std::vector<std::unique_ptr<BufferBlock>> blocks_;
+  std::vector<std::unique_ptr<RankEngine>> engines_;  // after the blocks: destroyed first
   std::vector<cudaStream_t> streams_;
 };
 

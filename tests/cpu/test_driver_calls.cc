@@ -1,24 +1,16 @@
-// The eager path's driver calls (kernels/driver_calls.h) against their runtime forms. On a
-// machine without a CUDA driver or device (CI), every call must fall back to the runtime
-// and return its error, never a success that did nothing; with a device, the driver's
-// answers must be the runtime's.
+// The eager path's driver calls (kernels/driver_calls.h, plugin/stream_calls.h) against their
+// runtime forms. On a machine without a CUDA driver or device (CI), every call must fall back
+// to the runtime and return its error, never a success that did nothing; with a device, the
+// driver's answers must be the runtime's.
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
 #include "../../kernels/driver_calls.h"
+#include "have_device.h"
+#include "stream_calls.h"
 
 using namespace car;
-
-namespace {
-
-bool haveDevice() {
-  int devices = 0;
-  const bool have = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-  cudaGetLastError();
-  return have;
-}
-
-}  // namespace
+using car::testing::haveDevice;
 
 TEST_CASE("driver calls answer as the runtime does, and fall back to it without a driver", "[driver-calls]") {
   LaunchArgs args;

@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 // What the fake NCCL does; reset by each test.
 struct FakeNccl {
-  bool writeResults = true;                // the all-gather fills every rank's slot
+  bool writeResults = true;                // the all-gather fills every rank's record
   std::vector<ncclResult_t> asyncAnswers;  // ncclCommGetAsyncError, in turn; the last repeats
   std::size_t asyncCalls = 0;
   int groups = 0;
@@ -70,15 +70,15 @@ RealNccl fakeTable() {
 // Scratch in host memory; the stream is idle unless a test says otherwise.
 class HostDevice final : public HandshakeDevice {
  public:
-  bool stage(Slot& slot, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
+  bool stage(BatchMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
              std::size_t clearBytes) override {
-    std::memcpy(slot.scratch + offset, data, bytes);
-    std::memset(slot.scratch + clearOffset, 0, clearBytes);
+    std::memcpy(member.scratch + offset, data, bytes);
+    std::memset(member.scratch + clearOffset, 0, clearBytes);
     return true;
   }
-  StreamState query(Slot&) override { return busy ? StreamState::Busy : StreamState::Idle; }
-  bool readBack(Slot& slot, std::size_t offset, void* out, std::size_t bytes) override {
-    std::memcpy(out, slot.scratch + offset, bytes);
+  StreamState query(BatchMember&) override { return busy ? StreamState::Busy : StreamState::Idle; }
+  bool readBack(BatchMember& member, std::size_t offset, void* out, std::size_t bytes) override {
+    std::memcpy(out, member.scratch + offset, bytes);
     return true;
   }
   std::atomic<bool> busy{false};
@@ -86,22 +86,22 @@ class HostDevice final : public HandshakeDevice {
 
 struct Batch {
   std::vector<std::vector<char>> scratch;
-  std::vector<Slot> slots;
+  std::vector<BatchMember> members;
   Batch(int communicators, int ranks, bool nonblocking) {
     scratch.assign(communicators, std::vector<char>(ScratchLayout::forRanks(kMaxRanks).bytes));
-    slots.resize(communicators);
+    members.resize(communicators);
     for (int i = 0; i < communicators; ++i) {
-      Slot& slot = slots[i];
-      slot.state = std::make_shared<CommState>();
-      slot.state->ranks = ranks;
-      slot.state->nonblocking = nonblocking;
-      std::memcpy(&slot.state->comm, &ranks, sizeof(ranks));
-      slot.scratch = scratch[i].data();
-      slot.inHandshake = true;
-      slot.record.magic = kHandshakeMagic;
-      slot.record.rank = i;
-      slot.record.ranks = ranks;
-      slot.record.pid = 4000 + i;
+      BatchMember& member = members[i];
+      ncclComm_t comm = nullptr;
+      std::memcpy(&comm, &ranks, sizeof(ranks));
+      member.state = std::make_shared<CommState>(comm, nonblocking);
+      member.state->learnIdentity(0, ranks, 0);
+      member.scratch = scratch[i].data();
+      member.inHandshake = true;
+      member.record.magic = kHandshakeMagic;
+      member.record.rank = i;
+      member.record.ranks = ranks;
+      member.record.pid = 4000 + i;
     }
   }
 };
@@ -138,13 +138,15 @@ TEST_CASE("exchange: every communicator's records come back, all in one group", 
   resetNccl();
   HostDevice device;
   Batch batch(2, 3, false);
-  exchangeRecords(fakeTable(), device, batch.slots);
+  exchangeRecords(fakeTable(), device, batch.members);
   CHECK(gNccl.groups == 1);
   CHECK(gNccl.allGathers == 2);
-  for (const Slot& slot : batch.slots) {
-    CHECK(slot.failure.empty());
-    REQUIRE(slot.records.size() == 3);
-    for (const HandshakeRecord& record : slot.records) CHECK(std::memcmp(&record, &slot.record, sizeof(record)) == 0);
+  for (const BatchMember& member : batch.members) {
+    CHECK(member.failure.empty());
+    REQUIRE(member.records.size() == 3);
+    for (const HandshakeRecord& record : member.records) {
+      CHECK(std::memcmp(&record, &member.record, sizeof(record)) == 0);
+    }
   }
 }
 
@@ -153,16 +155,16 @@ TEST_CASE("exchange: an area NCCL did not write reads as 'did not arrive', never
   resetNccl();
   HostDevice device;
   Batch batch(1, 2, false);
-  batch.slots[0].record.rank = 0;
-  exchangeRecords(fakeTable(), device, batch.slots);
-  REQUIRE(batch.slots[0].records.at(0).magic == kHandshakeMagic);
+  batch.members[0].record.rank = 0;
+  exchangeRecords(fakeTable(), device, batch.members);
+  REQUIRE(batch.members[0].records.at(0).magic == kHandshakeMagic);
 
   gNccl.writeResults = false;  // the next all-gather "succeeds" without writing anything
-  batch.slots[0].records.clear();
-  exchangeRecords(fakeTable(), device, batch.slots);
-  REQUIRE(batch.slots[0].records.size() == 2);
-  for (const HandshakeRecord& record : batch.slots[0].records) CHECK(record.magic == 0);
-  CHECK(judgeRecords(batch.slots[0].records).reason == "the handshake record of rank 0 did not arrive");
+  batch.members[0].records.clear();
+  exchangeRecords(fakeTable(), device, batch.members);
+  REQUIRE(batch.members[0].records.size() == 2);
+  for (const HandshakeRecord& record : batch.members[0].records) CHECK(record.magic == 0);
+  CHECK(judgeRecords(batch.members[0].records).reason == "the handshake record of rank 0 did not arrive");
 }
 
 TEST_CASE("exchange: a nonblocking all-gather that ends in an error fails the communicator", "[exchange]") {
@@ -170,9 +172,9 @@ TEST_CASE("exchange: a nonblocking all-gather that ends in an error fails the co
   gNccl.asyncAnswers = {ncclInProgress, ncclInProgress, ncclRemoteError};
   HostDevice device;
   Batch batch(1, 2, true);
-  exchangeRecords(fakeTable(), device, batch.slots);
-  CHECK(batch.slots[0].failure == "handshake all-gather failed: remote error");
-  CHECK(batch.slots[0].records.empty());  // nothing read back
+  exchangeRecords(fakeTable(), device, batch.members);
+  CHECK(batch.members[0].failure == "handshake all-gather failed: remote error");
+  CHECK(batch.members[0].records.empty());  // nothing read back
 }
 
 TEST_CASE("exchange: an abort while we poll NCCL ends the exchange; no call of ours follows it", "[exchange]") {
@@ -183,18 +185,18 @@ TEST_CASE("exchange: an abort while we poll NCCL ends the exchange; no call of o
   Clock::time_point closedAt;
   std::thread watchdog([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    batch.slots[0].state->gate.close(kGateCloseSeconds);
+    batch.members[0].state->gate().close(kGateCloseSeconds);
     closedAt = Clock::now();
   });
-  exchangeRecords(fakeTable(), device, batch.slots);
+  exchangeRecords(fakeTable(), device, batch.members);
   watchdog.join();
-  CHECK(batch.slots[0].failure.find("stopped") == 0);
+  CHECK(batch.members[0].failure.find("stopped") == 0);
   REQUIRE(gNccl.asyncCalls > 1);
   for (const Clock::time_point& call : gNccl.callTimes) CHECK(call <= closedAt);
 
   // The next exchange issues nothing for it.
   const int allGathers = gNccl.allGathers;
-  exchangeReports(fakeTable(), device, batch.slots);
+  exchangeReports(fakeTable(), device, batch.members);
   CHECK(gNccl.allGathers == allGathers);
 }
 
@@ -205,14 +207,14 @@ TEST_CASE("exchange: an all-gather NCCL never stops is waited for only so long a
   Batch batch(1, 2, false);
   std::thread watchdog([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    batch.slots[0].state->gate.close(kGateCloseSeconds);
+    batch.members[0].state->gate().close(kGateCloseSeconds);
   });
   ExchangeLimits limits;
   limits.drainAfterStopSeconds = 0.2;
   const Clock::time_point start = Clock::now();
-  exchangeRecords(fakeTable(), device, batch.slots, limits);
+  exchangeRecords(fakeTable(), device, batch.members, limits);
   watchdog.join();
   CHECK(Clock::now() - start < std::chrono::seconds(2));
-  CHECK(batch.slots[0].deviceBusy);  // its scratch is never handed to another handshake
-  CHECK(batch.slots[0].failure.find("stopped") == 0);
+  CHECK(batch.members[0].deviceBusy);  // its scratch is never handed to another handshake
+  CHECK(batch.members[0].failure.find("stopped") == 0);
 }

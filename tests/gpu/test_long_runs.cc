@@ -232,7 +232,7 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
       for (int r = 0; r < ranks; ++r) {
         CHECK(group.engine(r).stats().taken(forced) == static_cast<std::uint64_t>(kCalls));
         Signal signal;
-        CHECK_CUDA(cudaMemcpy(&signal, group.engine(r).block().base(), sizeof(Signal), cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(&signal, group.block(r).base(), sizeof(Signal), cudaMemcpyDeviceToHost));
         for (int lane = 0; lane < ranks; ++lane) CHECK(signal.roundOf[0][lane] == end);
       }
     }

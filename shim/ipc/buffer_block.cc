@@ -1,0 +1,100 @@
+#include "ipc/buffer_block.h"
+
+#include "../kernels/all_reduce.h"
+#include "cuda_check.h"
+#include "device_guard.h"
+#include "ipc/block_retirement.h"
+#include "policy.h"
+
+namespace car {
+namespace {
+
+void freeMemory(int device, void* base) {
+  DeviceGuard guard(device);
+  CAR_CUDA_RELEASE(device, cudaFree(base));
+}
+
+cudaError_t exportHandle(int device, void* base, cudaIpcMemHandle_t* handle) {
+  CAR_CUDA_RETURN_IF_FAILED(device, cudaIpcGetMemHandle(handle, base));
+  return cudaSuccess;
+}
+
+}  // namespace
+
+BlockLayout blockLayoutFor(const Config& config) {
+  return layoutFor(pullBufferBytes(config), config.pushMaxBytes);
+}
+
+std::unique_ptr<BufferBlock> BufferBlock::create(std::string* problem) {
+  std::unique_ptr<SysvReleaseBoard> board = SysvReleaseBoard::create(problem);
+  if (!board) return nullptr;
+  return std::unique_ptr<BufferBlock>(new BufferBlock(std::move(board)));
+}
+
+cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout) {
+  DeviceGuard guard(device);
+  if (guard.error() != cudaSuccess) return guard.error();
+  void* base = nullptr;
+  CAR_CUDA_RETURN_IF_FAILED(device, cudaMalloc(&base, layout.totalBytes));
+  // tmp and staging are always written before they are read; the rest must start known.
+  // On this thread's own stream, waiting for that alone: a device-wide sync here would wait
+  // for every kernel on the GPU, including one of ours that waits for a peer which is itself
+  // waiting in this communicator's set-up.
+  cudaError_t err = cudaMemsetAsync(base, 0, layout.tmpOffset, cudaStreamPerThread);
+  if (err == cudaSuccess) {
+    err = fillWithSentinel(static_cast<char*>(base) + layout.areasOffset, kPushAreas * layout.areaBytes,
+                           cudaStreamPerThread);
+  }
+  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+  if (err != cudaSuccess) {
+    noteCudaFailure(err, LogLevel::Info, "preparing the buffer block", __FILE__, __LINE__, device);
+    freeMemory(device, base);
+    return err;
+  }
+  err = exportHandle(device, base, &handle_);
+  if (err != cudaSuccess) {
+    freeMemory(device, base);  // never exported, so nobody can have mapped it
+    return err;
+  }
+  device_ = device;
+  base_ = base;
+  layout_ = layout;
+  return cudaSuccess;
+}
+
+void BufferBlock::publish(HandshakeRecord* record) const {
+  record->boardId = board_->id();
+  record->blockAddress = reinterpret_cast<std::uint64_t>(base_);
+  record->handle = handle_;
+}
+
+bool BufferBlock::mapPeers(const std::vector<HandshakeRecord>& records, int myRank, std::vector<void*>* bases,
+                           std::string* problem) {
+  return peers_.mapAll(records, myRank, device_, base_, bases, problem);
+}
+
+void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& who) {
+  if (!block) return;
+  block->peers_.unmapAll();
+  if (block->base_ == nullptr) return;  // never allocated: the board alone goes with the object
+  RetiringBlock retiring;
+  retiring.board = std::move(block->board_);
+  const int device = block->device_;
+  void* base = block->base_;
+  block->base_ = nullptr;  // from here on retirement owns the memory
+  retiring.free = [device, base] { freeMemory(device, base); };
+  retiring.who = who;
+  retiring.device = device;
+  blockRetirement().retire(std::move(retiring));
+}
+
+void BufferBlock::abandon(std::unique_ptr<BufferBlock> block) {
+  static_cast<void>(block.release());  // nothing of it is freed, unmapped or detached, ever
+}
+
+BufferBlock::~BufferBlock() {
+  peers_.unmapAll();
+  if (base_ != nullptr) freeMemory(device_, base_);
+}
+
+}  // namespace car

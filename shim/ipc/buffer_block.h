@@ -1,0 +1,82 @@
+// The buffer block of one rank of one communicator, from its allocation to its retirement,
+// and this rank's view of its peers' blocks: one owner for all of it (docs/design.md, "The
+// buffer block" and "Release"). In order:
+//   create()    its release board (shim/ipc/release_board.h): peers attach it before they map
+//               the block, so the owner can tell when none maps it any more;
+//   allocate()  the device memory (kernels/rank_signal.h's layout), initialised and exported;
+//   publish()   what a peer needs to map it, into our handshake record;
+//   mapPeers()  every peer's block mapped here, each behind the peer's board;
+//   retire()    our mappings of the peers closed, then our block freed once no importer is
+//               left; or abandon(): everything kept, because a kernel of ours may still run.
+// The engine (plugin/rank_engine.h) only borrows the addresses, from attachPeers() on.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../kernels/rank_signal.h"
+#include "config.h"
+#include "handshake/handshake_record.h"
+#include "ipc/peer_mapping.h"
+#include "ipc/release_board.h"
+
+namespace car {
+
+// The layout every rank computes alike from the settings they share: pull buffers only where
+// a pull kernel can be chosen, push areas sized by NCCL_CAR_PUSH_MAX_BYTES.
+BlockLayout blockLayoutFor(const Config& config);
+
+class BufferBlock {
+ public:
+  // A block with its release board, nothing allocated yet. Null, with *problem, when System V
+  // shared memory refuses a board.
+  static std::unique_ptr<BufferBlock> create(std::string* problem);
+
+  // Allocates the block on `device`: one cudaMalloc (not VMM memory, which
+  // cudaIpcGetMemHandle rejects), Signal and PushState zeroed and the push areas filled with
+  // the sentinel, so every count starts at 0 and no pack has arrived yet; then its IPC handle.
+  // On failure nothing stays allocated and the CUDA error is returned.
+  cudaError_t allocate(int device, const BlockLayout& layout);
+
+  // Our board's id, the block's address and its IPC handle (once allocated), for the peers.
+  void publish(HandshakeRecord* record) const;
+
+  // Fills bases[r] with rank r's block as seen here (our own at myRank), attaching each
+  // peer's board before mapping its block. On failure unmaps what it mapped and describes the
+  // first problem.
+  bool mapPeers(const std::vector<HandshakeRecord>& records, int myRank, std::vector<void*>* bases,
+                std::string* problem);
+
+  void* base() const { return base_; }
+  const BlockLayout& layout() const { return layout_; }
+  int device() const { return device_; }
+
+  // Closes our mappings of the peers' blocks (and leaves their boards), then frees our block
+  // as soon as no peer maps it (shim/ipc/block_retirement.h). No kernel of ours may still
+  // use any of it. `who` names the rank in the log. A null block is nothing to do.
+  static void retire(std::unique_ptr<BufferBlock> block, const std::string& who);
+  // Keeps the block, our mappings and every board attached for good: a kernel of ours that
+  // never ended may still read and write through them.
+  static void abandon(std::unique_ptr<BufferBlock> block);
+
+  // Frees at once what retire() would free once no peer maps it: only for a block no peer
+  // can have mapped (never published, or only ranks of this process that are gone).
+  ~BufferBlock();
+  BufferBlock(const BufferBlock&) = delete;
+  BufferBlock& operator=(const BufferBlock&) = delete;
+
+ private:
+  explicit BufferBlock(std::unique_ptr<SysvReleaseBoard> board) : board_(std::move(board)) {}
+
+  std::unique_ptr<SysvReleaseBoard> board_;  // our own: the peers that map us attach it
+  int device_ = -1;
+  void* base_ = nullptr;  // null until allocated
+  BlockLayout layout_{};
+  cudaIpcMemHandle_t handle_{};
+  PeerMappings peers_;  // the peers' blocks as mapped here
+};
+
+}  // namespace car
