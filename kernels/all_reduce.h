@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms.h"
 #include "rank_signal.h"
 
 namespace car {
@@ -78,24 +79,8 @@ constexpr int wirePacksPerPack(ElementType type) {
   }
 }
 
-// Pull kernels read the peers' staging copies behind barriers; push kernels write into the
-// peers' receive areas and wait for nothing but the data itself (docs/design.md).
-enum class Algorithm {
-  OneStage,     // pull, every rank reduces everything: 2 barriers
-  TwoStage,     // pull, reduce-scatter + all-gather: 3 barriers
-  OneShotPush,  // push every input to every rank, each reduces everything: no barrier
-  TwoShotPush,  // push shards to their owners, owners push the reduced shard to all
-  kCount,
-};
-
-constexpr int kAlgorithmCount = static_cast<int>(Algorithm::kCount);
-
-const char* algorithmName(Algorithm algorithm);
 const char* elementTypeName(ElementType type);
 const char* reduceOpName(ReduceOp op);
-constexpr bool isPush(Algorithm algorithm) {
-  return algorithm == Algorithm::OneShotPush || algorithm == Algorithm::TwoShotPush;
-}
 
 // Addresses of every rank's buffer block as seen from this rank (its own included), fixed
 // at setup. Passed by value into the kernel, so a captured CUDA graph replays correctly.

@@ -90,26 +90,16 @@ std::size_t oneShotLimit(const CommunicatorFacts& comm) {
 
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
             int wirePacks) {
-  if (!topologyServed(comm) || bytes == 0) return false;
+  if (!topologyServed(comm) || bytes == 0 || !serves(algorithm, Collective::AllReduce)) return false;
+  const AlgorithmSpec& spec = specOf(algorithm);
+  if (spec.family == KernelFamily::Pull) return bytes <= pullBufferBytes(config);
   const long long packs = packsOf(static_cast<long long>(bytes));
-  const std::size_t area = pushAreaBytesFor(config.pushMaxBytes);
-  const std::size_t wire = static_cast<std::size_t>(wirePacks);
-  switch (algorithm) {
-    case Algorithm::OneStage:
-    case Algorithm::TwoStage:
-      return bytes <= pullBufferBytes(config);
-    case Algorithm::OneShotPush:
-      return bytes <= config.pushMaxBytes && oneShotAreaUse(packs, comm.ranks) * wire <= area;
-    case Algorithm::TwoShotPush:
-      return bytes <= config.pushMaxBytes && twoShotAreaUse(packs, comm.ranks) * wire <= area;
-    case Algorithm::kCount: break;
-  }
-  return false;
+  return bytes <= config.pushMaxBytes &&
+         spec.areaUse(packs, comm.ranks) * static_cast<std::size_t>(wirePacks) <= pushAreaBytesFor(config.pushMaxBytes);
 }
 
 bool pullKernelsReachable(const Config& config) {
-  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
-  return (forced && !isPush(*forced)) || config.pushMaxBytes < config.maxBytes;
+  return (config.algorithm && !isPush(*config.algorithm)) || config.pushMaxBytes < config.maxBytes;
 }
 
 std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(config) ? config.maxBytes : 0; }
@@ -135,9 +125,8 @@ AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t byte
 
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                 int wirePacks) {
-  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
-  if (forced && canRun(*forced, comm, bytes, config, wirePacks)) {
-    return AlgorithmChoice{forced, ForwardReason::NotEligible};
+  if (config.algorithm && canRun(*config.algorithm, comm, bytes, config, wirePacks)) {
+    return AlgorithmChoice{config.algorithm, ForwardReason::NotEligible};
   }
   return defaultAlgorithm(comm, bytes, config, wirePacks);
 }

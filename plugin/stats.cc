@@ -23,8 +23,11 @@ std::string CallStats::summary() const {
                            forwardReasonName(static_cast<ForwardReason>(i)), n);
   }
   std::string taken;
-  for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
-    taken += fmt::format(" {}={}", algorithmName(algorithm), this->taken(algorithm));
+  // The push kernels first, as they take the calls by default; each family in table order.
+  for (KernelFamily family : {KernelFamily::Push, KernelFamily::Pull}) {
+    for (const AlgorithmSpec& spec : kAlgorithms) {
+      if (spec.family == family) taken += fmt::format(" {}={}", spec.name, this->taken(spec.algorithm));
+    }
   }
   return fmt::format("taken{} ({} bytes) forwarded {}{}", taken, takenBytes(), forwardedTotal,
                      reasons.empty() ? "" : " (" + reasons + ")");

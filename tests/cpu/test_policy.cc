@@ -138,21 +138,21 @@ TEST_CASE("NCCL_CAR_PUSH_MAX_BYTES=0 leaves the pull rule alone", "[policy]") {
 
 TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy]") {
   Config config;
-  config.algorithm = AlgorithmOverride::TwoStage;
+  config.algorithm = Algorithm::TwoStage;
   CHECK(chooseAlgorithm({2, true}, 16, config, 1).algorithm == Algorithm::TwoStage);
   CHECK(chooseAlgorithm({8, true}, 16, config, 1).algorithm == Algorithm::TwoStage);
   // Pull kernels take any byte count as well.
   CHECK(chooseAlgorithm({8, true}, 18, config, 1).algorithm == Algorithm::TwoStage);
-  config.algorithm = AlgorithmOverride::OneStage;
+  config.algorithm = Algorithm::OneStage;
   CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config, 1).algorithm == Algorithm::OneStage);
   CHECK_FALSE(chooseAlgorithm({4, false}, 16, config, 1).algorithm.has_value());
-  config.algorithm = AlgorithmOverride::TwoShot;
+  config.algorithm = Algorithm::TwoShotPush;
   CHECK(chooseAlgorithm({8, true}, 16, config, 1).algorithm == Algorithm::TwoShotPush);
-  config.algorithm = AlgorithmOverride::OneShot;
+  config.algorithm = Algorithm::OneShotPush;
   CHECK(chooseAlgorithm({2, true}, 8192 * KiB, config, 1).algorithm == Algorithm::OneShotPush);
   // 8 copies of 8 MiB do not fit an area: the default runs it.
   CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config, 1).algorithm == Algorithm::TwoShotPush);
-  config.algorithm = AlgorithmOverride::Auto;
+  config.algorithm = std::nullopt;
   const Config pull = pullOnly();
   CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, pull, 1).algorithm == Algorithm::OneStage);
   CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, pull, 1).algorithm == Algorithm::TwoStage);
@@ -248,7 +248,7 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   CHECK(decideCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
   // 2shot's area holds about 2 x the message: split packs fit a forced 2shot up to about half.
   Config forcedTwoShot;
-  forcedTwoShot.algorithm = AlgorithmOverride::TwoShot;
+  forcedTwoShot.algorithm = Algorithm::TwoShotPush;
   CHECK(chooseAlgorithm(two, config.pushMaxBytes / 2 - 64, forcedTwoShot, 2).algorithm == Algorithm::TwoShotPush);
   // Where the pull kernels have buffers, they take what the areas cannot.
   Config lowered;
@@ -256,7 +256,7 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   CHECK(decideCall(two, sumOf(ElementType::Int64, lowered.maxBytes / 8), lowered).algorithm == Algorithm::OneStage);
   // A forced push kernel runs only what fits its area.
   Config forced;
-  forced.algorithm = AlgorithmOverride::TwoShot;
+  forced.algorithm = Algorithm::TwoShotPush;
   CHECK_FALSE(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 2));
   CHECK(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 1));
 }
@@ -321,17 +321,17 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
   CHECK_FALSE(pullKernelsReachable(config));
   CHECK(pullBufferBytes(config) == 0);
   CHECK_FALSE(canRun(Algorithm::OneStage, {2, true}, 16, config, 1));
-  config.algorithm = AlgorithmOverride::TwoStage;
+  config.algorithm = Algorithm::TwoStage;
   CHECK(pullBufferBytes(config) == config.maxBytes);
   CHECK(canRun(Algorithm::TwoStage, {2, true}, 16, config, 1));
-  config.algorithm = AlgorithmOverride::OneShot;  // forcing a push kernel changes nothing
+  config.algorithm = Algorithm::OneShotPush;  // forcing a push kernel changes nothing
   CHECK(pullBufferBytes(config) == 0);
-  config.algorithm = AlgorithmOverride::Auto;
+  config.algorithm = std::nullopt;
   config.pushMaxBytes = config.maxBytes / 2;  // the largest calls go to a pull kernel
   CHECK(pullBufferBytes(config) == config.maxBytes);
   CHECK(defaultAlgorithm({2, true}, config.maxBytes, config, 1).algorithm == Algorithm::OneStage);
   // Whatever the settings, a call the policy takes fits the buffers it goes through.
-  for (AlgorithmOverride algorithm : {AlgorithmOverride::Auto, AlgorithmOverride::OneStage, AlgorithmOverride::TwoShot}) {
+  for (std::optional<Algorithm> algorithm : {std::optional<Algorithm>(), std::optional(Algorithm::OneStage), std::optional(Algorithm::TwoShotPush)}) {
     for (std::size_t pushMax : {std::size_t{0}, std::size_t{64} << 10, config.maxBytes}) {
       Config c;
       c.algorithm = algorithm;
@@ -339,7 +339,7 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
       for (std::size_t bytes : {std::size_t{16}, std::size_t{100}, std::size_t{1} << 20, c.maxBytes}) {
         const AlgorithmChoice choice = chooseAlgorithm({4, true, 90}, bytes, c, 1);
         if (!choice.algorithm) continue;
-        CAPTURE(overrideName(algorithm), pushMax, bytes);
+        CAPTURE(forcedAlgorithmName(algorithm), pushMax, bytes);
         CHECK((isPush(*choice.algorithm) ? bytes <= c.pushMaxBytes : bytes <= pullBufferBytes(c)));
       }
     }

@@ -195,7 +195,7 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
 
 TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") {
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
-    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+    for (Algorithm algorithm : {Algorithm::OneStage, Algorithm::TwoStage}) {
       Random random(ranks * 10 + static_cast<int>(algorithm));
       Config config;
       config.algorithm = algorithm;
@@ -207,7 +207,7 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
       ErrorCounters errors(ranks);
       for (int call = 0; call < 60; ++call) callAndCheck(group, slots[call % slots.size()], errors);
       group.synchronize();
-      CAPTURE(ranks, overrideName(algorithm));
+      CAPTURE(ranks, algorithmName(algorithm));
       CHECK(errors.total() == 0);
     }
   }
