@@ -52,7 +52,6 @@ AlgorithmChoice none(ForwardReason reason) { return AlgorithmChoice{std::nullopt
 
 const char* forwardReasonName(ForwardReason reason) {
   switch (reason) {
-    case ForwardReason::Disabled: return "disabled";
     case ForwardReason::NotEligible: return "ineligible-comm";
     case ForwardReason::NotReady: return "comm-not-ready";
     case ForwardReason::Op: return "op";
@@ -138,7 +137,6 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
     decision.reason = reason;
     return decision;
   };
-  if (config.disable) return forward(ForwardReason::Disabled);
   if (!call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
   // NCCL reduces fp8 only where every rank's GPU is sm_90 or newer, and fails the call

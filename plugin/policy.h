@@ -15,7 +15,6 @@ namespace car {
 
 // Why a call went to NCCL. Also the index of the per-reason counters.
 enum class ForwardReason {
-  Disabled,         // NCCL_CAR_DISABLE=1
   NotEligible,      // the communicator failed setup or its checks (hosts, P2P, NVLink, ...)
   NotReady,         // a nonblocking communicator still initialising
   Op,               // an op made by ncclRedOpCreatePreMulSum (or out of range)
@@ -101,7 +100,7 @@ std::size_t pullBufferBytes(const Config& config);
 struct CallDecision {
   bool ours = false;
   Algorithm algorithm = Algorithm::OneStage;
-  ForwardReason reason = ForwardReason::Disabled;  // meaningful when !ours
+  ForwardReason reason = ForwardReason::NotEligible;  // meaningful when !ours
   std::size_t bytes = 0;
 };
 

@@ -265,11 +265,6 @@ TEST_CASE("decideCall forwards with the reason", "[policy]") {
   const Config config;
   const CommunicatorFacts comm{4, true};
 
-  SECTION("disabled") {
-    Config disabled;
-    disabled.disable = true;
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4), disabled).reason == ForwardReason::Disabled);
-  }
   SECTION("an op NCCL made at run time (ncclRedOpCreatePreMulSum)") {
     CallFacts call = sumOf(ElementType::Float32, 4);
     call.op.reset();

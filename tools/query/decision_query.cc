@@ -7,6 +7,10 @@
 namespace carquery {
 namespace {
 
+// The reason given for every call under NCCL_CAR_DISABLE=1, which no counter ever shows: a
+// disabled library counts nothing.
+constexpr const char* kDisabled = "disabled";
+
 struct Question {
   car::CommunicatorFacts comm;
   car::CallFacts call;
@@ -92,13 +96,15 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
     car::CallFacts call = question.call;
     call.count = bytes / elementSize;
     const car::CallDecision decision = car::decideCall(question.comm, call, config);
-    json.beginObject().key("bytes").number(bytes).key("ours").boolean(decision.ours);
+    // NCCL_CAR_DISABLE: the hooks hand every call to NCCL before anything of ours sees it.
+    const bool ours = decision.ours && !config.disable;
+    json.beginObject().key("bytes").number(bytes).key("ours").boolean(ours);
     json.key("algorithm");
-    if (decision.ours) json.string(car::algorithmName(decision.algorithm));
+    if (ours) json.string(car::algorithmName(decision.algorithm));
     else json.null();
     json.key("reason");
-    if (decision.ours) json.null();
-    else json.string(car::forwardReasonName(decision.reason));
+    if (ours) json.null();
+    else json.string(config.disable ? kDisabled : car::forwardReasonName(decision.reason));
     json.endObject();
   }
   json.endArray();
