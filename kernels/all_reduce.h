@@ -130,12 +130,14 @@ struct KernelTable {
   void* functions[kElementTypeCount][kAlgorithmCount] = {};
 };
 
-// Launches the kernel. For a pull kernel without args.input the caller must have copied the
-// input into this rank's staging first, on the same stream. With a table whose entry is set,
-// through the driver (*throughDriver then true); without one, or should the driver refuse (a
-// stream of another context than the function's, say), through the runtime, whose error is
-// then the one returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for
-// a combination there is no kernel for.
+// Launches the kernel. The arguments are the caller's to get right, grid and sizes included:
+// the engine fills them from the call's plan (plugin/policy.h), the one place that checks
+// them. For a pull kernel without args.input the caller must have copied the input into this
+// rank's staging first, on the same stream. With a table whose entry is set, through the
+// driver (*throughDriver then true); without one, or should the driver refuse (a stream of
+// another context than the function's, say), through the runtime, whose error is then the one
+// returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for a combination
+// there is no kernel for.
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr,
                                   bool* throughDriver = nullptr);
 

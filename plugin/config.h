@@ -46,6 +46,10 @@ struct Config {
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr
+  // Not a setting (no row in the table): NCCL_CAR_TEST_FAULT=launch-error
+  // (shim/exports/fault_injection.h). Every call our kernels take reports
+  // cudaErrorLaunchFailure once its kernel is queued, as a failed event record would.
+  bool testLaunchFailure = false;
 };
 
 // Returns the value of an environment variable or nullptr; injectable for tests.

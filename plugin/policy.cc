@@ -1,5 +1,7 @@
 #include "policy.h"
 
+#include <algorithm>
+
 #include "../kernels/geometry.h"
 #include "../kernels/rank_signal.h"
 
@@ -130,12 +132,12 @@ AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes
   return defaultAlgorithm(comm, bytes, config, wirePacks);
 }
 
-CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
-  CallDecision decision;
-  auto forward = [&decision](ForwardReason reason) {
-    decision.ours = false;
-    decision.reason = reason;
-    return decision;
+CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
+  CallPlan plan;
+  auto forward = [&plan](ForwardReason reason) {
+    plan.ours = false;
+    plan.reason = reason;
+    return plan;
   };
   if (!call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
@@ -145,15 +147,34 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   if (call.count == 0) return forward(ForwardReason::Empty);
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
-  decision.bytes = call.count * elementSize;
-  if (call.symmetricBuffers && decision.bytes <= config.symmetricNcclBytes) {
+  plan.bytes = call.count * elementSize;
+  if (call.symmetricBuffers && plan.bytes <= config.symmetricNcclBytes) {
     return forward(ForwardReason::SymmetricWindow);
   }
-  const AlgorithmChoice choice = chooseAlgorithm(comm, decision.bytes, config, wirePacksPerPack(*call.type));
+  const int wirePacks = wirePacksPerPack(*call.type);
+  const AlgorithmChoice choice = chooseAlgorithm(comm, plan.bytes, config, wirePacks);
   if (!choice.algorithm) return forward(choice.reason);
-  decision.ours = true;
-  decision.algorithm = *choice.algorithm;
-  return decision;
+  plan.ours = true;
+  plan.algorithm = *choice.algorithm;
+  plan.packs = packsOf(static_cast<long long>(plan.bytes));
+  const AlgorithmSpec& spec = specOf(plan.algorithm);
+  if (spec.family == KernelFamily::Pull) {
+    plan.blocks = gridBlocks(plan.packs, std::min(config.maxBlocks, kMaxBlocks));
+    plan.threads = kThreadsPerBlock;
+    return plan;
+  }
+  // A push kernel's grid is its own rank's business (geometry.h); split packs use fewer blocks.
+  const long long work = spec.shardedWork ? twoShotShardPacks(plan.packs, comm.ranks) : plan.packs;
+  plan.blocks = pushGridBlocks(work, spec.shardedWork, std::min(config.maxBlocks, pushBlockLimit(wirePacks)));
+  plan.threads = pushBlockThreads(work, spec.shardedWork, plan.blocks);
+  return plan;
+}
+
+Staging stagingFor(const CallPlan& plan, bool inputPackAligned, bool capturing, const Config& config) {
+  if (isPush(plan.algorithm)) return Staging::None;
+  const bool wholePacks = plan.bytes % kPackBytes == 0;
+  return !capturing && inputPackAligned && wholePacks && plan.bytes <= config.copyInKernelBytes ? Staging::InKernel
+                                                                                                : Staging::CopyEngine;
 }
 
 }  // namespace car

@@ -158,15 +158,15 @@ TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy
   CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, pull, 1).algorithm == Algorithm::TwoStage);
 }
 
-TEST_CASE("decideCall takes an eligible sum of a supported type, of any element count", "[policy]") {
+TEST_CASE("planCall takes an eligible sum of a supported type, of any element count", "[policy]") {
   const Config config;
   for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
     for (std::size_t count : {std::size_t{1}, std::size_t{3}, 4096 / static_cast<std::size_t>(elementBytes(type)), std::size_t{1001}}) {
       CAPTURE(elementTypeName(type), count);
-      const CallDecision decision = decideCall({4, true}, sumOf(type, count), config);
-      CHECK(decision.ours);
-      CHECK(decision.bytes == count * elementBytes(type));
-      CHECK(decision.algorithm == Algorithm::OneShotPush);
+      const CallPlan plan = planCall({4, true}, sumOf(type, count), config);
+      CHECK(plan.ours);
+      CHECK(plan.bytes == count * elementBytes(type));
+      CHECK(plan.algorithm == Algorithm::OneShotPush);
     }
   }
 }
@@ -179,10 +179,10 @@ TEST_CASE("every built-in op and every type is taken, any element count, by pull
           CallFacts call = sumOf(static_cast<ElementType>(t), count);
           call.op = static_cast<ReduceOp>(o);
           CAPTURE(elementTypeName(*call.type), reduceOpName(*call.op), count, config.pushMaxBytes);
-          const CallDecision decision = decideCall({2, true, 90}, call, config);
-          CHECK(decision.ours);
-          CHECK(decision.bytes == count * elementBytes(*call.type));
-          CHECK(isPush(decision.algorithm) == (config.pushMaxBytes > 0));
+          const CallPlan plan = planCall({2, true, 90}, call, config);
+          CHECK(plan.ours);
+          CHECK(plan.bytes == count * elementBytes(*call.type));
+          CHECK(isPush(plan.algorithm) == (config.pushMaxBytes > 0));
         }
       }
     }
@@ -193,14 +193,14 @@ TEST_CASE("fp8 only where NCCL reduces it: every GPU sm_90 or newer", "[policy]"
   const Config config;
   for (ElementType fp8 : {ElementType::Float8E4M3, ElementType::Float8E5M2}) {
     CAPTURE(elementTypeName(fp8));
-    CHECK(decideCall({2, true, 90}, sumOf(fp8, 64), config).ours);
-    CHECK(decideCall({2, true, 100}, sumOf(fp8, 64), config).ours);
+    CHECK(planCall({2, true, 90}, sumOf(fp8, 64), config).ours);
+    CHECK(planCall({2, true, 100}, sumOf(fp8, 64), config).ours);
     // NCCL fails these calls; so must the program with the library loaded.
-    CHECK(decideCall({2, true, 80}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
+    CHECK(planCall({2, true, 80}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
     // 0: unknown, or the ranks' GPUs differ.
-    CHECK(decideCall({2, true, 0}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
+    CHECK(planCall({2, true, 0}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
   }
-  CHECK(decideCall({2, true, 80}, sumOf(ElementType::BFloat16, 64), config).ours);
+  CHECK(planCall({2, true, 80}, sumOf(ElementType::BFloat16, 64), config).ours);
 }
 
 TEST_CASE("where the area, not the measured limit, stops split packs", "[policy]") {
@@ -209,10 +209,10 @@ TEST_CASE("where the area, not the measured limit, stops split packs", "[policy]
   const CommunicatorFacts two{2, true, 90};
   // Split packs take 4 x the message in 2shot's area (and in 1shot's at 2 ranks): 600 KiB of
   // int32 fits neither.
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 600 * KiB / 4), config).algorithm == Algorithm::OneStage);
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::TwoShotPush);
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 100 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
-  CHECK(decideCall(two, sumOf(ElementType::Float32, 600 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  CHECK(planCall(two, sumOf(ElementType::Int32, 600 * KiB / 4), config).algorithm == Algorithm::OneStage);
+  CHECK(planCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::TwoShotPush);
+  CHECK(planCall(two, sumOf(ElementType::Int32, 100 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  CHECK(planCall(two, sumOf(ElementType::Float32, 600 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
   // 8 ranks: 1shot's area use is 8 x the message, split 16 x.
   Config small;
   small.pushMaxBytes = 64 * KiB;
@@ -244,8 +244,8 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   CHECK_FALSE(above.algorithm.has_value());
   CHECK(above.reason == ForwardReason::TooLarge);
   CallFacts int64 = sumOf(ElementType::Int64, config.pushMaxBytes / 8);
-  CHECK(decideCall(two, int64, config).reason == ForwardReason::TooLarge);
-  CHECK(decideCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
+  CHECK(planCall(two, int64, config).reason == ForwardReason::TooLarge);
+  CHECK(planCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
   // 2shot's area holds about 2 x the message: split packs fit a forced 2shot up to about half.
   Config forcedTwoShot;
   forcedTwoShot.algorithm = Algorithm::TwoShotPush;
@@ -253,7 +253,7 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   // Where the pull kernels have buffers, they take what the areas cannot.
   Config lowered;
   lowered.pushMaxBytes = lowered.maxBytes / 2;
-  CHECK(decideCall(two, sumOf(ElementType::Int64, lowered.maxBytes / 8), lowered).algorithm == Algorithm::OneStage);
+  CHECK(planCall(two, sumOf(ElementType::Int64, lowered.maxBytes / 8), lowered).algorithm == Algorithm::OneStage);
   // A forced push kernel runs only what fits its area.
   Config forced;
   forced.algorithm = Algorithm::TwoShotPush;
@@ -261,45 +261,45 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   CHECK(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 1));
 }
 
-TEST_CASE("decideCall forwards with the reason", "[policy]") {
+TEST_CASE("planCall forwards with the reason", "[policy]") {
   const Config config;
   const CommunicatorFacts comm{4, true};
 
   SECTION("an op NCCL made at run time (ncclRedOpCreatePreMulSum)") {
     CallFacts call = sumOf(ElementType::Float32, 4);
     call.op.reset();
-    CHECK(decideCall(comm, call, config).reason == ForwardReason::Op);
+    CHECK(planCall(comm, call, config).reason == ForwardReason::Op);
   }
   SECTION("unsupported type") {
     CallFacts call = sumOf(ElementType::Float32, 4);
     call.type.reset();
-    CHECK(decideCall(comm, call, config).reason == ForwardReason::Type);
+    CHECK(planCall(comm, call, config).reason == ForwardReason::Type);
   }
   SECTION("zero elements") {
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 0), config).reason == ForwardReason::Empty);
+    CHECK(planCall(comm, sumOf(ElementType::Float32, 0), config).reason == ForwardReason::Empty);
   }
   SECTION("the size limit is inclusive") {
     const std::size_t atLimit = config.maxBytes / 2;
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, atLimit), config).ours);
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, atLimit + 8), config).reason == ForwardReason::TooLarge);
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, config.maxBytes / 4 + 4), config).reason ==
+    CHECK(planCall(comm, sumOf(ElementType::Float16, atLimit), config).ours);
+    CHECK(planCall(comm, sumOf(ElementType::Float16, atLimit + 8), config).reason == ForwardReason::TooLarge);
+    CHECK(planCall(comm, sumOf(ElementType::Float32, config.maxBytes / 4 + 4), config).reason ==
           ForwardReason::TooLarge);
   }
   SECTION("a huge count does not overflow into a small size") {
     const std::size_t huge = (~std::size_t{0}) / 2 + 8;  // huge * 2 wraps around
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
+    CHECK(planCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
   }
   SECTION("more than two ranks without full NVLink") {
-    CHECK(decideCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);
-    CHECK(decideCall({2, false}, sumOf(ElementType::Float32, 4), config).ours);
+    CHECK(planCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);
+    CHECK(planCall({2, false}, sumOf(ElementType::Float32, 4), config).ours);
   }
 }
 
 TEST_CASE("a lower NCCL_CAR_MAX_BYTES moves the limit", "[policy]") {
   Config config;
   config.maxBytes = 4096;
-  CHECK(decideCall({2, true}, sumOf(ElementType::Float32, 1024), config).ours);
-  CHECK(decideCall({2, true}, sumOf(ElementType::Float32, 1028), config).reason == ForwardReason::TooLarge);
+  CHECK(planCall({2, true}, sumOf(ElementType::Float32, 1024), config).ours);
+  CHECK(planCall({2, true}, sumOf(ElementType::Float32, 1028), config).reason == ForwardReason::TooLarge);
 }
 
 TEST_CASE("every forward reason has a distinct name", "[policy]") {
@@ -345,14 +345,14 @@ TEST_CASE("calls on NCCL symmetric windows go to NCCL up to NCCL_CAR_SYMMETRIC_N
   Config config;
   CallFacts call = sumOf(ElementType::BFloat16, 8192);  // 16 KiB
   call.symmetricBuffers = true;
-  CHECK(decideCall({2, true}, call, config).ours);  // the default, 0: never
+  CHECK(planCall({2, true}, call, config).ours);  // the default, 0: never
   config.symmetricNcclBytes = 16 * KiB;
-  const CallDecision atLimit = decideCall({2, true}, call, config);
+  const CallPlan atLimit = planCall({2, true}, call, config);
   CHECK_FALSE(atLimit.ours);
   CHECK(atLimit.reason == ForwardReason::SymmetricWindow);
   call.count += 1;  // one element above: ours again
-  CHECK(decideCall({2, true}, call, config).ours);
+  CHECK(planCall({2, true}, call, config).ours);
   call.count -= 1;
   call.symmetricBuffers = false;  // plain buffers: ours whatever the setting
-  CHECK(decideCall({2, true}, call, config).ours);
+  CHECK(planCall({2, true}, call, config).ours);
 }

@@ -264,9 +264,9 @@ TEST_CASE("the policy's switch points, every op and type on either side", "[gpu]
           callFacts.type = type;
           callFacts.op = op;
           callFacts.count = count;
-          const CallDecision decision = decideCall(facts(ranks), callFacts, config);
+          const CallPlan plan = planCall(facts(ranks), callFacts, config);
           log.check(describeCall(ranks, "auto", call) + ", switch at " + std::to_string(bytes) + " B", call, outcome,
-                    decision.ours ? std::optional<Algorithm>(decision.algorithm) : std::nullopt, decision.reason);
+                    plan.ours ? std::optional<Algorithm>(plan.algorithm) : std::nullopt, plan.reason);
         }
       }
     }

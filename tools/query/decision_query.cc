@@ -95,7 +95,7 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   for (std::uint64_t bytes : question.sizes) {
     car::CallFacts call = question.call;
     call.count = bytes / elementSize;
-    const car::CallDecision decision = car::decideCall(question.comm, call, config);
+    const car::CallPlan decision = car::planCall(question.comm, call, config);
     // NCCL_CAR_DISABLE: the hooks hand every call to NCCL before anything of ours sees it.
     const bool ours = decision.ours && !config.disable;
     json.beginObject().key("bytes").number(bytes).key("ours").boolean(ours);
