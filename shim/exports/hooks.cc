@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../kernels/driver_calls.h"
 #include "lifecycle/comm_health.h"
-#include "exports/fault_injection.h"
 #include "log.h"
 #include "exports/nccl_types.h"
 #include "exports/real_nccl.h"
@@ -91,13 +91,15 @@ bool parentNonblocking(ncclComm_t parent) {
   return state ? state->nonblocking : defaultNonblocking();
 }
 
+// The engine's own query (kernels/driver_calls.h); a stream that cannot say counts as not
+// capturing.
 bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+  bool capturing = false;
+  if (streamIsCapturing(stream, &capturing) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return status != cudaStreamCaptureStatusNone;
+  return capturing;
 }
 
 // Where an all-reduce goes.
@@ -115,26 +117,41 @@ Route refuse(CommState& state) {
   return Route::Refused;
 }
 
-Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
-                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+// A communicator that may take a call now: its state, locked until the call is on the stream.
+// Otherwise `state` is null and `route` says where the call goes, counted as NCCL's side
+// would not count it.
+struct Admission {
+  Route route = Route::Nccl;
+  std::shared_ptr<CommState> state;
+  std::unique_lock<std::mutex> lock;
+};
+
+Admission admit(const RealNccl& real, ncclComm_t comm, cudaStream_t stream) {
+  Admission admission;
   std::shared_ptr<CommState> state = Registry::instance().find(comm);
-  if (!state) return Route::Nccl;
-  if (state->gate.closed()) return refuse(*state);
+  if (!state) return admission;
+  if (state->gate.closed()) {
+    admission.route = refuse(*state);
+    return admission;
+  }
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
   if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
     setUpBeforeAllReduce(real, state);
-    if (state->gate.closed()) return refuse(*state);  // aborted while we set it up
+    if (state->gate.closed()) {  // aborted while we set it up
+      admission.route = refuse(*state);
+      return admission;
+    }
   }
 
   std::unique_lock<std::mutex> lock(state->mutex);
   if (state->phase == CommPhase::Pending) {
     state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
-    return Route::Nccl;
+    return admission;
   }
   if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
     if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
-    return Route::Nccl;
+    return admission;
   }
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm, &async);
@@ -144,30 +161,38 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
                     real.getErrorString(query != ncclSuccess ? query : async);
     CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
     state->stats().countForwarded(ForwardReason::NotEligible);
-    return Route::Nccl;
+    return admission;
   }
-  AllReduceCall call;
-  call.send = send;
-  call.recv = recv;
-  call.count = count;
-  call.type = elementTypeOf(type);
-  call.op = reduceOpOf(op);
-  call.stream = stream;
+  admission.state = std::move(state);
+  admission.lock = std::move(lock);
+  return admission;
+}
+
+// Hands an admitted communicator's call to its engine. Should our side fail, the communicator
+// forwards every later call.
+Route submit(CommState& state, AllReduceCall& call) {
   // Only looked at when the user asked for it: no lookup on the default path.
   if (shimConfig().symmetricNcclBytes > 0 && call.type) {
-    call.symmetricBuffers = state->symmetricWindows.containBoth(send, recv, count * elementBytes(*call.type));
+    call.symmetricBuffers = state.symmetricWindows.containBoth(call.send, call.recv, call.count * elementBytes(*call.type));
   }
-  SubmitResult result = state->engine->submit(call);
-  if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
+  const SubmitResult result = state.engine->submit(call);
   if (result.error != cudaSuccess) {
-    state->phase = CommPhase::Ineligible;
-    state->reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
-    if (!state->failureWarned.exchange(true)) {
-      CAR_WARN(state->device, "{}: {}; this communicator now forwards every all-reduce to NCCL", describe(*state),
-               state->reason);
+    state.phase = CommPhase::Ineligible;
+    state.reason = std::string("our launch failed: ") + cudaGetErrorString(result.error);
+    if (!state.failureWarned.exchange(true)) {
+      CAR_WARN(state.device, "{}: {}; this communicator now forwards every all-reduce to NCCL", describe(state),
+               state.reason);
     }
   }
   return result.launched ? Route::Ours : Route::Nccl;
+}
+
+Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  Admission admission = admit(real, comm, stream);
+  if (!admission.state) return admission.route;
+  AllReduceCall call = allReduceCallOf(send, recv, count, type, op, stream);
+  return submit(*admission.state, call);
 }
 
 }  // namespace
