@@ -94,9 +94,9 @@ bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t byte
   if (!topologyServed(comm) || bytes == 0 || !serves(algorithm, Collective::AllReduce)) return false;
   const AlgorithmSpec& spec = specOf(algorithm);
   if (spec.family == KernelFamily::Pull) return bytes <= pullBufferBytes(config);
-  const long long packs = packsOf(static_cast<long long>(bytes));
-  return bytes <= config.pushMaxBytes &&
-         spec.areaUse(packs, comm.ranks) * static_cast<std::size_t>(wirePacks) <= pushAreaBytesFor(config.pushMaxBytes);
+  if (bytes > config.pushMaxBytes) return false;
+  const std::size_t use = spec.areaUse(packsOf(static_cast<long long>(bytes)), comm.ranks);
+  return use * static_cast<std::size_t>(wirePacks) <= pushAreaBytesFor(config.pushMaxBytes);
 }
 
 bool pullKernelsReachable(const Config& config) {
