@@ -184,8 +184,6 @@ void RankEngine::raiseAbort() {
   __atomic_store_n(abortWord_, 1u, __ATOMIC_SEQ_CST);
 }
 
-bool RankEngine::aborted() const { return __atomic_load_n(abortWord_, __ATOMIC_SEQ_CST) != 0; }
-
 cudaError_t RankEngine::waitIdle() {
   std::lock_guard<std::mutex> lock(launchMutex_);
   if (!haveLastLaunch_) return cudaSuccess;

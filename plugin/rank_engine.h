@@ -79,7 +79,6 @@ class RankEngine {
   // Makes every kernel of this rank stop spinning and return (used by ncclCommAbort);
   // their outputs are then undefined. Irreversible.
   void raiseAbort();
-  bool aborted() const;
 
   // Blocks until everything this engine enqueued outside graph capture has finished.
   cudaError_t waitIdle();

@@ -117,58 +117,44 @@ Route refuse(CommState& state) {
   return Route::Refused;
 }
 
-// A communicator that may take a call now: its state, locked until the call is on the stream.
-// Otherwise `state` is null and `route` says where the call goes, counted as NCCL's side
-// would not count it.
-struct Admission {
-  Route route = Route::Nccl;
-  std::shared_ptr<CommState> state;
-  std::unique_lock<std::mutex> lock;
-};
-
-Admission admit(const RealNccl& real, ncclComm_t comm, cudaStream_t stream) {
-  Admission admission;
-  std::shared_ptr<CommState> state = Registry::instance().find(comm);
-  if (!state) return admission;
-  if (state->gate.closed()) {
-    admission.route = refuse(*state);
-    return admission;
-  }
+// False when an abort, destroy or finalize from another thread has the communicator, before
+// or while a pending nonblocking one is set up here first.
+bool gateOpen(const RealNccl& real, const std::shared_ptr<CommState>& state, cudaStream_t stream) {
+  if (state->gate.closed()) return false;
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
   if (state->phase == CommPhase::Pending && state->nonblocking && !capturing(stream)) {
     setUpBeforeAllReduce(real, state);
-    if (state->gate.closed()) {  // aborted while we set it up
-      admission.route = refuse(*state);
-      return admission;
-    }
+    if (state->gate.closed()) return false;  // aborted while we set it up
   }
+  return true;
+}
 
-  std::unique_lock<std::mutex> lock(state->mutex);
-  if (state->phase == CommPhase::Pending) {
-    state->forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
-    return admission;
+// Under the state's mutex: whether our kernels may take a call now. A call they may not is
+// counted here, where NCCL's side would not count it.
+bool admits(const RealNccl& real, CommState& state, ncclComm_t comm) {
+  if (state.phase == CommPhase::Pending) {
+    state.forwardedWithoutEngine.countForwarded(ForwardReason::NotReady);
+    return false;
   }
-  if (state->phase != CommPhase::Ready || state->stopRequested.load()) {
-    if (state->phase != CommPhase::Released) state->stats().countForwarded(ForwardReason::NotEligible);
-    return admission;
+  if (state.phase != CommPhase::Ready || state.stopRequested.load()) {
+    if (state.phase != CommPhase::Released) state.stats().countForwarded(ForwardReason::NotEligible);
+    return false;
   }
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm, &async);
   if (!ncclAllowsOurKernel(query, async)) {
-    state->phase = CommPhase::Ineligible;
-    state->reason = std::string("NCCL reports the communicator broken: ") +
-                    real.getErrorString(query != ncclSuccess ? query : async);
-    CAR_INFO(state->device, "{}: {}; its all-reduces go to NCCL from now on", describe(*state), state->reason);
-    state->stats().countForwarded(ForwardReason::NotEligible);
-    return admission;
+    state.phase = CommPhase::Ineligible;
+    state.reason = std::string("NCCL reports the communicator broken: ") +
+                   real.getErrorString(query != ncclSuccess ? query : async);
+    CAR_INFO(state.device, "{}: {}; its all-reduces go to NCCL from now on", describe(state), state.reason);
+    state.stats().countForwarded(ForwardReason::NotEligible);
+    return false;
   }
-  admission.state = std::move(state);
-  admission.lock = std::move(lock);
-  return admission;
+  return true;
 }
 
-// Hands an admitted communicator's call to its engine. Should our side fail, the communicator
+// Hands a call the communicator admits to its engine. Should our side fail, the communicator
 // forwards every later call.
 Route submit(CommState& state, AllReduceCall& call) {
   // Only looked at when the user asked for it: no lookup on the default path.
@@ -189,10 +175,14 @@ Route submit(CommState& state, AllReduceCall& call) {
 
 Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  Admission admission = admit(real, comm, stream);
-  if (!admission.state) return admission.route;
+  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return Route::Nccl;
+  if (!gateOpen(real, state, stream)) return refuse(*state);
+  // Held until the call is on the stream.
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (!admits(real, *state, comm)) return Route::Nccl;
   AllReduceCall call = allReduceCallOf(send, recv, count, type, op, stream);
-  return submit(*admission.state, call);
+  return submit(*state, call);
 }
 
 }  // namespace
