@@ -6,22 +6,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "call_facts.h"
 #include "policy.h"
 
 using namespace car;
+using car::testing::sumOf;
 
 namespace {
 
 constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
-
-CallFacts sumOf(ElementType type, std::size_t count) {
-  CallFacts call;
-  call.type = type;
-  call.op = ReduceOp::Sum;
-  call.count = count;
-  return call;
-}
 
 // The settings a plan must hold up under: the defaults, small and no push areas, pull
 // buffers, each kernel forced, few blocks.

@@ -5,21 +5,15 @@
 #include <set>
 #include <string>
 
+#include "call_facts.h"
 #include "policy.h"
 
 using namespace car;
+using car::testing::sumOf;
 
 namespace {
 
 constexpr std::size_t KiB = 1024;
-
-CallFacts sumOf(ElementType type, std::size_t count) {
-  CallFacts call;
-  call.type = type;
-  call.op = ReduceOp::Sum;
-  call.count = count;
-  return call;
-}
 
 // The pull kernels alone, as before the push kernels existed.
 Config pullOnly() {
