@@ -105,7 +105,7 @@ std::size_t pullBufferBytes(const Config& config);
 // What a call becomes: forwarded, with the reason, or one kernel of ours on one grid. Built
 // only by planCall, the one place that checks it: a plan that is ours fits the buffers its
 // kernel goes through (the pull buffers, or one receive area) and the kernel's grid limits,
-// so nothing after it checks again (tests/cpu/test_policy.cc holds every plan to that).
+// so nothing after it checks again (tests/cpu/test_call_plan.cc holds every plan to that).
 struct CallPlan {
   bool ours = false;
   ForwardReason reason = ForwardReason::NotEligible;  // meaningful when !ours
