@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms.h"
 #include "rank_signal.h"
 
 namespace car {
@@ -78,24 +79,8 @@ constexpr int wirePacksPerPack(ElementType type) {
   }
 }
 
-// Pull kernels read the peers' staging copies behind barriers; push kernels write into the
-// peers' receive areas and wait for nothing but the data itself (docs/design.md).
-enum class Algorithm {
-  OneStage,     // pull, every rank reduces everything: 2 barriers
-  TwoStage,     // pull, reduce-scatter + all-gather: 3 barriers
-  OneShotPush,  // push every input to every rank, each reduces everything: no barrier
-  TwoShotPush,  // push shards to their owners, owners push the reduced shard to all
-  kCount,
-};
-
-constexpr int kAlgorithmCount = static_cast<int>(Algorithm::kCount);
-
-const char* algorithmName(Algorithm algorithm);
 const char* elementTypeName(ElementType type);
 const char* reduceOpName(ReduceOp op);
-constexpr bool isPush(Algorithm algorithm) {
-  return algorithm == Algorithm::OneShotPush || algorithm == Algorithm::TwoShotPush;
-}
 
 // Addresses of every rank's buffer block as seen from this rank (its own included), fixed
 // at setup. Passed by value into the kernel, so a captured CUDA graph replays correctly.
@@ -145,12 +130,14 @@ struct KernelTable {
   void* functions[kElementTypeCount][kAlgorithmCount] = {};
 };
 
-// Launches the kernel. For a pull kernel without args.input the caller must have copied the
-// input into this rank's staging first, on the same stream. With a table whose entry is set,
-// through the driver (*throughDriver then true); without one, or should the driver refuse (a
-// stream of another context than the function's, say), through the runtime, whose error is
-// then the one returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for
-// a combination there is no kernel for.
+// Launches the kernel. The arguments are the caller's to get right, grid and sizes included:
+// the engine fills them from the call's plan (plugin/policy.h), the one place that checks
+// them. For a pull kernel without args.input the caller must have copied the input into this
+// rank's staging first, on the same stream. With a table whose entry is set, through the
+// driver (*throughDriver then true); without one, or should the driver refuse (a stream of
+// another context than the function's, say), through the runtime, whose error is then the one
+// returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for a combination
+// there is no kernel for.
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr,
                                   bool* throughDriver = nullptr);
 

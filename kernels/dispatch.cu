@@ -9,7 +9,6 @@
 
 #include "dispatch.cuh"
 #include "driver_calls.h"
-#include "geometry.h"
 #include "lamport.cuh"
 
 namespace car {
@@ -100,26 +99,9 @@ __global__ void fillSentinelKernel(Pack* packs, std::size_t count) {
 
 }  // namespace
 
-// Whether the push kernel's slots fit in one area (the policy never picks one that does not).
-static bool fitsInArea(const LaunchArgs& args) {
-  const std::size_t used = args.algorithm == Algorithm::OneShotPush ? oneShotAreaUse(args.packs, args.ranks)
-                                                                    : twoShotAreaUse(args.packs, args.ranks);
-  return used * static_cast<std::size_t>(wirePacksPerPack(args.type)) <= args.areaBytes;
-}
-
 cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table,
                                   bool* throughDriver) {
   if (throughDriver != nullptr) *throughDriver = false;
-  const bool push = isPush(args.algorithm);
-  const bool shapeOk = push ? args.input != nullptr && args.pushState != nullptr && fitsInArea(args)
-                            : args.threads == kThreadsPerBlock &&
-                                  (args.input == nullptr || (args.bytes % static_cast<long long>(kPackBytes) == 0 &&
-                                                             reinterpret_cast<std::uintptr_t>(args.input) % kPackBytes == 0));
-  if (!shapeOk || args.blocks < 1 || args.blocks > (push ? kMaxPushBlocks : kMaxBlocks) || args.threads < 1 ||
-      args.threads > kThreadsPerBlock || args.bytes < 1 || args.packs != packsOf(args.bytes) || args.rank < 0 ||
-      args.rank >= args.ranks || args.op < ReduceOp::Sum || args.op >= ReduceOp::kCount) {
-    return cudaErrorInvalidValue;
-  }
   const AllReduceKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
   if (kernel == nullptr) return cudaErrorInvalidValue;
   if (table != nullptr && table->ranks == args.ranks &&

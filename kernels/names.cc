@@ -1,20 +1,9 @@
-// The names the logs, the settings and the tools use for kernels, types and ops. Host code
-// only, apart from the kernels: a program that needs the names (nccl_car_query) does not link
-// a single kernel.
+// The names the logs, the settings and the tools use for types and ops (the kernels' names
+// are their rows in algorithms.h). Host code only, apart from the kernels: a program that
+// needs the names (nccl_car_query) does not link a single kernel.
 #include "all_reduce.h"
 
 namespace car {
-
-const char* algorithmName(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::OneStage: return "1stage";
-    case Algorithm::TwoStage: return "2stage";
-    case Algorithm::OneShotPush: return "1shot";
-    case Algorithm::TwoShotPush: return "2shot";
-    case Algorithm::kCount: break;
-  }
-  return "?";
-}
 
 const char* elementTypeName(ElementType type) {
   switch (type) {

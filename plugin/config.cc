@@ -6,20 +6,8 @@
 
 namespace car {
 
-std::optional<Algorithm> forcedAlgorithm(AlgorithmOverride algorithm) {
-  switch (algorithm) {
-    case AlgorithmOverride::Auto: return std::nullopt;
-    case AlgorithmOverride::OneStage: return Algorithm::OneStage;
-    case AlgorithmOverride::TwoStage: return Algorithm::TwoStage;
-    case AlgorithmOverride::OneShot: return Algorithm::OneShotPush;
-    case AlgorithmOverride::TwoShot: return Algorithm::TwoShotPush;
-  }
-  return std::nullopt;
-}
-
-const char* overrideName(AlgorithmOverride algorithm) {
-  const std::optional<Algorithm> forced = forcedAlgorithm(algorithm);
-  return forced ? algorithmName(*forced) : "auto";
+const char* forcedAlgorithmName(std::optional<Algorithm> algorithm) {
+  return algorithm ? algorithmName(*algorithm) : "auto";
 }
 
 const char* processEnvironment(const char* name) {

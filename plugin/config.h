@@ -16,13 +16,6 @@
 
 namespace car {
 
-// Auto, then one value per kernel in Algorithm's order.
-enum class AlgorithmOverride { Auto, OneStage, TwoStage, OneShot, TwoShot };
-constexpr int kAlgorithmOverrideCount = 1 + kAlgorithmCount;
-
-// The kernel an override forces, or nullopt for Auto.
-std::optional<Algorithm> forcedAlgorithm(AlgorithmOverride algorithm);
-
 constexpr std::size_t kDefaultMaxBytes = std::size_t{8} << 20;
 // Upper bound for NCCL_CAR_MAX_BYTES: each rank allocates 2x this on its GPU per communicator.
 constexpr std::size_t kLargestMaxBytes = std::size_t{1} << 30;
@@ -35,7 +28,7 @@ constexpr std::size_t kDefaultPushMaxBytes = std::size_t{8} << 20;
 
 struct Config {
   bool disable = false;                                 // NCCL_CAR_DISABLE
-  AlgorithmOverride algorithm = AlgorithmOverride::Auto;  // NCCL_CAR_ALGO
+  std::optional<Algorithm> algorithm;                   // NCCL_CAR_ALGO: the kernel forced; nullopt: auto
   std::size_t maxBytes = kDefaultMaxBytes;              // NCCL_CAR_MAX_BYTES (inclusive)
   // NCCL_CAR_MAX_BLOCKS, 1..kMaxPushBlocks; the pull kernels use at most kMaxBlocks of it.
   int maxBlocks = kMaxPushBlocks;
@@ -58,6 +51,10 @@ struct Config {
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr
+  // Not a setting (no row in the table): NCCL_CAR_TEST_FAULT=launch-error
+  // (shim/exports/fault_injection.h). Every call our kernels take reports
+  // cudaErrorLaunchFailure once its kernel is queued, as a failed event record would.
+  bool testLaunchFailure = false;
 };
 
 // Returns the value of an environment variable or nullptr; injectable for tests.
@@ -77,7 +74,7 @@ struct SharedSettings {
   std::uint64_t maxBytes;
   std::uint64_t pushMaxBytes;
   std::int32_t maxBlocks;
-  std::int32_t algorithm;
+  std::int32_t algorithm;  // 0: auto; 1 + the forced Algorithm
   // Once one 32-bit flag: a record of a build without `deterministic` reads as 0 there (the
   // high half, little-endian), which is what that build does.
   std::int16_t disable;
@@ -98,6 +95,7 @@ const char* firstDifferingVariable(const SharedSettings& a, const SharedSettings
 bool parseUnsigned(const char* text, std::uint64_t* value);
 bool parseBool(const char* text, bool* value);
 
-const char* overrideName(AlgorithmOverride algorithm);
+// NCCL_CAR_ALGO's value as the user writes it: "auto", or the forced kernel's name.
+const char* forcedAlgorithmName(std::optional<Algorithm> algorithm);
 
 }  // namespace car

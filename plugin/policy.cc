@@ -1,5 +1,7 @@
 #include "policy.h"
 
+#include <algorithm>
+
 #include "../kernels/geometry.h"
 #include "../kernels/rank_signal.h"
 
@@ -52,7 +54,6 @@ AlgorithmChoice none(ForwardReason reason) { return AlgorithmChoice{std::nullopt
 
 const char* forwardReasonName(ForwardReason reason) {
   switch (reason) {
-    case ForwardReason::Disabled: return "disabled";
     case ForwardReason::NotEligible: return "ineligible-comm";
     case ForwardReason::NotReady: return "comm-not-ready";
     case ForwardReason::Op: return "op";
@@ -90,26 +91,16 @@ std::size_t oneShotLimit(const CommunicatorFacts& comm) {
 
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
             int wirePacks) {
-  if (!topologyServed(comm) || bytes == 0) return false;
-  const long long packs = packsOf(static_cast<long long>(bytes));
-  const std::size_t area = pushAreaBytesFor(config.pushMaxBytes);
-  const std::size_t wire = static_cast<std::size_t>(wirePacks);
-  switch (algorithm) {
-    case Algorithm::OneStage:
-    case Algorithm::TwoStage:
-      return bytes <= pullBufferBytes(config);
-    case Algorithm::OneShotPush:
-      return bytes <= config.pushMaxBytes && oneShotAreaUse(packs, comm.ranks) * wire <= area;
-    case Algorithm::TwoShotPush:
-      return bytes <= config.pushMaxBytes && twoShotAreaUse(packs, comm.ranks) * wire <= area;
-    case Algorithm::kCount: break;
-  }
-  return false;
+  if (!topologyServed(comm) || bytes == 0 || !serves(algorithm, Collective::AllReduce)) return false;
+  const AlgorithmSpec& spec = specOf(algorithm);
+  if (spec.family == KernelFamily::Pull) return bytes <= pullBufferBytes(config);
+  if (bytes > config.pushMaxBytes) return false;
+  const std::size_t use = spec.areaUse(packsOf(static_cast<long long>(bytes)), comm.ranks);
+  return use * static_cast<std::size_t>(wirePacks) <= pushAreaBytesFor(config.pushMaxBytes);
 }
 
 bool pullKernelsReachable(const Config& config) {
-  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
-  return (forced && !isPush(*forced)) || config.pushMaxBytes < config.maxBytes;
+  return (config.algorithm && !isPush(*config.algorithm)) || config.pushMaxBytes < config.maxBytes;
 }
 
 std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(config) ? config.maxBytes : 0; }
@@ -135,9 +126,8 @@ AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t byte
 
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                 int wirePacks) {
-  const std::optional<Algorithm> forced = forcedAlgorithm(config.algorithm);
-  if (forced && canRun(*forced, comm, bytes, config, wirePacks)) {
-    return AlgorithmChoice{forced, ForwardReason::NotEligible};
+  if (config.algorithm && canRun(*config.algorithm, comm, bytes, config, wirePacks)) {
+    return AlgorithmChoice{config.algorithm, ForwardReason::NotEligible};
   }
   return defaultAlgorithm(comm, bytes, config, wirePacks);
 }
@@ -163,14 +153,13 @@ bool invariantOnNccl(std::optional<ElementType> type) {
   }
 }
 
-CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
-  CallDecision decision;
-  auto forward = [&decision](ForwardReason reason) {
-    decision.ours = false;
-    decision.reason = reason;
-    return decision;
+CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
+  CallPlan plan;
+  auto forward = [&plan](ForwardReason reason) {
+    plan.ours = false;
+    plan.reason = reason;
+    return plan;
   };
-  if (config.disable) return forward(ForwardReason::Disabled);
   if (!call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
   // NCCL reduces fp8 only where every rank's GPU is sm_90 or newer, and fails the call
@@ -179,17 +168,36 @@ CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, co
   if (call.count == 0) return forward(ForwardReason::Empty);
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
   if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
-  decision.bytes = call.count * elementSize;
+  plan.bytes = call.count * elementSize;
   // NCCL's symmetric kernels promise no invariance: NCCL_CAR_DETERMINISTIC keeps these calls.
-  if (call.symmetricBuffers && decision.bytes <= config.symmetricNcclBytes && !config.deterministic) {
+  if (call.symmetricBuffers && plan.bytes <= config.symmetricNcclBytes && !config.deterministic) {
     return forward(ForwardReason::SymmetricWindow);
   }
-  const AlgorithmChoice choice = keepInvariant(comm, *call.type, decision.bytes, config,
-                                               chooseAlgorithm(comm, decision.bytes, config, wirePacksPerPack(*call.type)));
+  const int wirePacks = wirePacksPerPack(*call.type);
+  const AlgorithmChoice choice =
+      keepInvariant(comm, *call.type, plan.bytes, config, chooseAlgorithm(comm, plan.bytes, config, wirePacks));
   if (!choice.algorithm) return forward(choice.reason);
-  decision.ours = true;
-  decision.algorithm = *choice.algorithm;
-  return decision;
+  plan.ours = true;
+  plan.algorithm = *choice.algorithm;
+  plan.packs = packsOf(static_cast<long long>(plan.bytes));
+  const AlgorithmSpec& spec = specOf(plan.algorithm);
+  if (spec.family == KernelFamily::Pull) {
+    plan.blocks = gridBlocks(plan.packs, std::min(config.maxBlocks, kMaxBlocks));
+    plan.threads = kThreadsPerBlock;
+    return plan;
+  }
+  // A push kernel's grid is its own rank's business (geometry.h); split packs use fewer blocks.
+  const long long work = spec.shardedWork ? twoShotShardPacks(plan.packs, comm.ranks) : plan.packs;
+  plan.blocks = pushGridBlocks(work, spec.shardedWork, std::min(config.maxBlocks, pushBlockLimit(wirePacks)));
+  plan.threads = pushBlockThreads(work, spec.shardedWork, plan.blocks);
+  return plan;
+}
+
+Staging stagingFor(const CallPlan& plan, bool inputPackAligned, bool capturing, const Config& config) {
+  if (isPush(plan.algorithm)) return Staging::None;
+  const bool wholePacks = plan.bytes % kPackBytes == 0;
+  return !capturing && inputPackAligned && wholePacks && plan.bytes <= config.copyInKernelBytes ? Staging::InKernel
+                                                                                                : Staging::CopyEngine;
 }
 
 }  // namespace car

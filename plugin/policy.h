@@ -1,7 +1,9 @@
-// "Is this all-reduce ours, and which kernel runs it?" as a pure function of plain facts.
-// No CUDA and no NCCL in here, so the CPU tests can cover every row. No pointer is among the
-// facts: every input is the same on every rank for the same call, so every rank decides
-// the same way (docs/design.md, "Why every rank decides the same way").
+// "Is this all-reduce ours, which kernel runs it, on what grid?" as a pure function of plain
+// facts: the call's plan. No CUDA and no NCCL in here, so the CPU tests can cover every row.
+// No pointer is among the facts: every input is the same on every rank for the same call, so
+// every rank decides the same way (docs/design.md, "Why every rank decides the same way").
+// Only stagingFor reads a rank's own facts, and they change how it moves its bytes, never
+// whether a call is ours or which kernel runs it.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,6 @@ namespace car {
 
 // Why a call went to NCCL. Also the index of the per-reason counters.
 enum class ForwardReason {
-  Disabled,         // NCCL_CAR_DISABLE=1
   NotEligible,      // the communicator failed setup or its checks (hosts, P2P, NVLink, ...)
   NotReady,         // a nonblocking communicator still initialising
   Op,               // an op made by ncclRedOpCreatePreMulSum (or out of range)
@@ -37,6 +38,9 @@ struct CommunicatorFacts {
   int computeCapability = 0;
 };
 
+// One call as every rank of the communicator sees it: all that decides whether a kernel of
+// ours takes it, which one and on what grid. A per-call setting NCCL gives every rank alike
+// (ncclAllReduceConfig's CTA bounds, say) is one more field here.
 struct CallFacts {
   std::optional<ElementType> type;  // nullopt: a type we have no kernel for
   std::optional<ReduceOp> op;       // nullopt: an op we have no kernel for
@@ -109,14 +113,39 @@ AlgorithmChoice keepInvariant(const CommunicatorFacts& comm, ElementType type, s
 // integers only (exact in any order). Says where NCCL_CAR_DETERMINISTIC's promise ends.
 bool invariantOnNccl(std::optional<ElementType> type);
 
-struct CallDecision {
+// What a call becomes: forwarded, with the reason, or one kernel of ours on one grid. Built
+// only by planCall, the one place that checks it: a plan that is ours fits the buffers its
+// kernel goes through (the pull buffers, or one receive area) and the kernel's grid limits,
+// so nothing after it checks again (tests/cpu/test_call_plan.cc holds every plan to that).
+struct CallPlan {
   bool ours = false;
+  ForwardReason reason = ForwardReason::NotEligible;  // meaningful when !ours
   Algorithm algorithm = Algorithm::OneStage;
-  ForwardReason reason = ForwardReason::Disabled;  // meaningful when !ours
   std::size_t bytes = 0;
+  long long packs = 0;  // packsOf(bytes)
+  // The grid (geometry.h). A pull kernel's is the same on every rank, as its barrier needs:
+  // it follows from the call and the checked settings alone.
+  int blocks = 0;
+  int threads = 0;
 };
 
-// Checks an all-reduce against the rule in docs/design.md ("The decision rule").
-CallDecision decideCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config);
+// Checks an all-reduce against the rule in docs/design.md ("Which all-reduce is ours") and
+// plans its grid.
+CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config);
+
+// Who puts a pull kernel's input into this rank's staging: the rank's own choice, from its
+// own pointer and stream (ranks that choose differently interoperate, see LaunchArgs::input),
+// made once the plan is ours.
+enum class Staging {
+  None,        // a push kernel: it reads the caller's input itself, whatever its alignment
+  InKernel,    // the pull kernel copies it itself: one launch instead of two
+  CopyEngine,  // cudaMemcpyAsync into staging, then the kernel
+};
+
+// A small eager call copies its input inside the kernel (up to NCCL_CAR_COPY_IN_KERNEL_BYTES).
+// In a graph the launches cost nothing and the copy engine's copy is the faster one. The
+// kernel copies whole 16-byte packs, so an input that is not 16-byte aligned, or not a whole
+// number of packs (the kernel must not read past the caller's buffer), takes the copy engine.
+Staging stagingFor(const CallPlan& plan, bool inputPackAligned, bool capturing, const Config& config);
 
 }  // namespace car

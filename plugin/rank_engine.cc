@@ -1,6 +1,5 @@
 #include "rank_engine.h"
 
-#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -67,6 +66,7 @@ RankEngine::RankEngine(const EngineOptions& options, CallStats* counters, std::u
       abortWord_(abortWord),
       lastLaunch_(lastLaunch),
       pdl_(pdl),
+      afterLaunch_(options.config.testLaunchFailure ? cudaErrorLaunchFailure : cudaSuccess),
       kernels_(kernels) {}
 
 RankEngine::~RankEngine() {
@@ -93,84 +93,55 @@ void RankEngine::attachPeers(void* const* bases, const BlockLayout& layout, bool
   attached_ = true;
 }
 
-CallDecision RankEngine::plan(const AllReduceCall& call) const {
-  CallFacts facts;
-  facts.type = call.type;
-  facts.op = call.op;
-  facts.count = call.count;
-  facts.symmetricBuffers = call.symmetricBuffers;
-  CallDecision decision = decideCall(CommunicatorFacts{options_.ranks, fullNvlink_, computeCapability_}, facts,
-                                     options_.config);
-  if (decision.ours && !attached_) {
-    decision.ours = false;
-    decision.reason = ForwardReason::NotReady;
+CallPlan RankEngine::plan(const CallFacts& call) const {
+  CallPlan plan = planCall(CommunicatorFacts{options_.ranks, fullNvlink_, computeCapability_}, call, options_.config);
+  if (plan.ours && !attached_) {
+    plan.ours = false;
+    plan.reason = ForwardReason::NotReady;
   }
-  return decision;
+  return plan;
 }
 
 SubmitResult RankEngine::submit(const AllReduceCall& call) {
   SubmitResult result;
-  const CallDecision decision = plan(call);
-  if (!decision.ours) {
-    result.reason = decision.reason;
-    stats_->countForwarded(decision.reason);
+  const CallPlan plan = this->plan(call);
+  if (!plan.ours) {
+    result.reason = plan.reason;
+    stats_->countForwarded(plan.reason);
     return result;
   }
   std::lock_guard<std::mutex> lock(launchMutex_);
-  result.error = enqueue(call, decision, &result.launched);
+  result.error = enqueue(call, plan, &result.launched);
   if (!result.launched) {
     result.reason = ForwardReason::Failed;
     stats_->countForwarded(ForwardReason::Failed);
     return result;
   }
-  result.algorithm = decision.algorithm;
-  stats_->countTaken(decision.algorithm, decision.bytes);
+  result.algorithm = plan.algorithm;
+  stats_->countTaken(plan.algorithm, plan.bytes);
   CAR_TRACE(options_.device, "{}", logText(formatTakenCall, options_.rank, call.count, elementTypeName(*call.type),
-                                           reduceOpName(*call.op), decision.bytes, algorithmName(decision.algorithm)));
+                                           reduceOpName(*call.op), plan.bytes, algorithmName(plan.algorithm)));
   return result;
 }
 
-cudaError_t RankEngine::prepareLaunch(const AllReduceCall& call, const CallDecision& decision, bool capturing,
-                                      LaunchArgs* args) {
-  *args = args_;
-  args->output = call.recv;
-  args->bytes = static_cast<long long>(decision.bytes);
-  args->packs = packsOf(args->bytes);
-  args->type = *call.type;
-  args->op = *call.op;
-  args->algorithm = decision.algorithm;
-  if (isPush(decision.algorithm)) {
-    // The kernel reads the caller's input itself, whatever its alignment: no staging copy.
-    args->input = call.send;
-    const bool twoShot = decision.algorithm == Algorithm::TwoShotPush;
-    const long long work = twoShot ? twoShotShardPacks(args->packs, options_.ranks) : args->packs;
-    const int maxBlocks = std::min(options_.config.maxBlocks, pushBlockLimit(wirePacksPerPack(*call.type)));
-    args->blocks = pushGridBlocks(work, twoShot, maxBlocks);
-    args->threads = pushBlockThreads(work, twoShot, args->blocks);
-    return cudaSuccess;
-  }
-  args->blocks = gridBlocks(args->packs, std::min(options_.config.maxBlocks, kMaxBlocks));
-  args->threads = kThreadsPerBlock;
-  // A small eager call copies its input inside the kernel: one launch instead of two. In a
-  // graph the launches cost nothing and the copy engine's copy is the faster one. The
-  // kernel copies whole 16-byte packs, so an input that is not 16-byte aligned, or not a
-  // whole number of packs (it must not read past the caller's buffer), takes the copy engine.
-  const bool inputAligned = reinterpret_cast<std::uintptr_t>(call.send) % kPackBytes == 0;
-  const bool wholePacks = decision.bytes % kPackBytes == 0;
-  if (!capturing && inputAligned && wholePacks && decision.bytes <= options_.config.copyInKernelBytes) {
-    args->input = call.send;
-    return cudaSuccess;
-  }
-  args->input = nullptr;
+LaunchArgs RankEngine::launchArgs(const AllReduceCall& call, const CallPlan& plan, Staging staging) const {
+  LaunchArgs args = args_;
+  args.output = call.recv;
+  // Null: our copy has put it into staging already.
+  args.input = staging == Staging::CopyEngine ? nullptr : call.send;
+  args.bytes = static_cast<long long>(plan.bytes);
+  args.packs = plan.packs;
+  args.blocks = plan.blocks;
+  args.threads = plan.threads;
+  args.type = *call.type;
+  args.op = *call.op;
+  args.algorithm = plan.algorithm;
   // The kernel follows our copy, not another kernel: nothing for PDL to overlap.
-  args->pdl = false;
-  void* staging = const_cast<void*>(args->peers.staging[options_.rank]);
-  CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaMemcpyAsync(staging, call.send, decision.bytes,
-                                                             cudaMemcpyDeviceToDevice, call.stream));
-  return cudaSuccess;
+  if (staging == Staging::CopyEngine) args.pdl = false;
+  return args;
 }
 
-cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched) {
+cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallPlan& plan, bool* launched) {
   *launched = false;
   DeviceGuard guard(options_.device);
   if (guard.error() != cudaSuccess) {
@@ -190,9 +161,14 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
   if (!capturing && haveLastLaunch_ && !sameStream) {
     CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaStreamWaitEvent(call.stream, lastLaunch_, 0));
   }
-  LaunchArgs args;
-  const cudaError_t prepared = prepareLaunch(call, decision, capturing, &args);
-  if (prepared != cudaSuccess) return prepared;
+  const bool inputPackAligned = reinterpret_cast<std::uintptr_t>(call.send) % kPackBytes == 0;
+  const Staging staging = stagingFor(plan, inputPackAligned, capturing, options_.config);
+  const LaunchArgs args = launchArgs(call, plan, staging);
+  if (staging == Staging::CopyEngine) {
+    void* ownStaging = const_cast<void*>(args.peers.staging[options_.rank]);
+    CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaMemcpyAsync(ownStaging, call.send, plan.bytes,
+                                                               cudaMemcpyDeviceToDevice, call.stream));
+  }
   // An error the application left in CUDA's last-error slot is not ours to report, and must
   // not make our launch look failed (a launched call must never also be forwarded).
   cudaGetLastError();
@@ -212,7 +188,7 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallDecision& d
     lastStreamId_ = streamId;
     lastStreamIdKnown_ = streamIdKnown;
   }
-  return cudaSuccess;
+  return afterLaunch_;
 }
 
 void RankEngine::raiseAbort() {

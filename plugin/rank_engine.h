@@ -28,13 +28,11 @@ struct EngineOptions {
   Config config;
 };
 
-struct AllReduceCall {
+// One call as this rank makes it: the facts every rank shares (all the policy sees), and this
+// rank's buffers and stream. shim/exports/nccl_types.h makes it from NCCL's arguments.
+struct AllReduceCall : CallFacts {
   const void* send = nullptr;  // any alignment
   void* recv = nullptr;        // any alignment
-  std::size_t count = 0;
-  std::optional<ElementType> type;
-  std::optional<ReduceOp> op;  // nullopt: an op we have no kernel for
-  bool symmetricBuffers = false;  // both buffers in NCCL symmetric windows (CallFacts says more)
   cudaStream_t stream = nullptr;
 };
 
@@ -72,8 +70,8 @@ class RankEngine {
   void attachPeers(void* const* bases, const BlockLayout& layout, bool fullNvlink, int computeCapability);
   bool attached() const { return attached_; }
 
-  // The decision only: no CUDA call. An unattached engine forwards with NotReady.
-  CallDecision plan(const AllReduceCall& call) const;
+  // The plan only (policy.h): no CUDA call. An unattached engine forwards with NotReady.
+  CallPlan plan(const CallFacts& call) const;
 
   // Plans, and when the call is ours enqueues it on call.stream (after the previous call of
   // this engine, whatever stream that was on). When !launched the caller must forward the
@@ -101,10 +99,9 @@ class RankEngine {
   RankEngine(const EngineOptions& options, CallStats* counters, std::uint32_t* abortWord, cudaEvent_t lastLaunch,
              bool pdl, const KernelTable& kernels);
   // Sets *launched once the kernel is on the stream, whatever fails after that.
-  cudaError_t enqueue(const AllReduceCall& call, const CallDecision& decision, bool* launched);
-  // The kernel's arguments for this call, and for pull kernels the staging copy if needed.
-  cudaError_t prepareLaunch(const AllReduceCall& call, const CallDecision& decision, bool capturing,
-                            LaunchArgs* args);
+  cudaError_t enqueue(const AllReduceCall& call, const CallPlan& plan, bool* launched);
+  // The kernel's one argument: the plan on this engine's fixed addresses.
+  LaunchArgs launchArgs(const AllReduceCall& call, const CallPlan& plan, Staging staging) const;
 
   EngineOptions options_;
   CallStats* stats_;          // the communicator's counters (shim/lifecycle/comm_state.h)
@@ -119,6 +116,9 @@ class RankEngine {
   unsigned long long lastStreamId_ = 0;
   bool lastStreamIdKnown_ = false;
   bool pdl_ = false;          // NCCL_CAR_PDL and this GPU is sm_90 or newer
+  // What a call reports once its kernel is queued and ordered: cudaSuccess, or the test
+  // fault's error (Config::testLaunchFailure), fixed at creation so the check costs nothing.
+  cudaError_t afterLaunch_ = cudaSuccess;
   KernelTable kernels_;       // this world size's kernels in the device's context at creation
   std::uint64_t driverLaunches_ = 0;  // eager launches that went through the driver (tests)
   bool attached_ = false;

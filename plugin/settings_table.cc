@@ -12,7 +12,12 @@
 namespace car {
 namespace {
 
-const char* algorithmChoice(std::uint64_t value) { return overrideName(static_cast<AlgorithmOverride>(value)); }
+// The name of the value the field holds once `value` is written to it.
+const char* algorithmChoice(std::uint64_t value) {
+  Config config;
+  MemberAccess<&Config::algorithm>::write(config, value);
+  return forcedAlgorithmName(config.algorithm);
+}
 const char* logLevelChoice(std::uint64_t value) { return logLevelName(static_cast<LogLevel>(value)); }
 
 SettingSpec row(const char* name, SettingType type, Agreement agreement, std::string help) {
@@ -70,7 +75,7 @@ const std::vector<SettingSpec>& settingsTable() {
       carriedIn(flag("NCCL_CAR_DISABLE", numberField<&Config::disable>(), Agreement::Unchecked,
                      "pure pass-through: every call goes to NCCL; set it on every rank or on none"),
                 numberField<&SharedSettings::disable>()),
-      carriedIn(choice("NCCL_CAR_ALGO", numberField<&Config::algorithm>(), kAlgorithmOverrideCount, &algorithmChoice,
+      carriedIn(choice("NCCL_CAR_ALGO", numberField<&Config::algorithm>(), 1 + kAlgorithmCount, &algorithmChoice,
                        Agreement::Checked, "kernel for every all-reduce taken; auto follows the built-in rule; cannot make a "
                        "communicator eligible"),
                 numberField<&SharedSettings::algorithm>()),

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config.h"
@@ -23,8 +24,9 @@ enum class Agreement {
   PerRank,    // may differ between ranks
 };
 
-// One field of a struct seen as a 64-bit number (bools as 0/1, enums as their value), so one
-// row can describe a bool, an enum or a size alike.
+// One field of a struct seen as a 64-bit number (bools as 0/1, enums as their value, an
+// optional enum as 0 for none or 1 + its value: NCCL_CAR_ALGO's auto, then each kernel), so
+// one row can describe a bool, an enum or a size alike.
 template <typename Owner>
 struct NumberField {
   std::uint64_t (*read)(const Owner&) = nullptr;
@@ -32,14 +34,32 @@ struct NumberField {
   explicit operator bool() const { return read != nullptr; }
 };
 
+template <typename T>
+struct IsOptional : std::false_type {};
+template <typename T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+
 template <auto kMember>
 struct MemberAccess;
 
 template <typename Owner, typename Value, Value Owner::*kMember>
 struct MemberAccess<kMember> {
   using OwnerType = Owner;
-  static std::uint64_t read(const Owner& owner) { return static_cast<std::uint64_t>(owner.*kMember); }
-  static void write(Owner& owner, std::uint64_t value) { owner.*kMember = static_cast<Value>(value); }
+  static std::uint64_t read(const Owner& owner) {
+    if constexpr (IsOptional<Value>::value) {
+      const Value& value = owner.*kMember;
+      return value ? 1 + static_cast<std::uint64_t>(*value) : 0;
+    } else {
+      return static_cast<std::uint64_t>(owner.*kMember);
+    }
+  }
+  static void write(Owner& owner, std::uint64_t value) {
+    if constexpr (IsOptional<Value>::value) {
+      owner.*kMember = value == 0 ? Value() : Value(static_cast<typename Value::value_type>(value - 1));
+    } else {
+      owner.*kMember = static_cast<Value>(value);
+    }
+  }
 };
 
 template <auto kMember>

@@ -7,8 +7,11 @@ namespace car {
 std::string CallStats::summary() const {
   std::array<NamedCount, kAlgorithmCount> taken{};
   int kernels = 0;
-  for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
-    taken[kernels++] = {algorithmName(algorithm), this->taken(algorithm)};
+  // The push kernels first, as they take the calls by default; each family in table order.
+  for (KernelFamily family : {KernelFamily::Push, KernelFamily::Pull}) {
+    for (const AlgorithmSpec& spec : kAlgorithms) {
+      if (spec.family == family) taken[kernels++] = {spec.name, this->taken(spec.algorithm)};
+    }
   }
   std::array<NamedCount, static_cast<int>(ForwardReason::kCount)> reasons{};
   for (int i = 0; i < static_cast<int>(ForwardReason::kCount); ++i) {

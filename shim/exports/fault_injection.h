@@ -9,7 +9,7 @@ enum class Fault {
   NoNvml,        // behave as if libnvidia-ml.so.1 were missing
   NoBuffers,     // the buffer block allocation fails (device memory exhausted)
   IpcOpen,       // cudaIpcOpenMemHandle fails on this rank
-  LaunchError,   // every taken call is treated as failed after its kernel was enqueued
+  LaunchError,   // every taken call fails once its kernel is queued (Config::testLaunchFailure)
 };
 
 bool faultActive(Fault fault);

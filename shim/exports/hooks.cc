@@ -6,9 +6,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
+#include "stream_calls.h"
 #include "lifecycle/comm_health.h"
-#include "exports/fault_injection.h"
 #include "log.h"
 #include "exports/nccl_types.h"
 #include "exports/real_nccl.h"
@@ -92,13 +93,15 @@ bool parentNonblocking(ncclComm_t parent) {
   return state ? state->nonblocking() : defaultNonblocking();
 }
 
+// The engine's own query (kernels/driver_calls.h); a stream that cannot say counts as not
+// capturing.
 bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+  bool capturing = false;
+  if (streamIsCapturing(stream, &capturing) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return status != cudaStreamCaptureStatusNone;
+  return capturing;
 }
 
 // Where an all-reduce goes.
@@ -139,56 +142,74 @@ void warnInvarianceEnds(CommState* state, ForwardReason reason, std::size_t coun
            forwardReasonName(reason), call);
 }
 
-Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
-                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  std::shared_ptr<CommState> state = Registry::instance().find(comm);
-  if (!state) {
-    warnInvarianceEnds(nullptr, ForwardReason::NotEligible, count, type, op);
-    return Route::Nccl;
-  }
-  if (state->gate().closed()) return refuse(*state);
+// False when an abort, destroy or finalize from another thread has the communicator, before
+// or while a pending nonblocking one is set up here first.
+bool gateOpen(const RealNccl& real, const std::shared_ptr<CommState>& state, cudaStream_t stream) {
+  if (state->gate().closed()) return false;
   // Never set up inside the caller's graph capture: the handshake's copies and collectives
   // would be captured too, or break the capture. Every rank captures the same calls.
   if (state->phase() == CommPhase::Pending && state->nonblocking() && !capturing(stream)) {
     setUpBeforeAllReduce(real, state);
-    if (state->gate().closed()) return refuse(*state);  // aborted while we set it up
+    if (state->gate().closed()) return false;  // aborted while we set it up
   }
+  return true;
+}
 
-  CommState::Locked locked = state->lock();
+// Under the state's lock: whether our kernels may take a call now. A call they may not is
+// counted here, where NCCL's side would not count it; *reason says why (none once released).
+bool admits(const RealNccl& real, CommState& state, CommState::Locked& locked, ncclComm_t comm,
+            std::optional<ForwardReason>* reason) {
   if (!locked.takesCall()) {
     const CommPhase phase = locked.phase();
-    if (phase != CommPhase::Released) {
-      const bool notReady = phase == CommPhase::Pending || phase == CommPhase::SettingUp;
-      warnInvarianceEnds(state.get(), notReady ? ForwardReason::NotReady : ForwardReason::NotEligible, count, type, op);
-    }
-    return Route::Nccl;
+    if (phase == CommPhase::Pending || phase == CommPhase::SettingUp) *reason = ForwardReason::NotReady;
+    else if (phase != CommPhase::Released) *reason = ForwardReason::NotEligible;
+    return false;
   }
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm, &async);
   if (!ncclAllowsOurKernel(query, async)) {
     const char* error = real.getErrorString(query != ncclSuccess ? query : async);
     locked.becomeIneligible(IneligibleCause::NcclBroken, std::string("NCCL reports the communicator broken: ") + error);
-    state->counters().countForwarded(ForwardReason::NotEligible);
-    warnInvarianceEnds(state.get(), ForwardReason::NotEligible, count, type, op);
-    return Route::Nccl;
+    state.counters().countForwarded(ForwardReason::NotEligible);
+    *reason = ForwardReason::NotEligible;
+    return false;
   }
-  AllReduceCall call;
-  call.send = send;
-  call.recv = recv;
-  call.count = count;
-  call.type = elementTypeOf(type);
-  call.op = reduceOpOf(op);
-  call.stream = stream;
+  return true;
+}
+
+// Hands a call the communicator admits to its engine. Should our side fail, the communicator
+// forwards every later call.
+SubmitResult submit(CommState& state, CommState::Locked& locked, AllReduceCall& call) {
   // Only looked at when the user asked for it: no lookup on the default path.
   if (shimConfig().symmetricNcclBytes > 0 && call.type) {
-    call.symmetricBuffers = state->symmetricWindows().containBoth(send, recv, count * elementBytes(*call.type));
+    call.symmetricBuffers =
+        state.symmetricWindows().containBoth(call.send, call.recv, call.count * elementBytes(*call.type));
   }
-  SubmitResult result = locked.engine()->submit(call);
-  if (result.launched && faultActive(Fault::LaunchError)) result.error = cudaErrorLaunchFailure;
+  const SubmitResult result = locked.engine()->submit(call);
   if (result.error != cudaSuccess) {
     locked.becomeIneligible(IneligibleCause::LaunchFailed,
                             std::string("our launch failed: ") + cudaGetErrorString(result.error));
   }
+  return result;
+}
+
+Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) {
+    warnInvarianceEnds(nullptr, ForwardReason::NotEligible, count, type, op);
+    return Route::Nccl;
+  }
+  if (!gateOpen(real, state, stream)) return refuse(*state);
+  // Held until the call is on the stream.
+  CommState::Locked locked = state->lock();
+  std::optional<ForwardReason> refused;
+  if (!admits(real, *state, locked, comm, &refused)) {
+    if (refused) warnInvarianceEnds(state.get(), *refused, count, type, op);
+    return Route::Nccl;
+  }
+  AllReduceCall call = allReduceCallOf(send, recv, count, type, op, stream);
+  const SubmitResult result = submit(*state, locked, call);
   if (result.launched) return Route::Ours;
   warnInvarianceEnds(state.get(), result.reason, count, type, op);
   return Route::Nccl;

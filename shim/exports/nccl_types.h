@@ -1,12 +1,15 @@
 // NCCL's call arguments in the engine's terms. Out-of-range enum values (a caller's bug)
-// map to "not ours", so the call reaches NCCL, which reports the error.
+// map to "not ours", so the call reaches NCCL, which reports the error. Each hooked
+// collective's arguments become the engine's call here, and nowhere else.
 #pragma once
 
 #include <nccl.h>
 
+#include <cstddef>
 #include <optional>
 
 #include "../kernels/all_reduce.h"
+#include "rank_engine.h"
 
 namespace car {
 
@@ -39,6 +42,20 @@ inline std::optional<ReduceOp> reduceOpOf(ncclRedOp_t op) {
     case ncclAvg: return ReduceOp::Avg;
     default: return std::nullopt;
   }
+}
+
+// ncclAllReduce's arguments (less the communicator) as the engine's call. Whether the
+// buffers lie in symmetric windows is for the caller to add: only it knows the windows.
+inline AllReduceCall allReduceCallOf(const void* sendbuff, void* recvbuff, std::size_t count, ncclDataType_t datatype,
+                                     ncclRedOp_t op, cudaStream_t stream) {
+  AllReduceCall call;
+  call.type = elementTypeOf(datatype);
+  call.op = reduceOpOf(op);
+  call.count = count;
+  call.send = sendbuff;
+  call.recv = recvbuff;
+  call.stream = stream;
+  return call;
 }
 
 }  // namespace car

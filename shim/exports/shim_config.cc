@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "exports/fault_injection.h"
 #include "log.h"
 
 namespace car {
@@ -23,6 +24,8 @@ const Config& shimConfig() {
                          "promises no invariance");
     }
     for (const std::string& problem : problems) CAR_WARN(-1, "{}", problem);
+    // Read here, once, so that the engine's launch path holds no check of its own for it.
+    parsed.testLaunchFailure = faultActive(Fault::LaunchError);
     return parsed;
   }();
   return config;

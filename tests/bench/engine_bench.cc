@@ -43,8 +43,8 @@ const std::size_t kSizes[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1
 
 struct Options {
   std::vector<int> ranks = {2, 3, 4, 5, 6, 7, 8};
-  std::vector<AlgorithmOverride> kernels = {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                            AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage};
+  std::vector<Algorithm> kernels = {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage,
+                                    Algorithm::TwoStage};
   ElementType type = ElementType::BFloat16;
   bool pdl = true;
   int maxBlocks = 0;  // 0: as many as fit on the GPU for the world size
@@ -268,15 +268,14 @@ Options parseOptions(int argc, char** argv) {
       options.kernels.clear();
       for (char* token = std::strtok(argv[++i], ","); token; token = std::strtok(nullptr, ",")) {
         bool known = false;
-        for (AlgorithmOverride kernel : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                         AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
-          if (std::strcmp(token, overrideName(kernel)) == 0) {
-            options.kernels.push_back(kernel);
+        for (const AlgorithmSpec& row : kAlgorithms) {
+          if (std::strcmp(token, row.name) == 0) {
+            options.kernels.push_back(row.algorithm);
             known = true;
           }
         }
         if (!known) {
-          std::fprintf(stderr, "--kernels: %s is not 1shot, 2shot, 1stage or 2stage\n", token);
+          std::fprintf(stderr, "--kernels: %s is not a kernel's name (kernels/algorithms.h)\n", token);
           std::exit(2);
         }
       }
@@ -329,8 +328,8 @@ int main(int argc, char** argv) {
   bool checkerTested = false;
   unsigned long long wrongTotal = 0;
   for (int ranks : options.ranks) {
-    for (AlgorithmOverride algorithm : options.kernels) {
-      const bool push = isPush(*forcedAlgorithm(algorithm));
+    for (Algorithm algorithm : options.kernels) {
+      const bool push = isPush(algorithm);
       Config config;
       config.algorithm = algorithm;
       config.pdl = options.pdl;
@@ -343,7 +342,7 @@ int main(int argc, char** argv) {
       const int blocks = push ? config.maxBlocks : std::min(config.maxBlocks, kMaxBlocks);
       for (std::size_t bytes : kSizes) {
         // A forced kernel that cannot run this size would time the default one instead.
-        if (!canRun(*forcedAlgorithm(algorithm), CommunicatorFacts{ranks, true, 0}, bytes, config,
+        if (!canRun(algorithm, CommunicatorFacts{ranks, true, 0}, bytes, config,
                     wirePacksPerPack(options.type))) continue;
         Bench bench(copyEngine, bytes, options.type);
         if (!checkerTested && !bench.checkSeesErrors()) {
@@ -365,9 +364,9 @@ int main(int argc, char** argv) {
         wrongTotal += wrong;
         if (options.markdown) {
           std::printf("| %d | %d | %s | %s | %.1f | %.1f | %.2f | %.2f | %llu |\n", ranks, blocks,
-                      overrideName(algorithm), sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host, wrong);
+                      algorithmName(algorithm), sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host, wrong);
         } else {
-          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.2f %8.2f %6llu\n", ranks, blocks, overrideName(algorithm),
+          std::printf("%5d %6d %7s %8s %10.1f %13.1f %10.2f %8.2f %6llu\n", ranks, blocks, algorithmName(algorithm),
                       sizeLabel(bytes).c_str(), eager, eagerInKernel, graph, host, wrong);
         }
         std::fflush(stdout);

@@ -33,7 +33,7 @@ TEST_CASE("defaults with nothing set", "[config]") {
   const Config config = parse({}, &problems);
   CHECK(problems.empty());
   CHECK_FALSE(config.disable);
-  CHECK(config.algorithm == AlgorithmOverride::Auto);
+  CHECK(config.algorithm == std::nullopt);
   CHECK(config.maxBytes == 8u * 1024 * 1024);
   CHECK(config.maxBlocks == kMaxPushBlocks);
   CHECK(config.pushMaxBytes == 8u * 1024 * 1024);
@@ -59,7 +59,7 @@ TEST_CASE("good values are taken", "[config]") {
                               &problems);
   CHECK(problems.empty());
   CHECK(config.disable);
-  CHECK(config.algorithm == AlgorithmOverride::TwoStage);
+  CHECK(config.algorithm == Algorithm::TwoStage);
   CHECK(config.maxBytes == 1048576);
   CHECK(config.maxBlocks == 16);
   CHECK(config.pushMaxBytes == 0);
@@ -149,7 +149,7 @@ TEST_CASE("settings that must agree across ranks name the variable that differs"
   b.maxBytes = 4096;
   CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_MAX_BYTES");
   b = a;
-  b.algorithm = AlgorithmOverride::OneStage;
+  b.algorithm = Algorithm::OneStage;
   CHECK(std::string(firstDifferingVariable(sharedSettingsOf(a), sharedSettingsOf(b))) == "NCCL_CAR_ALGO");
   b = a;
   b.pushMaxBytes = 0;

@@ -59,3 +59,23 @@ TEST_CASE("every type but the floating ones up to 32 bits travels split in the p
     CHECK(wirePacksPerPack(type) == (floatUpTo32 ? 1 : 2));
   }
 }
+
+TEST_CASE("an ncclAllReduce's arguments become the engine's call unchanged", "[nccl-types]") {
+  float send[4], recv[4];
+  const auto stream = reinterpret_cast<cudaStream_t>(0x1234);
+  const AllReduceCall call = allReduceCallOf(send, recv, 4, ncclFloat32, ncclMax, stream);
+  CHECK(call.send == send);
+  CHECK(call.recv == recv);
+  CHECK(call.count == 4);
+  CHECK(call.type == ElementType::Float32);
+  CHECK(call.op == ReduceOp::Max);
+  CHECK(call.stream == stream);
+  CHECK_FALSE(call.symmetricBuffers);
+  // A caller's bad type and a PreMulSum op reach the policy as "not ours", and so NCCL.
+  const AllReduceCall odd = allReduceCallOf(send, recv, 4, static_cast<ncclDataType_t>(ncclNumTypes),
+                                            static_cast<ncclRedOp_t>(ncclNumOps), stream);
+  CHECK_FALSE(odd.type.has_value());
+  CHECK_FALSE(odd.op.has_value());
+  const Config config;
+  CHECK(planCall({2, true, 90}, odd, config).reason == ForwardReason::Op);
+}

@@ -5,21 +5,15 @@
 #include <set>
 #include <string>
 
+#include "call_facts.h"
 #include "policy.h"
 
 using namespace car;
+using car::testing::sumOf;
 
 namespace {
 
 constexpr std::size_t KiB = 1024;
-
-CallFacts sumOf(ElementType type, std::size_t count) {
-  CallFacts call;
-  call.type = type;
-  call.op = ReduceOp::Sum;
-  call.count = count;
-  return call;
-}
 
 // The pull kernels alone, as before the push kernels existed.
 Config pullOnly() {
@@ -138,35 +132,35 @@ TEST_CASE("NCCL_CAR_PUSH_MAX_BYTES=0 leaves the pull rule alone", "[policy]") {
 
 TEST_CASE("NCCL_CAR_ALGO forces a kernel wherever it can run the call", "[policy]") {
   Config config;
-  config.algorithm = AlgorithmOverride::TwoStage;
+  config.algorithm = Algorithm::TwoStage;
   CHECK(chooseAlgorithm({2, true}, 16, config, 1).algorithm == Algorithm::TwoStage);
   CHECK(chooseAlgorithm({8, true}, 16, config, 1).algorithm == Algorithm::TwoStage);
   // Pull kernels take any byte count as well.
   CHECK(chooseAlgorithm({8, true}, 18, config, 1).algorithm == Algorithm::TwoStage);
-  config.algorithm = AlgorithmOverride::OneStage;
+  config.algorithm = Algorithm::OneStage;
   CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config, 1).algorithm == Algorithm::OneStage);
   CHECK_FALSE(chooseAlgorithm({4, false}, 16, config, 1).algorithm.has_value());
-  config.algorithm = AlgorithmOverride::TwoShot;
+  config.algorithm = Algorithm::TwoShotPush;
   CHECK(chooseAlgorithm({8, true}, 16, config, 1).algorithm == Algorithm::TwoShotPush);
-  config.algorithm = AlgorithmOverride::OneShot;
+  config.algorithm = Algorithm::OneShotPush;
   CHECK(chooseAlgorithm({2, true}, 8192 * KiB, config, 1).algorithm == Algorithm::OneShotPush);
   // 8 copies of 8 MiB do not fit an area: the default runs it.
   CHECK(chooseAlgorithm({8, true}, 8192 * KiB, config, 1).algorithm == Algorithm::TwoShotPush);
-  config.algorithm = AlgorithmOverride::Auto;
+  config.algorithm = std::nullopt;
   const Config pull = pullOnly();
   CHECK(chooseAlgorithm({4, true, 90}, 512 * KiB, pull, 1).algorithm == Algorithm::OneStage);
   CHECK(chooseAlgorithm({4, true, 80}, 512 * KiB, pull, 1).algorithm == Algorithm::TwoStage);
 }
 
-TEST_CASE("decideCall takes an eligible sum of a supported type, of any element count", "[policy]") {
+TEST_CASE("planCall takes an eligible sum of a supported type, of any element count", "[policy]") {
   const Config config;
   for (ElementType type : {ElementType::Float16, ElementType::BFloat16, ElementType::Float32}) {
     for (std::size_t count : {std::size_t{1}, std::size_t{3}, 4096 / static_cast<std::size_t>(elementBytes(type)), std::size_t{1001}}) {
       CAPTURE(elementTypeName(type), count);
-      const CallDecision decision = decideCall({4, true}, sumOf(type, count), config);
-      CHECK(decision.ours);
-      CHECK(decision.bytes == count * elementBytes(type));
-      CHECK(decision.algorithm == Algorithm::OneShotPush);
+      const CallPlan plan = planCall({4, true}, sumOf(type, count), config);
+      CHECK(plan.ours);
+      CHECK(plan.bytes == count * elementBytes(type));
+      CHECK(plan.algorithm == Algorithm::OneShotPush);
     }
   }
 }
@@ -179,10 +173,10 @@ TEST_CASE("every built-in op and every type is taken, any element count, by pull
           CallFacts call = sumOf(static_cast<ElementType>(t), count);
           call.op = static_cast<ReduceOp>(o);
           CAPTURE(elementTypeName(*call.type), reduceOpName(*call.op), count, config.pushMaxBytes);
-          const CallDecision decision = decideCall({2, true, 90}, call, config);
-          CHECK(decision.ours);
-          CHECK(decision.bytes == count * elementBytes(*call.type));
-          CHECK(isPush(decision.algorithm) == (config.pushMaxBytes > 0));
+          const CallPlan plan = planCall({2, true, 90}, call, config);
+          CHECK(plan.ours);
+          CHECK(plan.bytes == count * elementBytes(*call.type));
+          CHECK(isPush(plan.algorithm) == (config.pushMaxBytes > 0));
         }
       }
     }
@@ -193,14 +187,14 @@ TEST_CASE("fp8 only where NCCL reduces it: every GPU sm_90 or newer", "[policy]"
   const Config config;
   for (ElementType fp8 : {ElementType::Float8E4M3, ElementType::Float8E5M2}) {
     CAPTURE(elementTypeName(fp8));
-    CHECK(decideCall({2, true, 90}, sumOf(fp8, 64), config).ours);
-    CHECK(decideCall({2, true, 100}, sumOf(fp8, 64), config).ours);
+    CHECK(planCall({2, true, 90}, sumOf(fp8, 64), config).ours);
+    CHECK(planCall({2, true, 100}, sumOf(fp8, 64), config).ours);
     // NCCL fails these calls; so must the program with the library loaded.
-    CHECK(decideCall({2, true, 80}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
+    CHECK(planCall({2, true, 80}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
     // 0: unknown, or the ranks' GPUs differ.
-    CHECK(decideCall({2, true, 0}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
+    CHECK(planCall({2, true, 0}, sumOf(fp8, 64), config).reason == ForwardReason::Type);
   }
-  CHECK(decideCall({2, true, 80}, sumOf(ElementType::BFloat16, 64), config).ours);
+  CHECK(planCall({2, true, 80}, sumOf(ElementType::BFloat16, 64), config).ours);
 }
 
 TEST_CASE("where the area, not the measured limit, stops split packs", "[policy]") {
@@ -209,10 +203,10 @@ TEST_CASE("where the area, not the measured limit, stops split packs", "[policy]
   const CommunicatorFacts two{2, true, 90};
   // Split packs take 4 x the message in 2shot's area (and in 1shot's at 2 ranks): 600 KiB of
   // int32 fits neither.
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 600 * KiB / 4), config).algorithm == Algorithm::OneStage);
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::TwoShotPush);
-  CHECK(decideCall(two, sumOf(ElementType::Int32, 100 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
-  CHECK(decideCall(two, sumOf(ElementType::Float32, 600 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  CHECK(planCall(two, sumOf(ElementType::Int32, 600 * KiB / 4), config).algorithm == Algorithm::OneStage);
+  CHECK(planCall(two, sumOf(ElementType::Int32, 400 * KiB / 4), config).algorithm == Algorithm::TwoShotPush);
+  CHECK(planCall(two, sumOf(ElementType::Int32, 100 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
+  CHECK(planCall(two, sumOf(ElementType::Float32, 600 * KiB / 4), config).algorithm == Algorithm::OneShotPush);
   // 8 ranks: 1shot's area use is 8 x the message, split 16 x.
   Config small;
   small.pushMaxBytes = 64 * KiB;
@@ -244,67 +238,62 @@ TEST_CASE("types without a spare bit pattern send twice the bytes: push limits h
   CHECK_FALSE(above.algorithm.has_value());
   CHECK(above.reason == ForwardReason::TooLarge);
   CallFacts int64 = sumOf(ElementType::Int64, config.pushMaxBytes / 8);
-  CHECK(decideCall(two, int64, config).reason == ForwardReason::TooLarge);
-  CHECK(decideCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
+  CHECK(planCall(two, int64, config).reason == ForwardReason::TooLarge);
+  CHECK(planCall(two, sumOf(ElementType::Float32, config.pushMaxBytes / 4), config).ours);
   // 2shot's area holds about 2 x the message: split packs fit a forced 2shot up to about half.
   Config forcedTwoShot;
-  forcedTwoShot.algorithm = AlgorithmOverride::TwoShot;
+  forcedTwoShot.algorithm = Algorithm::TwoShotPush;
   CHECK(chooseAlgorithm(two, config.pushMaxBytes / 2 - 64, forcedTwoShot, 2).algorithm == Algorithm::TwoShotPush);
   // Where the pull kernels have buffers, they take what the areas cannot.
   Config lowered;
   lowered.pushMaxBytes = lowered.maxBytes / 2;
-  CHECK(decideCall(two, sumOf(ElementType::Int64, lowered.maxBytes / 8), lowered).algorithm == Algorithm::OneStage);
+  CHECK(planCall(two, sumOf(ElementType::Int64, lowered.maxBytes / 8), lowered).algorithm == Algorithm::OneStage);
   // A forced push kernel runs only what fits its area.
   Config forced;
-  forced.algorithm = AlgorithmOverride::TwoShot;
+  forced.algorithm = Algorithm::TwoShotPush;
   CHECK_FALSE(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 2));
   CHECK(canRun(Algorithm::TwoShotPush, two, forced.pushMaxBytes, forced, 1));
 }
 
-TEST_CASE("decideCall forwards with the reason", "[policy]") {
+TEST_CASE("planCall forwards with the reason", "[policy]") {
   const Config config;
   const CommunicatorFacts comm{4, true};
 
-  SECTION("disabled") {
-    Config disabled;
-    disabled.disable = true;
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 4), disabled).reason == ForwardReason::Disabled);
-  }
   SECTION("an op NCCL made at run time (ncclRedOpCreatePreMulSum)") {
     CallFacts call = sumOf(ElementType::Float32, 4);
     call.op.reset();
-    CHECK(decideCall(comm, call, config).reason == ForwardReason::Op);
+    CHECK(planCall(comm, call, config).reason == ForwardReason::Op);
   }
   SECTION("unsupported type") {
     CallFacts call = sumOf(ElementType::Float32, 4);
     call.type.reset();
-    CHECK(decideCall(comm, call, config).reason == ForwardReason::Type);
+    CHECK(planCall(comm, call, config).reason == ForwardReason::Type);
   }
   SECTION("zero elements") {
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, 0), config).reason == ForwardReason::Empty);
+    CHECK(planCall(comm, sumOf(ElementType::Float32, 0), config).reason == ForwardReason::Empty);
   }
   SECTION("the size limit is inclusive") {
     const std::size_t atLimit = config.maxBytes / 2;
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, atLimit), config).ours);
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, atLimit + 8), config).reason == ForwardReason::TooLarge);
-    CHECK(decideCall(comm, sumOf(ElementType::Float32, config.maxBytes / 4 + 4), config).reason ==
+    CHECK(planCall(comm, sumOf(ElementType::Float16, atLimit), config).ours);
+    CHECK(planCall(comm, sumOf(ElementType::Float16, atLimit + 8), config).reason == ForwardReason::TooLarge);
+    CHECK(planCall(comm, sumOf(ElementType::Float32, config.maxBytes / 4 + 4), config).reason ==
           ForwardReason::TooLarge);
   }
   SECTION("a huge count does not overflow into a small size") {
     const std::size_t huge = (~std::size_t{0}) / 2 + 8;  // huge * 2 wraps around
-    CHECK(decideCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
+    CHECK(planCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
   }
   SECTION("more than two ranks without full NVLink") {
-    CHECK(decideCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);
-    CHECK(decideCall({2, false}, sumOf(ElementType::Float32, 4), config).ours);
+    CHECK(planCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);
+    CHECK(planCall({2, false}, sumOf(ElementType::Float32, 4), config).ours);
   }
 }
 
 TEST_CASE("a lower NCCL_CAR_MAX_BYTES moves the limit", "[policy]") {
   Config config;
   config.maxBytes = 4096;
-  CHECK(decideCall({2, true}, sumOf(ElementType::Float32, 1024), config).ours);
-  CHECK(decideCall({2, true}, sumOf(ElementType::Float32, 1028), config).reason == ForwardReason::TooLarge);
+  CHECK(planCall({2, true}, sumOf(ElementType::Float32, 1024), config).ours);
+  CHECK(planCall({2, true}, sumOf(ElementType::Float32, 1028), config).reason == ForwardReason::TooLarge);
 }
 
 TEST_CASE("every forward reason has a distinct name", "[policy]") {
@@ -321,17 +310,17 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
   CHECK_FALSE(pullKernelsReachable(config));
   CHECK(pullBufferBytes(config) == 0);
   CHECK_FALSE(canRun(Algorithm::OneStage, {2, true}, 16, config, 1));
-  config.algorithm = AlgorithmOverride::TwoStage;
+  config.algorithm = Algorithm::TwoStage;
   CHECK(pullBufferBytes(config) == config.maxBytes);
   CHECK(canRun(Algorithm::TwoStage, {2, true}, 16, config, 1));
-  config.algorithm = AlgorithmOverride::OneShot;  // forcing a push kernel changes nothing
+  config.algorithm = Algorithm::OneShotPush;  // forcing a push kernel changes nothing
   CHECK(pullBufferBytes(config) == 0);
-  config.algorithm = AlgorithmOverride::Auto;
+  config.algorithm = std::nullopt;
   config.pushMaxBytes = config.maxBytes / 2;  // the largest calls go to a pull kernel
   CHECK(pullBufferBytes(config) == config.maxBytes);
   CHECK(defaultAlgorithm({2, true}, config.maxBytes, config, 1).algorithm == Algorithm::OneStage);
   // Whatever the settings, a call the policy takes fits the buffers it goes through.
-  for (AlgorithmOverride algorithm : {AlgorithmOverride::Auto, AlgorithmOverride::OneStage, AlgorithmOverride::TwoShot}) {
+  for (std::optional<Algorithm> algorithm : {std::optional<Algorithm>(), std::optional(Algorithm::OneStage), std::optional(Algorithm::TwoShotPush)}) {
     for (std::size_t pushMax : {std::size_t{0}, std::size_t{64} << 10, config.maxBytes}) {
       Config c;
       c.algorithm = algorithm;
@@ -339,7 +328,7 @@ TEST_CASE("the pull kernels' buffers exist only where a call can reach a pull ke
       for (std::size_t bytes : {std::size_t{16}, std::size_t{100}, std::size_t{1} << 20, c.maxBytes}) {
         const AlgorithmChoice choice = chooseAlgorithm({4, true, 90}, bytes, c, 1);
         if (!choice.algorithm) continue;
-        CAPTURE(overrideName(algorithm), pushMax, bytes);
+        CAPTURE(forcedAlgorithmName(algorithm), pushMax, bytes);
         CHECK((isPush(*choice.algorithm) ? bytes <= c.pushMaxBytes : bytes <= pullBufferBytes(c)));
       }
     }
@@ -350,16 +339,16 @@ TEST_CASE("calls on NCCL symmetric windows go to NCCL up to NCCL_CAR_SYMMETRIC_N
   Config config;
   CallFacts call = sumOf(ElementType::BFloat16, 8192);  // 16 KiB
   call.symmetricBuffers = true;
-  CHECK(decideCall({2, true}, call, config).ours);  // the default, 0: never
+  CHECK(planCall({2, true}, call, config).ours);  // the default, 0: never
   config.symmetricNcclBytes = 16 * KiB;
-  const CallDecision atLimit = decideCall({2, true}, call, config);
+  const CallPlan atLimit = planCall({2, true}, call, config);
   CHECK_FALSE(atLimit.ours);
   CHECK(atLimit.reason == ForwardReason::SymmetricWindow);
   call.count += 1;  // one element above: ours again
-  CHECK(decideCall({2, true}, call, config).ours);
+  CHECK(planCall({2, true}, call, config).ours);
   call.count -= 1;
   call.symmetricBuffers = false;  // plain buffers: ours whatever the setting
-  CHECK(decideCall({2, true}, call, config).ours);
+  CHECK(planCall({2, true}, call, config).ours);
 }
 
 TEST_CASE("NCCL_CAR_DETERMINISTIC keeps fp64 and symmetric-window calls ours, and changes nothing else",
@@ -370,15 +359,15 @@ TEST_CASE("NCCL_CAR_DETERMINISTIC keeps fp64 and symmetric-window calls ours, an
   const CommunicatorFacts two{2, true, 90};
   // fp64 above the split 2shot limit: NCCL's by default, 2shot's as far as its area holds it.
   const CallFacts fp64 = sumOf(ElementType::Float64, (2048 * KiB + 8) / 8);
-  CHECK(decideCall(two, fp64, plain).reason == ForwardReason::TooLarge);
-  const CallDecision kept = decideCall(two, fp64, deterministic);
+  CHECK(planCall(two, fp64, plain).reason == ForwardReason::TooLarge);
+  const CallPlan kept = planCall(two, fp64, deterministic);
   CHECK(kept.ours);
   CHECK(kept.algorithm == Algorithm::TwoShotPush);
   CHECK(canRun(Algorithm::TwoShotPush, two, 4096 * KiB - 64, deterministic, 2));
-  CHECK(decideCall(two, sumOf(ElementType::Float64, (4096 * KiB - 64) / 8), deterministic).ours);
-  CHECK(decideCall(two, sumOf(ElementType::Float64, 8192 * KiB / 8), deterministic).reason == ForwardReason::TooLarge);
+  CHECK(planCall(two, sumOf(ElementType::Float64, (4096 * KiB - 64) / 8), deterministic).ours);
+  CHECK(planCall(two, sumOf(ElementType::Float64, 8192 * KiB / 8), deterministic).reason == ForwardReason::TooLarge);
   // Integers are exact in any order: NCCL's result is ours, and the faster one stays.
-  CHECK(decideCall(two, sumOf(ElementType::Int64, (2048 * KiB + 8) / 8), deterministic).reason ==
+  CHECK(planCall(two, sumOf(ElementType::Int64, (2048 * KiB + 8) / 8), deterministic).reason ==
         ForwardReason::TooLarge);
   CHECK(invariantOnNccl(ElementType::Int8));
   CHECK(invariantOnNccl(ElementType::UInt64));
@@ -389,8 +378,8 @@ TEST_CASE("NCCL_CAR_DETERMINISTIC keeps fp64 and symmetric-window calls ours, an
   CallFacts windowed = sumOf(ElementType::BFloat16, 8192);
   windowed.symmetricBuffers = true;
   plain.symmetricNcclBytes = deterministic.symmetricNcclBytes = 16 * KiB;
-  CHECK(decideCall(two, windowed, plain).reason == ForwardReason::SymmetricWindow);
-  CHECK(decideCall(two, windowed, deterministic).ours);
+  CHECK(planCall(two, windowed, plain).reason == ForwardReason::SymmetricWindow);
+  CHECK(planCall(two, windowed, deterministic).ours);
   plain.symmetricNcclBytes = deterministic.symmetricNcclBytes = 0;
 
   // Everything else decides as without the setting: every kernel keeps the promise.
@@ -402,8 +391,8 @@ TEST_CASE("NCCL_CAR_DETERMINISTIC keeps fp64 and symmetric-window calls ours, an
         for (std::size_t bytes : {std::size_t{16}, 64 * KiB, 512 * KiB + 16, 2048 * KiB, 2048 * KiB + 16, 8192 * KiB,
                                   8192 * KiB + 16}) {
           const CallFacts call = sumOf(type, bytes / elementBytes(type));
-          const CallDecision before = decideCall(comm, call, plain);
-          const CallDecision after = decideCall(comm, call, deterministic);
+          const CallPlan before = planCall(comm, call, plain);
+          const CallPlan after = planCall(comm, call, deterministic);
           CAPTURE(ranks, nvlink, elementTypeName(type), bytes);
           if (type == ElementType::Float64 && !before.ours && before.reason == ForwardReason::TooLarge &&
               after.ours) {

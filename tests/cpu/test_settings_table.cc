@@ -81,13 +81,26 @@ TEST_CASE("settings table: choices are matched in any case and name what the cod
       CHECK(acceptedValues(spec).find(spec.choiceName(value)) != std::string::npos);
     }
   }
+  // NCCL_CAR_ALGO: auto, then every row of the algorithm table by its own name, parsed back to
+  // that row by the setting's parser and carried so in the fingerprint.
   const SettingSpec& algo = *findSetting("NCCL_CAR_ALGO");
-  REQUIRE(algo.choices == static_cast<std::uint64_t>(kAlgorithmOverrideCount));
-  for (int value = 1; value < kAlgorithmOverrideCount; ++value) {
-    const auto forced = forcedAlgorithm(static_cast<AlgorithmOverride>(value));
-    REQUIRE(forced);
-    CHECK(std::string(algo.choiceName(value)) == algorithmName(*forced));
+  REQUIRE(algo.choices == static_cast<std::uint64_t>(1 + kAlgorithmCount));
+  CHECK(std::string(algo.choiceName(0)) == "auto");
+  for (const AlgorithmSpec& row : kAlgorithms) {
+    CAPTURE(row.name);
+    Config config;
+    CHECK_FALSE(apply(algo, row.name, &config));
+    CHECK(config.algorithm == row.algorithm);
+    CHECK(std::string(forcedAlgorithmName(config.algorithm)) == row.name);
+    CHECK(std::string(valueText(algo, config)) == row.name);
+    Config other = config;
+    other.algorithm.reset();
+    CHECK(sharedSettingsOf(config).algorithm != sharedSettingsOf(other).algorithm);
   }
+  Config automatic;
+  automatic.algorithm = Algorithm::TwoStage;
+  CHECK_FALSE(apply(algo, "auto", &automatic));
+  CHECK_FALSE(automatic.algorithm.has_value());
   CHECK(std::string(findSetting("NCCL_CAR_DEBUG")->choiceName(2)) == "TRACE");
 }
 

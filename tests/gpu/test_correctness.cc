@@ -22,8 +22,8 @@ namespace {
 
 constexpr int kDevice = 0;
 constexpr ElementType kTypes[] = {ElementType::Float16, ElementType::BFloat16, ElementType::Float32};
-constexpr AlgorithmOverride kPush[] = {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot};
-constexpr AlgorithmOverride kPull[] = {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage};
+constexpr Algorithm kPush[] = {Algorithm::OneShotPush, Algorithm::TwoShotPush};
+constexpr Algorithm kPull[] = {Algorithm::OneStage, Algorithm::TwoStage};
 
 // Whole packs: counts that are not multiples of the world size or of 512 threads, the edges
 // of the algorithm thresholds, and the 8 MiB maximum itself.
@@ -119,7 +119,7 @@ CaseResult runCase(RankGroup& group, DeviceBuffers& in, DeviceBuffers& out, Elem
 }
 
 struct Sweep {
-  std::vector<AlgorithmOverride> algorithms;
+  std::vector<Algorithm> algorithms;
   std::vector<std::size_t> sizes;
   CopyMode copy = CopyMode::CopyEngine;
   std::uint64_t seed = 1;
@@ -129,7 +129,7 @@ void runSweep(const Sweep& sweep) {
   Random random(sweep.seed);
   std::map<Algorithm, int> ran;
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
-    for (AlgorithmOverride algorithm : sweep.algorithms) {
+    for (Algorithm algorithm : sweep.algorithms) {
       Config config;
       config.algorithm = algorithm;
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
@@ -143,7 +143,7 @@ void runSweep(const Sweep& sweep) {
           for (bool inPlace : {false, true}) {
             if (inPlace && size > (1u << 20)) continue;
             const std::size_t bytes = count * elementBytes(type);
-            CAPTURE(ranks, overrideName(algorithm), copyModeName(sweep.copy), elementTypeName(type), bytes, inPlace);
+            CAPTURE(ranks, algorithmName(algorithm), copyModeName(sweep.copy), elementTypeName(type), bytes, inPlace);
             const CaseResult outcome = runCase(group, in, out, type, count, inPlace, 0, random);
             INFO(outcome.firstMismatch);
             CHECK(outcome.mismatches == 0);
@@ -156,9 +156,9 @@ void runSweep(const Sweep& sweep) {
     }
   }
   // The forced kernels really ran (not only their fallbacks).
-  for (AlgorithmOverride algorithm : sweep.algorithms) {
-    CAPTURE(overrideName(algorithm));
-    CHECK(ran[*forcedAlgorithm(algorithm)] > 100);
+  for (Algorithm algorithm : sweep.algorithms) {
+    CAPTURE(algorithmName(algorithm));
+    CHECK(ran[algorithm] > 100);
   }
 }
 
@@ -200,8 +200,7 @@ TEST_CASE("buffers at any alignment, different on every rank, are taken and summ
           "[gpu][correctness][unaligned]") {
   Random random(16);
   constexpr int kRanks = 3;
-  for (AlgorithmOverride algorithm : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                      AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+  for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
     for (CopyMode copy : {CopyMode::CopyEngine, CopyMode::Alternating}) {
       Config config;
       config.algorithm = algorithm;
@@ -212,12 +211,12 @@ TEST_CASE("buffers at any alignment, different on every rank, are taken and summ
         for (std::size_t bytes : {std::size_t{16}, std::size_t{4096 + 16}, std::size_t{65536}}) {
           for (bool inPlace : {false, true}) {
             const std::size_t shift = static_cast<std::size_t>(elementBytes(type)) * (inPlace ? 3 : 1);
-            CAPTURE(overrideName(algorithm), copyModeName(copy), elementTypeName(type), bytes, inPlace, shift);
+            CAPTURE(algorithmName(algorithm), copyModeName(copy), elementTypeName(type), bytes, inPlace, shift);
             const CaseResult outcome = runCase(group, in, out, type, bytes / elementBytes(type), inPlace, shift, random);
             INFO(outcome.firstMismatch);
             CHECK(outcome.mismatches == 0);
             CHECK(outcome.differingRank == -1);
-            CHECK(outcome.ran == *forcedAlgorithm(algorithm));
+            CHECK(outcome.ran == algorithm);
           }
         }
       }
@@ -253,8 +252,7 @@ TEST_CASE("-0.0, +0.0, NaN, +-inf and denormals reduce as IEEE sums do, on every
           "[gpu][correctness][special]") {
   Random random(0x5eed);
   for (int ranks : {2, 3, 8}) {
-    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                        AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+    for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
       Config config;
       config.algorithm = algorithm;
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
@@ -263,7 +261,7 @@ TEST_CASE("-0.0, +0.0, NaN, +-inf and denormals reduce as IEEE sums do, on every
       for (ElementType type : kTypes) {
         for (std::size_t bytes : {std::size_t{16}, std::size_t{4096}, std::size_t{1} << 20}) {
           for (auto draw : {&specialBuffer, &negativeZeros}) {
-            CAPTURE(ranks, overrideName(algorithm), elementTypeName(type), bytes, draw == &negativeZeros);
+            CAPTURE(ranks, algorithmName(algorithm), elementTypeName(type), bytes, draw == &negativeZeros);
             const CaseResult outcome =
                 runCase(group, in, out, type, bytes / elementBytes(type), false, 0, random, draw);
             INFO(outcome.firstMismatch);
@@ -279,7 +277,7 @@ TEST_CASE("-0.0, +0.0, NaN, +-inf and denormals reduce as IEEE sums do, on every
 TEST_CASE("pull kernels: all 36 blocks per rank where they fit on one GPU", "[gpu][correctness]") {
   Random random(36);
   for (int ranks : {2, 3}) {
-    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+    for (Algorithm algorithm : {Algorithm::OneStage, Algorithm::TwoStage}) {
       Config config;
       config.algorithm = algorithm;
       config.pdl = false;
@@ -288,7 +286,7 @@ TEST_CASE("pull kernels: all 36 blocks per rank where they fit on one GPU", "[gp
       RankGroup group(kDevice, ranks, config);
       DeviceBuffers in(ranks, kDefaultMaxBytes), out(ranks, kDefaultMaxBytes);
       for (std::size_t bytes : {std::size_t{36 * 512 * 16 + 16}, kDefaultMaxBytes}) {
-        CAPTURE(ranks, overrideName(algorithm), bytes);
+        CAPTURE(ranks, algorithmName(algorithm), bytes);
         const CaseResult outcome = runCase(group, in, out, ElementType::BFloat16, bytes / 2, false, 0, random);
         INFO(outcome.firstMismatch);
         CHECK(outcome.mismatches == 0);
@@ -303,8 +301,7 @@ TEST_CASE("pull kernels: all 36 blocks per rank where they fit on one GPU", "[gp
 TEST_CASE("small case for compute-sanitizer", "[.][sanitizer]") {
   Random random(7);
   for (int ranks : {2, 3}) {
-    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                        AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+    for (Algorithm algorithm : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
       for (CopyMode copy : {CopyMode::CopyEngine, CopyMode::Alternating}) {
         Config config;
         config.algorithm = algorithm;
@@ -313,7 +310,7 @@ TEST_CASE("small case for compute-sanitizer", "[.][sanitizer]") {
         DeviceBuffers in(ranks, 65536 + 16), out(ranks, 65536 + 16);
         for (std::size_t bytes : {std::size_t{16}, std::size_t{4096 + 48}, std::size_t{65536}}) {
           for (bool inPlace : {false, true}) {
-            CAPTURE(ranks, overrideName(algorithm), copyModeName(copy), bytes, inPlace);
+            CAPTURE(ranks, algorithmName(algorithm), copyModeName(copy), bytes, inPlace);
             const CaseResult outcome =
                 runCase(group, in, out, ElementType::Float32, bytes / 4, inPlace, inPlace ? 4 : 0, random);
             CHECK(outcome.mismatches == 0);

@@ -58,7 +58,7 @@ struct Variant {
 std::vector<Variant> variantsFor(int ranks) {
   const int fits = coResidentBlockLimit(kDevice, ranks);
   const int fitsWithoutPdl = coResidentBlockLimit(kDevice, ranks, false);
-  auto variant = [](std::string name, AlgorithmOverride algorithm, int blocks, bool pdl = true,
+  auto variant = [](std::string name, std::optional<Algorithm> algorithm, int blocks, bool pdl = true,
                     std::size_t copyInKernelBytes = kDefaultCopyInKernelBytes, bool deterministic = false) {
     Config config;
     config.algorithm = algorithm;
@@ -71,17 +71,17 @@ std::vector<Variant> variantsFor(int ranks) {
   // The first one (1stage, which takes every size) makes the reference; 3 and 4 are also
   // replayed from graphs.
   return {
-      variant("1stage", AlgorithmOverride::OneStage, fits),
-      variant("1shot", AlgorithmOverride::OneShot, fits),
-      variant("2shot", AlgorithmOverride::TwoShot, fits),
-      variant("auto", AlgorithmOverride::Auto, fits),
-      variant("2stage", AlgorithmOverride::TwoStage, fits),
-      variant("1shot", AlgorithmOverride::OneShot, 1),
-      variant("2shot", AlgorithmOverride::TwoShot, std::min(3, fits)),
-      variant("1stage, copy engine", AlgorithmOverride::OneStage, 1, true, 0),
-      variant("2stage", AlgorithmOverride::TwoStage, std::min(5, fitsWithoutPdl), false),
-      variant("auto", AlgorithmOverride::Auto, std::min(7, fitsWithoutPdl), false),
-      variant("auto, NCCL_CAR_DETERMINISTIC", AlgorithmOverride::Auto, fits, true, kDefaultCopyInKernelBytes, true),
+      variant("1stage", Algorithm::OneStage, fits),
+      variant("1shot", Algorithm::OneShotPush, fits),
+      variant("2shot", Algorithm::TwoShotPush, fits),
+      variant("auto", std::nullopt, fits),
+      variant("2stage", Algorithm::TwoStage, fits),
+      variant("1shot", Algorithm::OneShotPush, 1),
+      variant("2shot", Algorithm::TwoShotPush, std::min(3, fits)),
+      variant("1stage, copy engine", Algorithm::OneStage, 1, true, 0),
+      variant("2stage", Algorithm::TwoStage, std::min(5, fitsWithoutPdl), false),
+      variant("auto", std::nullopt, std::min(7, fitsWithoutPdl), false),
+      variant("auto, NCCL_CAR_DETERMINISTIC", std::nullopt, fits, true, kDefaultCopyInKernelBytes, true),
   };
 }
 

@@ -252,3 +252,21 @@ TEST_CASE("eager calls launch through the driver, captured ones through the runt
     CHECK_CUDA(cudaGraphDestroy(graphs[r]));
   }
 }
+
+TEST_CASE("the launch-error test fault: the call is taken and ran, and reports the failure after its launch",
+          "[gpu][launch-path]") {
+  Config config = smallConfig();
+  config.testLaunchFailure = true;
+  RankGroup group(kDevice, kRanks, config);
+  DeviceBuffers in(kRanks, kCount * 4), out(kRanks, kCount * 4);
+  fillInputs(in);
+  out.poison();
+  for (int r = 0; r < kRanks; ++r) {
+    const SubmitResult result = group.engine(r).submit(sumCall(in, out, r, group.stream(r)));
+    CHECK(result.launched);
+    CHECK(result.error == cudaErrorLaunchFailure);
+    CHECK(group.engine(r).stats().taken(result.algorithm) == 1);
+  }
+  group.synchronize();
+  for (int r = 0; r < kRanks; ++r) CHECK(allEqual(out, r, kRanks * (kRanks + 1) / 2.0));
+}

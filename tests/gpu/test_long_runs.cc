@@ -209,7 +209,7 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
   constexpr std::uint32_t kStart = 0xFFFFFFFFu - 40;  // 40 rounds below the wrap
   constexpr int kCalls = 60;
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
-    for (AlgorithmOverride algorithm : {AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
+    for (Algorithm algorithm : {Algorithm::OneStage, Algorithm::TwoStage}) {
       Random random(ranks * 10 + static_cast<int>(algorithm));
       Config config;
       config.algorithm = algorithm;
@@ -220,12 +220,12 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
       ErrorCounters errors(ranks);
       for (int call = 0; call < kCalls; ++call) callAndCheck(group, slots[call % slots.size()], errors);
       group.synchronize();
-      CAPTURE(ranks, overrideName(algorithm));
+      CAPTURE(ranks, algorithmName(algorithm));
       CHECK(errors.total() == 0);
       // The counters crossed zero: block 0 (in every grid) of every rank counted every call's
       // barriers, 2 a call for 1stage (entry, exit), 3 for 2stage (and the middle one), and
       // ended past the wrap.
-      const Algorithm forced = *forcedAlgorithm(algorithm);
+      const Algorithm forced = algorithm;
       const std::uint32_t barriers = forced == Algorithm::OneStage ? 2 : 3;
       const std::uint32_t end = kStart + barriers * kCalls;  // wraps
       CHECK(end < kStart);

@@ -182,14 +182,13 @@ OpCall makeCall(ElementType type, ReduceOp op, std::size_t count, int ranks, int
   return call;
 }
 
-void runMatrix(AlgorithmOverride override, std::uint64_t seed) {
+void runMatrix(Algorithm forced, std::uint64_t seed) {
   Random random(seed);
   FailureLog log;
-  const Algorithm forced = *forcedAlgorithm(override);
   int callIndex = 0;
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
     Config config;
-    config.algorithm = override;
+    config.algorithm = forced;
     config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
     // The pull kernels' input: each way of copying it at some world sizes.
     constexpr CopyMode kPullCopies[] = {CopyMode::Default, CopyMode::CopyEngine, CopyMode::Alternating};
@@ -216,19 +215,19 @@ void runMatrix(AlgorithmOverride override, std::uint64_t seed) {
 
 // One case per kernel, so that two GPUs can run them side by side.
 TEST_CASE("1shot: every op and type at every world size, against the reference", "[gpu][ops][types][matrix][1shot]") {
-  runMatrix(AlgorithmOverride::OneShot, 20261201);
+  runMatrix(Algorithm::OneShotPush, 20261201);
 }
 
 TEST_CASE("2shot: every op and type at every world size, against the reference", "[gpu][ops][types][matrix][2shot]") {
-  runMatrix(AlgorithmOverride::TwoShot, 20261202);
+  runMatrix(Algorithm::TwoShotPush, 20261202);
 }
 
 TEST_CASE("1stage: every op and type at every world size, against the reference", "[gpu][ops][types][matrix][1stage]") {
-  runMatrix(AlgorithmOverride::OneStage, 20261203);
+  runMatrix(Algorithm::OneStage, 20261203);
 }
 
 TEST_CASE("2stage: every op and type at every world size, against the reference", "[gpu][ops][types][matrix][2stage]") {
-  runMatrix(AlgorithmOverride::TwoStage, 20261204);
+  runMatrix(Algorithm::TwoStage, 20261204);
 }
 
 // The policy's own choice (no kernel forced) on either side of every point where it switches
@@ -272,9 +271,9 @@ TEST_CASE("the policy's switch points, every op and type on either side", "[gpu]
           callFacts.type = type;
           callFacts.op = op;
           callFacts.count = count;
-          const CallDecision decision = decideCall(facts(ranks), callFacts, config);
+          const CallPlan plan = planCall(facts(ranks), callFacts, config);
           log.check(describeCall(ranks, "auto", call) + ", switch at " + std::to_string(bytes) + " B", call, outcome,
-                    decision.ours ? std::optional<Algorithm>(decision.algorithm) : std::nullopt, decision.reason);
+                    plan.ours ? std::optional<Algorithm>(plan.algorithm) : std::nullopt, plan.reason);
         }
       }
     }
@@ -293,11 +292,9 @@ TEST_CASE("NaN, infinities, zeros, subnormals and extremes with every op on ever
   FailureLog log;
   int callIndex = 0;
   for (int ranks : {2, 3, 8}) {
-    for (AlgorithmOverride override : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                       AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
-      const Algorithm forced = *forcedAlgorithm(override);
+    for (Algorithm forced : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
       Config config;
-      config.algorithm = override;
+      config.algorithm = forced;
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
       OpRunner runner(kDevice, ranks, configsFor(config, CopyMode::Default), 16411 * 8);
       for (ElementType type : kFloatingTypes) {
@@ -323,11 +320,9 @@ TEST_CASE("small share of the op and type matrix for compute-sanitizer", "[.][sa
   FailureLog log;
   int callIndex = 0;
   for (int ranks : {2, 3}) {
-    for (AlgorithmOverride override : {AlgorithmOverride::OneShot, AlgorithmOverride::TwoShot,
-                                       AlgorithmOverride::OneStage, AlgorithmOverride::TwoStage}) {
-      const Algorithm forced = *forcedAlgorithm(override);
+    for (Algorithm forced : {Algorithm::OneShotPush, Algorithm::TwoShotPush, Algorithm::OneStage, Algorithm::TwoStage}) {
       Config config;
-      config.algorithm = override;
+      config.algorithm = forced;
       config.maxBlocks = 2;
       OpRunner runner(kDevice, ranks, configsFor(config, CopyMode::Alternating), 1001 * 8);
       for (int t = 0; t < kElementTypeCount; ++t) {

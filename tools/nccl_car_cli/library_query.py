@@ -65,7 +65,7 @@ class LibraryQuery:
         return self._ask(["policy"], env)
 
     def decide(self, env, ranks, full_nvlink, compute_capability, sizes, dtype):
-        """decideCall's answers for a sum of each size in bytes, on a communicator of these
+        """planCall's answers for a sum of each size in bytes, on a communicator of these
         facts, under `env`'s settings: decisions ([{bytes, ours, algorithm, reason}]),
         types_taken (with sum) and ops_taken (with `dtype`) on that communicator."""
         args = ["decide", "--ranks", str(ranks), "--compute-capability", str(compute_capability),

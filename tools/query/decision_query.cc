@@ -7,6 +7,10 @@
 namespace carquery {
 namespace {
 
+// The reason given for every call under NCCL_CAR_DISABLE=1, which no counter ever shows: a
+// disabled library counts nothing.
+constexpr const char* kDisabled = "disabled";
+
 struct Question {
   car::CommunicatorFacts comm;
   car::CallFacts call;
@@ -67,14 +71,15 @@ bool parse(const std::vector<std::string>& args, Question* question, std::string
 }
 
 // Which types (with the question's op) and which ops (with its type) the policy takes in an
-// all-reduce of one element on the question's communicator.
+// all-reduce of one element on the question's communicator: none when the library is disabled.
 void writeTaken(JsonWriter& json, const Question& question, const car::Config& config) {
+  auto takes = [&](const car::CallFacts& call) { return !config.disable && car::planCall(question.comm, call, config).ours; };
   json.key("types_taken").beginArray();
   for (int t = 0; t < car::kElementTypeCount; ++t) {
     car::CallFacts call = question.call;
     call.type = static_cast<car::ElementType>(t);
     call.count = 1;
-    if (car::decideCall(question.comm, call, config).ours) json.string(car::elementTypeName(*call.type));
+    if (takes(call)) json.string(car::elementTypeName(*call.type));
   }
   json.endArray();
   json.key("ops_taken").beginArray();
@@ -82,7 +87,7 @@ void writeTaken(JsonWriter& json, const Question& question, const car::Config& c
     car::CallFacts call = question.call;
     call.op = static_cast<car::ReduceOp>(o);
     call.count = 1;
-    if (car::decideCall(question.comm, call, config).ours) json.string(car::reduceOpName(*call.op));
+    if (takes(call)) json.string(car::reduceOpName(*call.op));
   }
   json.endArray();
 }
@@ -112,14 +117,16 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   for (std::uint64_t bytes : question.sizes) {
     car::CallFacts call = question.call;
     call.count = bytes / elementSize;
-    const car::CallDecision decision = car::decideCall(question.comm, call, config);
-    json.beginObject().key("bytes").number(bytes).key("ours").boolean(decision.ours);
+    const car::CallPlan decision = car::planCall(question.comm, call, config);
+    // NCCL_CAR_DISABLE: the hooks hand every call to NCCL before anything of ours sees it.
+    const bool ours = decision.ours && !config.disable;
+    json.beginObject().key("bytes").number(bytes).key("ours").boolean(ours);
     json.key("algorithm");
-    if (decision.ours) json.string(car::algorithmName(decision.algorithm));
+    if (ours) json.string(car::algorithmName(decision.algorithm));
     else json.null();
     json.key("reason");
-    if (decision.ours) json.null();
-    else json.string(car::forwardReasonName(decision.reason));
+    if (ours) json.null();
+    else json.string(config.disable ? kDisabled : car::forwardReasonName(decision.reason));
     json.endObject();
   }
   json.endArray();
@@ -130,7 +137,7 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
 
 void writePolicy(JsonWriter& json) {
   json.beginObject();
-  // decideCall decides all-reduces only; every other collective goes to NCCL.
+  // planCall decides all-reduces only; every other collective goes to NCCL.
   json.key("collectives").beginArray().string("all-reduce").endArray();
   json.key("max_ranks").number(car::kMaxRanks);
   json.key("algorithms").beginArray();
