@@ -63,7 +63,7 @@ __device__ __forceinline__ void oneShotPush(const LaunchArgs& args, Op op) {
 
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchArgs args) {
-  withSumSpecialized(args.op, [&](auto op) { oneShotPush<T, kRanks>(args, op); });
+  if constexpr (kBuiltForThisArch<T>) withSumSpecialized(args.op, [&](auto op) { oneShotPush<T, kRanks>(args, op); });
 }
 
 template <typename T, int kRanks>

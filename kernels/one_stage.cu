@@ -13,7 +13,7 @@ namespace car {
 // Every rank sums the ranks in the order 0..n-1, as every kernel does, so every rank's output
 // is bitwise identical and equal to every other kernel's; do not rotate the sources.
 template <typename T, int kRanks>
-__global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs args) {
+__device__ __forceinline__ void oneStage(const LaunchArgs& args) {
   waitForPreviousGrid();
   allowNextGrid();
   const PeerTable& peers = args.peers;
@@ -39,6 +39,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs
   // first barrier) runs as soon as this kernel exits, while a slow peer may still be
   // reading our staging: leave only once every peer's block is done with it.
   crossRankBarrier<kRanks, BarrierKind::Exit>(peers, args.selfSignal, args.rank, args.abortFlag);
+}
+
+template <typename T, int kRanks>
+__global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs args) {
+  if constexpr (kBuiltForThisArch<T>) oneStage<T, kRanks>(args);
 }
 
 template <typename T, int kRanks>

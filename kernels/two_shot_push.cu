@@ -94,7 +94,7 @@ __device__ __forceinline__ void twoShotPush(const LaunchArgs& args, Op op) {
 
 template <typename T, int kRanks>
 __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchArgs args) {
-  withSumSpecialized(args.op, [&](auto op) { twoShotPush<T, kRanks>(args, op); });
+  if constexpr (kBuiltForThisArch<T>) withSumSpecialized(args.op, [&](auto op) { twoShotPush<T, kRanks>(args, op); });
 }
 
 template <typename T, int kRanks>

@@ -12,8 +12,7 @@
 namespace car {
 
 template <typename T, int kRanks>
-__global__ void __launch_bounds__(kThreadsPerBlock, 1)
-    twoStageKernel(LaunchArgs args) {
+__device__ __forceinline__ void twoStage(const LaunchArgs& args) {
   waitForPreviousGrid();
   allowNextGrid();
   const PeerTable& peers = args.peers;
@@ -67,6 +66,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
   // block after its last kernel (docs/design.md, "Release"). The next call's own ordering
   // would not need it: tmp is written again only after the next entry barrier.
   crossRankBarrier<kRanks, BarrierKind::Exit>(peers, self, rank, abortFlag);
+}
+
+template <typename T, int kRanks>
+__global__ void __launch_bounds__(kThreadsPerBlock, 1) twoStageKernel(LaunchArgs args) {
+  if constexpr (kBuiltForThisArch<T>) twoStage<T, kRanks>(args);
 }
 
 template <typename T, int kRanks>

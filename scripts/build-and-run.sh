@@ -9,7 +9,8 @@
 #   no GPU:         says so and exits 0
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/scripts/build.sh"
+# What the main job runs (the library, what is installed with it, the benchmarks), not the tests.
+"$root/scripts/build.sh" nccl_car_main_job
 build=${BUILD_DIR:-$root/build}
 export NCCL_CAR_LIB="$build/shim/libnccl-car.so"
 echo

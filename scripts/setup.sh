@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything nccl-car needs to build on a fresh Debian 12 machine: CMake, Ninja,
-# g++, spdlog, fmt and Catch2 v2 (and pip, to fetch) from Debian's packages, and NCCL's
+# g++, spdlog, fmt and Catch2 v2, pip and venv from Debian's packages, and NCCL's
 # header: the version pinned in scripts/nccl-headers.env, from the CUDA folder when its
 # nccl.h is that version, else taken once from the nvidia-nccl-cu13 wheel on PyPI into
 # .deps/nccl-<version>/include (15-30 s; the wheel is not kept). NCCL_HOME names another
@@ -27,6 +27,9 @@ command -v cmake >/dev/null || need_packages+=(cmake)
 command -v ninja >/dev/null || need_packages+=(ninja-build)
 command -v g++ >/dev/null || need_packages+=(g++)
 command -v python3 >/dev/null || need_packages+=(python3)
+# pip and venv: the wheel (pip install ., tests/install/run-install-tests.sh).
+python3 -m pip --version >/dev/null 2>&1 || need_packages+=(python3-pip)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_packages+=(python3-venv)
 [ -f /usr/include/spdlog/spdlog.h ] || need_packages+=(libspdlog-dev)
 [ -f /usr/include/fmt/format.h ] || need_packages+=(libfmt-dev)
 [ -f /usr/include/catch2/catch.hpp ] || need_packages+=(catch2)

@@ -175,7 +175,7 @@ class WithoutQueryProgramTest(unittest.TestCase):
     def test_found_beside_the_library_first(self):
         cli_support.require_built(self, cli_support.QUERY_PROGRAM)
         path, how = library_query.locate({}, os.path.join(cli_support.BUILD_DIR, "shim", "libnccl-car.so"))
-        self.assertEqual((path, how), (cli_support.QUERY_PROGRAM, "the library's build folder"))
+        self.assertEqual((path, how), (cli_support.QUERY_PROGRAM, "the library's build or install folder"))
         self.assertEqual(library_query.locate({}, "/elsewhere/shim/libnccl-car.so"),
                          (library_query.DEFAULT_PROGRAM, "default"))
 

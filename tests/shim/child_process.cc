@@ -63,7 +63,17 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return result;
 }
 
+// `built`, unless the environment variable `name` names another path.
+const char* builtOr(const char* name, const char* built) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : built;
+}
+
 }  // namespace
+
+const char* shimLibrary() { return builtOr("CAR_TEST_SHIM_LIBRARY", CAR_SHIM_LIBRARY); }
+const char* auditLibrary() { return builtOr("CAR_TEST_AUDIT_LIBRARY", CAR_AUDIT_LIBRARY); }
+const char* dropinFolder() { return builtOr("CAR_TEST_DROPIN_FOLDER", CAR_DROPIN_FOLDER); }
 
 ChildResult runChild(const ChildRun& run) {
   const fs::path dir = makeTempDir();

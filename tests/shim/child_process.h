@@ -8,8 +8,10 @@
 
 namespace shimtest {
 
-// Paths of what the build made, from CMake.
-inline const char* shimLibrary() { return CAR_SHIM_LIBRARY; }
+// Paths of what the build made, from CMake. The library under test, its audit module and its
+// drop-in folder can be an installed copy instead (tests/install/run-install-tests.sh):
+// CAR_TEST_SHIM_LIBRARY, CAR_TEST_AUDIT_LIBRARY, CAR_TEST_DROPIN_FOLDER name them.
+const char* shimLibrary();
 inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
 inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
 // The stand-in NCCL, and the nccl.h it was built from: this build's, or another API level's
@@ -20,8 +22,8 @@ const char* standinHeader();
 // That nccl.h's NCCL_VERSION_CODE: what the stand-in's ncclGetVersion answers.
 int standinVersionCode();
 inline const char* handleDriverProgram() { return CAR_SHIM_HANDLE_DRIVER; }
-inline const char* auditLibrary() { return CAR_AUDIT_LIBRARY; }
-inline const char* dropinFolder() { return CAR_DROPIN_FOLDER; }
+const char* auditLibrary();
+const char* dropinFolder();
 // The stand-in of NCCL 2.12, the oldest NCCL we pass through: it lacks every function added since.
 inline const char* oldStandinLibrary() { return CAR_OLD_STANDIN_LIBRARY; }
 // The nccl.h libnccl-car.so and this suite were built against.

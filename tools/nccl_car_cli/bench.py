@@ -103,7 +103,7 @@ def add_arguments(parser):
     parser.set_defaults(**RUN_DEFAULTS)
     driver = parser.add_mutually_exclusive_group()
     driver.add_argument("--car-nccl-bench", metavar="PATH",
-                        help="our benchmark program (default: tests/car_nccl_bench of the build the library is in)")
+                        help="our benchmark program (default: the car_nccl_bench built or installed with the library)")
     driver.add_argument("--all-reduce-perf", metavar="PATH",
                         help="nccl-tests' all_reduce_perf instead: the chain mode only (found on PATH when our "
                              "program is missing)")

@@ -19,6 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from . import paths
 from .nccl_tests import parse_output
 
 # nccl-tests' name, the library's name, other spellings; in NCCL's order.
@@ -199,9 +200,9 @@ def _legacy_row(job, line):
 
 
 def default_program(library):
-    """The program of the build the library is in: <build>/tests/car_nccl_bench for
-    <build>/shim/libnccl-car.so, as scripts/build.sh lays them out."""
-    return os.path.join(os.path.dirname(os.path.dirname(library)), "tests", CarNcclBench.name)
+    """The program built or installed with the library: <build>/tests/car_nccl_bench for
+    <build>/shim/libnccl-car.so, P/bin/car_nccl_bench for P/lib/libnccl-car.so."""
+    return paths.companion(library, "bench")
 
 
 class AllReducePerf:

@@ -37,7 +37,7 @@ def add_arguments(parser):
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--lib", metavar="PATH",
                         help="libnccl-car.so to look for (default: $NCCL_CAR_LIB, else "
-                             "build/shim/libnccl-car.so in this repository)")
+                             f"{paths.DEFAULT_LIBRARY_HELP})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="a program to say the mode for, after --")

@@ -13,6 +13,8 @@ import re
 import resource
 import stat
 
+from . import paths
+
 # The inode of the first IPC namespace the kernel creates (PROC_IPC_INIT_INO): a process
 # in it shares IPC with the host; in another one, only with processes in the same one.
 HOST_IPC_NAMESPACE_INODE = 4026531839
@@ -185,7 +187,8 @@ def locate_nccl(env, search_path, load=ctypes.CDLL, exclude=None):
         if target != NCCL_SONAME and not os.path.isfile(target):
             result["tried"].append({"source": source, "target": target, "error": "no such file"})
             continue
-        if ours and target != NCCL_SONAME and os.path.realpath(target) == ours:
+        # Our drop-in libnccl.so.2 too: it loads the library (not even into the tool, then).
+        if ours and target != NCCL_SONAME and paths.loads_library(target, ours):
             result["tried"].append({"source": source, "target": target, "error": "is libnccl-car.so itself"})
             continue
         try:

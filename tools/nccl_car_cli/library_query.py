@@ -21,15 +21,15 @@ class QueryUnavailable(Exception):
 
 
 def locate(env, library=None):
-    """(path, how it was chosen): $NCCL_CAR_QUERY, else tools/ of the build folder the
-    library is in (build/shim/libnccl-car.so -> build/tools/), else this repository's
-    build folder."""
+    """(path, how it was chosen): $NCCL_CAR_QUERY, else the one built or installed with the
+    library (build/shim/libnccl-car.so -> build/tools/, P/lib/ -> P/bin/), else this
+    repository's build folder."""
     if env.get("NCCL_CAR_QUERY"):
         return os.path.abspath(env["NCCL_CAR_QUERY"]), "NCCL_CAR_QUERY"
     if library:
-        beside = os.path.join(os.path.dirname(os.path.dirname(library)), "tools", PROGRAM)
+        beside = paths.companion(library, "query")
         if os.path.isfile(beside):
-            return beside, "the library's build folder"
+            return beside, "the library's build or install folder"
     return DEFAULT_PROGRAM, "default"
 
 

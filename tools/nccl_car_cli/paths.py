@@ -1,22 +1,70 @@
 """Where the tool, its repository and the library are; how LD_PRELOAD names the library;
-what the build puts beside it (the audit module, the drop-in folder)."""
+what the build or the install puts beside it (the audit module, the drop-in folder, the
+query program, the benchmark)."""
 
 import os
 import re
 
+
+LIBRARY_NAME = "libnccl-car.so"
 # realpath: a symlink to tools/nccl-car placed on PATH still finds the repository.
-TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
+TOOLS_DIR = os.path.dirname(PACKAGE_DIR)
 REPO_ROOT = os.path.dirname(TOOLS_DIR)
-DEFAULT_LIBRARY = os.path.join(REPO_ROOT, "build", "shim", "libnccl-car.so")
+BUILD_LIBRARY = os.path.join(REPO_ROOT, "build", "shim", LIBRARY_NAME)
+
+# Where cmake/install.cmake puts the library, seen from this package as it installs it: a
+# wheel's package is the install prefix itself (P/lib/); `cmake --install` puts the package
+# in P/lib/nccl-car/python/nccl_car_cli.
+_INSTALLED_FROM_PACKAGE = (os.path.join("lib", LIBRARY_NAME), os.path.join("..", "..", "..", LIBRARY_NAME))
+
+# What sits beside a library, from its folder: first where the build puts it (build/shim/),
+# then where the install does (P/lib/, with P/bin/ beside it).
+_COMPANIONS = {
+    "audit": ("libnccl-car-audit.so",),
+    "dropin": ("dropin", os.path.join("nccl-car", "dropin")),
+    "query": (os.path.join("..", "tools", "nccl_car_query"), os.path.join("..", "bin", "nccl_car_query")),
+    "bench": (os.path.join("..", "tests", "car_nccl_bench"), os.path.join("..", "bin", "car_nccl_bench")),
+}
+
+
+def installed_library():
+    """The library installed with this copy of the tool (a wheel, or cmake --install), or
+    None when the tool runs from the repository."""
+    for relative in _INSTALLED_FROM_PACKAGE:
+        path = os.path.normpath(os.path.join(PACKAGE_DIR, relative))
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+DEFAULT_LIBRARY = installed_library() or BUILD_LIBRARY
+# For the options' help: "default: $NCCL_CAR_LIB, else <this>".
+DEFAULT_LIBRARY_HELP = (DEFAULT_LIBRARY if DEFAULT_LIBRARY != BUILD_LIBRARY
+                        else "build/shim/libnccl-car.so in this repository")
 
 
 def library_location(option, env):
-    """(path, how it was chosen): --lib, then NCCL_CAR_LIB, then the build folder."""
+    """(path, how it was chosen): --lib, then NCCL_CAR_LIB, then the library installed with
+    this tool, then the build folder."""
     if option:
         return os.path.abspath(option), "--lib"
     if env.get("NCCL_CAR_LIB"):
         return os.path.abspath(env["NCCL_CAR_LIB"]), "NCCL_CAR_LIB"
+    if DEFAULT_LIBRARY != BUILD_LIBRARY:
+        return DEFAULT_LIBRARY, "installed"
     return DEFAULT_LIBRARY, "default"
+
+
+def companion(library, name):
+    """The file `name` (audit, dropin, query, bench) beside `library`: the first of the build's
+    and the install's places that exists, else where it would be for this kind of folder."""
+    folder = os.path.dirname(library)
+    places = [os.path.normpath(os.path.join(folder, relative)) for relative in _COMPANIONS[name]]
+    for place in places:
+        if os.path.exists(place):
+            return place
+    return places[0] if os.path.basename(folder) == "shim" else places[-1]
 
 
 def library_missing_message(path, source):
@@ -46,20 +94,32 @@ def preload_without(value, library):
 
 
 def audit_module_for(library):
-    """libnccl-car-audit.so, which the build puts beside libnccl-car.so."""
-    return os.path.join(os.path.dirname(library), "libnccl-car-audit.so")
+    """libnccl-car-audit.so, which the build and the install put beside libnccl-car.so."""
+    return companion(library, "audit")
+
+
+def loads_library(path, library):
+    """Whether loading `path` loads `library`: it is that file (or a link to it), or a drop-in
+    libnccl.so.2 of ours, an empty library that needs it by name (shim/CMakeLists.txt)."""
+    return (os.path.realpath(path) == os.path.realpath(library)
+            or os.path.basename(library) in _needed_libraries(path))
 
 
 def dropin_folder_for(library):
-    """The build's folder whose libnccl.so.2 is `library`, or None."""
-    folder = os.path.join(os.path.dirname(library), "dropin")
+    """The build's or the install's folder whose libnccl.so.2 loads `library`, or None. That
+    file is an empty library that needs the library by name and finds it in the folder above
+    (shim/CMakeLists.txt), or, in builds made before, a link to it."""
+    folder = companion(library, "dropin")
     entry = os.path.join(folder, "libnccl.so.2")
-    if os.path.exists(entry) and os.path.realpath(entry) == os.path.realpath(library):
-        return folder
-    return None
+    return folder if os.path.exists(entry) and loads_library(entry, library) else None
 
 
 def path_list_with(value, entry):
     """A colon-separated list (LD_AUDIT, LD_LIBRARY_PATH) with `entry` first and not twice."""
     rest = [item for item in (value or "").split(":") if item and item != entry]
     return ":".join([entry] + rest)
+
+
+def _needed_libraries(path):
+    from . import routes  # routes imports this module: looked up at call time
+    return routes.needed_libraries(path)

@@ -65,6 +65,18 @@ def _needed(data):
     return needed
 
 
+def needed_libraries(path):
+    """The DT_NEEDED names of a 64-bit little-endian ELF file; [] for anything else."""
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(6) != b"\x7fELF\x02\x01":
+                return []
+            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return _needed(data)
+    except (OSError, ValueError, struct.error):
+        return []
+
+
 def nccl_use(path):
     """"links" (libnccl in DT_NEEDED), "loads" (names libnccl, but not in DT_NEEDED: it
     dlopens it), None (neither, or not a 64-bit little-endian ELF file)."""

@@ -41,7 +41,7 @@ def add_arguments(parser):
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--lib", metavar="PATH",
                         help="libnccl-car.so to load (default: $NCCL_CAR_LIB, else "
-                             "build/shim/libnccl-car.so in this repository)")
+                             f"{paths.DEFAULT_LIBRARY_HELP})")
     parser.add_argument("--mode", choices=routes.MODES, default="auto",
                         help="how the library gets into the program (default: auto)")
     # Values are checked by the library itself (library.refuse_ignored), not here.
