@@ -10,6 +10,7 @@
 
 #include "stream_calls.h"
 #include "lifecycle/comm_health.h"
+#include "lifecycle/group_calls.h"
 #include "log.h"
 #include "exports/nccl_types.h"
 #include "exports/real_nccl.h"
@@ -177,14 +178,19 @@ bool admits(const RealNccl& real, CommState& state, CommState::Locked& locked, n
   return true;
 }
 
-// Hands a call the communicator admits to its engine. Should our side fail, the communicator
-// forwards every later call.
-SubmitResult submit(CommState& state, CommState::Locked& locked, AllReduceCall& call) {
-  // Only looked at when the user asked for it: no lookup on the default path.
+// The one fact of a call the policy reads that NCCL's arguments do not hold: whether both
+// buffers lie in symmetric windows. Only looked at when the user asked for it: no lookup on
+// the default path.
+void noteSymmetricBuffers(CommState& state, AllReduceCall& call) {
   if (shimConfig().symmetricNcclBytes > 0 && call.type) {
     call.symmetricBuffers =
         state.symmetricWindows().containBoth(call.send, call.recv, call.count * elementBytes(*call.type));
   }
+}
+
+// Hands a call the communicator admits to its engine. Should our side fail, the communicator
+// forwards every later call.
+SubmitResult submit(CommState& state, CommState::Locked& locked, const AllReduceCall& call) {
   const SubmitResult result = locked.engine()->submit(call);
   if (result.error != cudaSuccess) {
     locked.becomeIneligible(IneligibleCause::LaunchFailed,
@@ -209,10 +215,63 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
     return Route::Nccl;
   }
   AllReduceCall call = allReduceCallOf(send, recv, count, type, op, stream);
+  noteSymmetricBuffers(*state, call);
+  if (insideGroup()) {
+    // NCCL runs a group's calls at its end (lifecycle/group_calls.h): one of ours waits for
+    // it; one for NCCL joins NCCL's group now.
+    const CallPlan plan = locked.engine()->plan(call);
+    if (plan.ours) {
+      deferToGroupEnd({state, call, type, op});
+      return Route::Ours;
+    }
+    state->counters().countForwarded(plan.reason);
+    warnInvarianceEnds(state.get(), plan.reason, count, type, op);
+    return Route::Nccl;
+  }
   const SubmitResult result = submit(*state, locked, call);
   if (result.launched) return Route::Ours;
   warnInvarianceEnds(state.get(), result.reason, count, type, op);
   return Route::Nccl;
+}
+
+// A call of ours that waited for its group's end, which has run: on the stream now, unless
+// an abort from another thread took the communicator meanwhile (then nothing runs, as NCCL
+// runs nothing on it). Route::Nccl: our side cannot take it after all; NCCL must.
+Route launchDeferred(const DeferredAllReduce& deferred) {
+  CommState& state = *deferred.state;
+  if (state.gate().closed()) {
+    CAR_WARN(state.device(), "{}: an all-reduce of a group not run: the communicator was aborted, destroyed or "
+             "finalized before the group ended", describe(state));
+    return Route::Refused;
+  }
+  CommState::Locked locked = state.lock();
+  if (!locked.takesCall()) return Route::Nccl;
+  return submit(state, locked, deferred.call).launched ? Route::Ours : Route::Nccl;
+}
+
+// At the end of the thread's outermost group: the calls of ours it kept run when the group
+// ran (ncclSuccess, or ncclInProgress with nonblocking members), and none when it failed or
+// was only simulated. Returns the group's result, or the error of a call that NCCL had to
+// take over from us and refused.
+ncclResult_t endDeferredAllReduces(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
+  const std::vector<DeferredAllReduce> calls = takeDeferredAllReduces();
+  if (calls.empty()) return groupResult;
+  if (simulated || !succeededOrPending(groupResult)) {
+    CAR_INFO(-1, "{} all-reduce(s) of ours in a group {}: not run, as NCCL runs none of it", calls.size(),
+             simulated ? "ended by ncclGroupSimulateEnd" : "whose end failed");
+    return groupResult;
+  }
+  ncclResult_t result = groupResult;
+  for (const DeferredAllReduce& deferred : calls) {
+    Route route = Route::Nccl;
+    guarded("ncclGroupEnd", [&] { route = launchDeferred(deferred); });
+    if (route != Route::Nccl) continue;
+    const AllReduceCall& call = deferred.call;
+    const ncclResult_t forwarded = real.allReduce(call.send, call.recv, call.count, deferred.datatype, deferred.op,
+                                                  deferred.state->comm(), call.stream);
+    if (forwarded != ncclSuccess && result == ncclSuccess) result = forwarded;
+  }
+  return result;
 }
 
 }  // namespace
@@ -343,7 +402,7 @@ CAR_EXPORT ncclResult_t ncclGroupEnd() {
   if (real == nullptr) return kNoRealNccl;
   const ncclResult_t result = real->groupEnd();
   guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
-  return result;
+  return insideGroup() ? result : endDeferredAllReduces(*real, result, false);
 }
 
 CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
@@ -352,7 +411,7 @@ CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (lacks(*real, real->groupSimulateEnd, "ncclGroupSimulateEnd")) return ncclInvalidUsage;
   const ncclResult_t result = real->groupSimulateEnd(simInfo);
   guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
-  return result;
+  return insideGroup() ? result : endDeferredAllReduces(*real, result, true);
 }
 
 // Symmetric windows: NCCL's own; we only note where they are, for NCCL_CAR_SYMMETRIC_NCCL_BYTES.
