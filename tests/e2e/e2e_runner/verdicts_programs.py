@@ -232,3 +232,32 @@ def cycles(cycle_count, returncodes, logs):
                    (f"{expected} child communicators took their all-reduce", pushed == expected)],
                   f"exit {codes(returncodes)}; {pushed} of {expected} child communicators took their all-reduce",
                   lines_with(logs, "cycles")[-4:])
+
+
+# groups_e2e's summary line: its cases, the failed ones, the all-reduces our kernels should take.
+_GROUPS_SUMMARY = re.compile(r"rank \d+: groups: (?P<cases>\d+) cases, (?P<failed>\d+) failed, "
+                             r"(?P<taken>\d+) all-reduces expected taken")
+# Its one call NCCL refuses (an undefined type, in the group whose end must fail).
+_GROUPS_REFUSED = "type"
+
+
+def groups(ranks, library_run, nccl_run):
+    """groups_e2e, once with the library and once with NCCL alone (the reference: the
+    program expects NCCL's own group semantics): every case passes in both runs; with the
+    library every all-reduce of the cases that run ours is taken, none of the simulated or
+    failed groups' (so none wrote an output), and only the refused call is forwarded."""
+    library_codes, library_logs = library_run
+    nccl_codes, nccl_logs = nccl_run
+    seen = tally(*library_logs)
+    reports = [match for match in map(_GROUPS_SUMMARY.search, lines_with(library_logs, " cases, ")) if match]
+    expected = sum(int(match["taken"]) for match in reports)
+    ours, unexpected = accelerated(seen, ranks, allowed=(_GROUPS_REFUSED,), most={_GROUPS_REFUSED: ranks})
+    conditions = [("NCCL alone: every rank exits 0 (the program's expectations are NCCL's)", all_zero(nccl_codes)),
+                  ("with the library: every rank exits 0 (every case passes)", all_zero(library_codes)),
+                  (f"{ranks} ranks report their cases", len(reports) == ranks)] + ours + [
+                  (f"exactly the {expected} all-reduces expected taken", seen.taken_calls == expected)]
+    notes = lines_matching(library_logs, r"groups: .*(PASS|FAIL)") + lines_matching(nccl_logs, r"groups: .*FAIL")
+    if unexpected:
+        notes.append(f"forwarded for other reasons: {counts(unexpected)}")
+    return judged(conditions, f"exit {codes(library_codes)} with the library, {codes(nccl_codes)} alone; "
+                              f"{seen.taken_calls} of {expected} calls taken", notes)

@@ -337,3 +337,48 @@ class CyclesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def groups_log(rank, cases_failed=0, world_taken=6, split_taken=1, refused=1, case_lines=("outside a group: PASS",)):
+    """groups_e2e's rank with the library: two communicators (the world and its split), the
+    world's one refused call forwarded as 'type'."""
+    return log(setup(rank, 2), setup(rank, 2, comm=0x77d0),
+               *(f"rank {rank}: groups: {line} detail" for line in case_lines),
+               f"rank {rank}: groups: 7 cases, {cases_failed} failed, 7 all-reduces expected taken",
+               released(rank, 2, taken=(world_taken, 0, 0, 0), forwarded=refused,
+                        reasons=f"type={refused}" if refused else ""),
+               released(rank, 2, comm=0x77d0, taken=(split_taken, 0, 0, 0)))
+
+
+def nccl_groups_log(rank, failed=0):
+    return log(f"rank {rank}: groups: 7 cases, {failed} failed, 7 all-reduces expected taken")
+
+
+class GroupsTest(unittest.TestCase):
+    def verdict(self, library_logs, library_codes=(0, 0), nccl_codes=(0, 0)):
+        return verdicts.groups(2, (list(library_codes), library_logs),
+                               (list(nccl_codes), [nccl_groups_log(r) for r in range(2)]))
+
+    def test_every_case_passing_with_the_expected_calls_taken_passes(self):
+        verdict = self.verdict([groups_log(r) for r in range(2)])
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("14 of 14 calls taken", verdict.detail)
+
+    def test_a_simulated_or_failed_group_that_ran_ours_fails(self):
+        # Before the fix: the simulated and the failed groups' all-reduces ran our kernels.
+        verdict = self.verdict([groups_log(r, cases_failed=2, world_taken=8) for r in range(2)], library_codes=(1, 1))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("every case passes", verdict.detail.split("not met:")[1])
+        self.assertIn("exactly the 14 all-reduces expected taken", verdict.detail.split("not met:")[1])
+
+    def test_calls_forwarded_instead_of_taken_fail(self):
+        # Every case right, but a group's calls went to NCCL: right, and not what we claim.
+        logs = [groups_log(r, world_taken=4, split_taken=0, refused=4) for r in range(2)]
+        verdict = self.verdict(logs)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("at most 2 forwarded as type", verdict.detail)
+
+    def test_a_program_nccl_alone_fails_is_no_reference(self):
+        verdict = self.verdict([groups_log(r) for r in range(2)], nccl_codes=(1, 0))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("NCCL alone", verdict.detail.split("not met:")[1])
