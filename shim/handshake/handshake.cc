@@ -117,7 +117,7 @@ void createEngine(BatchMember& member) {
   std::unique_ptr<RankEngine> engine;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
                                                    : RankEngine::create(options, &state.counters(), &engine);
-  if (err == cudaSuccess) err = member.block->allocate(state.device(), blockLayoutFor(options.config));
+  if (err == cudaSuccess) err = member.block->allocate(state.device(), blockLayoutFor(options.config), member.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
     engine.reset();  // the block was never exported: nobody got its handle
@@ -130,14 +130,38 @@ void createEngine(BatchMember& member) {
   state.lock().installEngine(std::move(engine));
 }
 
-// Everything before the first exchange. A failure after the scratch exists still takes
-// part (the record's status says so), so the peers are not left waiting.
+// Everything before the first exchange, which says who we are, not yet where our block is:
+// nothing is allocated before the verdict on those records. A failure after the scratch
+// exists still takes part (the record's status says so), so the peers are not left waiting.
 void prepare(const RealNccl& real, BatchMember& member) {
   if (!learnCommunicator(real, member)) return;
   DeviceGuard guard(member.state->device());  // what follows runs on the communicator's device
   if (!openHandshake(member, guard)) return;
   member.inHandshake = true;
   fillRecord(member);
+}
+
+// After the first exchange: whether this rank goes on to the second, which every rank of the
+// communicator must decide alike. The verdict on the records is the same on every rank (the
+// same bytes, one function), so a communicator we do not take stops here on every rank, with
+// nothing allocated. A rank whose own part of the exchange failed goes on when its record
+// was sent (its peers may have judged it eligible and wait for it), and says it cannot take
+// part; one whose record never left (staging failed, or an abort) stops, as its peers, who
+// read "did not arrive", do.
+bool goesOnToBlocks(BatchMember& member) {
+  if (!member.failure.empty()) {
+    if (member.failure == kCannotStage || member.failure == kStoppedDuringSetup) return false;
+    member.record.status = RankStatus::NoDevice;
+    return true;
+  }
+  return judgeRecords(member.records).eligible;
+}
+
+// Our block and engine, for a communicator every rank judged eligible so far: then the same
+// record, now with the block in it, for the second exchange.
+void provideBlock(BatchMember& member) {
+  if (!member.failure.empty()) return;  // its record says it cannot take part
+  DeviceGuard guard(member.state->device());
   if (!createBlock(member)) return;
   createEngine(member);
   member.block->publish(&member.record);
@@ -223,11 +247,24 @@ void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommS
     anyInHandshake = anyInHandshake || members[i].inHandshake;
   }
   if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
+    // Who, where, with which settings: enough for the verdict of a communicator we do not take.
     exchangeRecords(real, cudaHandshakeDevice(), members);
+    bool anyGoesOn = false;
     for (BatchMember& member : members) {
-      if (member.inHandshake) mapPeers(member);
+      if (member.inHandshake) member.inHandshake = goesOnToBlocks(member);
+      anyGoesOn = anyGoesOn || member.inHandshake;
     }
-    exchangeReports(real, cudaHandshakeDevice(), members);
+    if (anyGoesOn) {
+      for (BatchMember& member : members) {
+        if (member.inHandshake) provideBlock(member);
+      }
+      // The records again, with every rank's block: what mapping the peers needs.
+      exchangeRecords(real, cudaHandshakeDevice(), members);
+      for (BatchMember& member : members) {
+        if (member.inHandshake) mapPeers(member);
+      }
+      exchangeReports(real, cudaHandshakeDevice(), members);
+    }
   }
   for (BatchMember& member : members) {
     conclude(member);

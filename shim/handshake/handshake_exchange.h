@@ -43,6 +43,8 @@ struct BatchMember {
 
 // A member's failure when an abort, destroy or finalize closed its gate.
 constexpr const char* kStoppedDuringSetup = "stopped: the communicator was aborted, destroyed or finalized during set-up";
+// A member's failure when its item never reached the scratch: its peers read "did not arrive".
+constexpr const char* kCannotStage = "cannot stage the handshake";
 
 
 // What the exchange does on the device for one member (a host-memory fake in the CPU tests).
@@ -65,7 +67,8 @@ struct ExchangeLimits {
   double drainAfterStopSeconds = 10.0;
 };
 
-// Exchange 1 (records) and exchange 2 (link reports) for every member in the handshake.
+// The records' exchanges (twice: without, then with the blocks) and the link reports' for
+// every member in the handshake.
 // A member's failure says why its tables cannot be trusted.
 void exchangeRecords(const RealNccl& real, HandshakeDevice& device, std::vector<BatchMember>& members,
                      const ExchangeLimits& limits = {});

@@ -1,5 +1,6 @@
-// What every rank tells every other rank at setup, in two all-gathers over the real
-// communicator. Plain fixed-size data: it travels as bytes.
+// What every rank tells every other rank at setup, in all-gathers over the real communicator:
+// the records (without the blocks, then, for a communicator judged eligible, with them),
+// then the link reports. Plain fixed-size data: it travels as bytes.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,7 +22,7 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415235;  // "CAR5": layout version
+constexpr std::uint32_t kHandshakeMagic = 0x43415236;  // "CAR6": layout and protocol version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -32,7 +33,8 @@ enum class RankStatus : std::uint32_t {
   NoBoard = 3,        // the release board (shim/ipc/release_board.h) could not be created
 };
 
-// First all-gather: identity, device and buffer of each rank.
+// The records' all-gathers: identity, device and settings of each rank; the second time, for a
+// communicator the first ones made eligible, its block too (boardId, blockAddress, handle).
 struct HandshakeRecord {
   std::uint32_t magic;
   RankStatus status;
@@ -53,7 +55,7 @@ struct HandshakeRecord {
   std::int32_t reserved;
 };
 
-// Second all-gather: what each rank found when it tried to reach every peer. Each rank
+// The last all-gather: what each rank found when it tried to reach every peer. Each rank
 // can only judge its own row; the verdict uses everybody's.
 struct LinkReport {
   std::uint32_t magic;
@@ -67,11 +69,14 @@ struct LinkReport {
 // Both travel through NCCL as bytes: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
 static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
-// Layout "CAR5" on the wire. Changing either struct fails this on purpose: bump
+// Layout "CAR6" on the wire. Changing either struct fails this on purpose: bump
 // kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
 // changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
-// compute alike. CAR5: PushState holds 256 area copies (was 128).
-static_assert(kHandshakeMagic == 0x43415235 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
+// compute alike; and when the exchanges change, so that the ranks must take part in other
+// ones. CAR5: PushState holds 256 area copies (was 128). CAR6: the records go twice, the
+// blocks only in the second (ranks of different versions may wait in an all-gather the
+// other never makes: every rank must load the same library).
+static_assert(kHandshakeMagic == 0x43415236 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
 static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),

@@ -31,21 +31,21 @@ std::unique_ptr<BufferBlock> BufferBlock::create(std::string* problem) {
   return std::unique_ptr<BufferBlock>(new BufferBlock(std::move(board)));
 }
 
-cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout) {
+cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout, cudaStream_t stream) {
   DeviceGuard guard(device);
   if (guard.error() != cudaSuccess) return guard.error();
   void* base = nullptr;
   CAR_CUDA_RETURN_IF_FAILED(device, cudaMalloc(&base, layout.totalBytes));
   // tmp and staging are always written before they are read; the rest must start known.
-  // On this thread's own stream, waiting for that alone: a device-wide sync here would wait
-  // for every kernel on the GPU, including one of ours that waits for a peer which is itself
-  // waiting in this communicator's set-up.
-  cudaError_t err = cudaMemsetAsync(base, 0, layout.tmpOffset, cudaStreamPerThread);
+  // On the caller's non-blocking stream, waiting for that alone: a device-wide sync, or a
+  // blocking stream (cudaStreamPerThread waits for the legacy stream), would wait for the
+  // program's own kernels, or for one of ours that waits for a peer which is itself waiting
+  // in this communicator's set-up.
+  cudaError_t err = cudaMemsetAsync(base, 0, layout.tmpOffset, stream);
   if (err == cudaSuccess) {
-    err = fillWithSentinel(static_cast<char*>(base) + layout.areasOffset, kPushAreas * layout.areaBytes,
-                           cudaStreamPerThread);
+    err = fillWithSentinel(static_cast<char*>(base) + layout.areasOffset, kPushAreas * layout.areaBytes, stream);
   }
-  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamPerThread);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) {
     noteCudaFailure(err, LogLevel::Info, "preparing the buffer block", __FILE__, __LINE__, device);
     freeMemory(device, base);

@@ -38,8 +38,10 @@ class BufferBlock {
   // Allocates the block on `device`: one cudaMalloc (not VMM memory, which
   // cudaIpcGetMemHandle rejects), Signal and PushState zeroed and the push areas filled with
   // the sentinel, so every count starts at 0 and no pack has arrived yet; then its IPC handle.
-  // On failure nothing stays allocated and the CUDA error is returned.
-  cudaError_t allocate(int device, const BlockLayout& layout);
+  // The filling runs on `stream`, which must be a non-blocking one of the caller's: waiting
+  // for it alone waits for nothing else the program runs (not the legacy stream's work). On
+  // failure nothing stays allocated and the CUDA error is returned.
+  cudaError_t allocate(int device, const BlockLayout& layout, cudaStream_t stream);
 
   // Our board's id, the block's address and its IPC handle (once allocated), for the peers.
   void publish(HandshakeRecord* record) const;

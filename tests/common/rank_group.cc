@@ -34,6 +34,8 @@ RankGroup::RankGroup(int device, int ranks, const std::function<Config(int rank)
   CHECK_CUDA(cudaSetDevice(device));
   std::vector<Config> configs;
   std::vector<void*> bases;
+  cudaStream_t preparing = nullptr;  // the blocks are filled on a non-blocking stream, as the handshake does
+  CHECK_CUDA(cudaStreamCreateWithFlags(&preparing, cudaStreamNonBlocking));
   for (int r = 0; r < ranks; ++r) {
     configs.push_back(configOfRank(r));
     std::string problem;
@@ -42,10 +44,11 @@ RankGroup::RankGroup(int device, int ranks, const std::function<Config(int rank)
       std::fprintf(stderr, "rank %d: %s\n", r, problem.c_str());
       std::abort();
     }
-    CHECK_CUDA(block->allocate(device, blockLayoutFor(configs.back())));
+    CHECK_CUDA(block->allocate(device, blockLayoutFor(configs.back()), preparing));
     bases.push_back(block->base());
     blocks_.push_back(std::move(block));
   }
+  CHECK_CUDA(cudaStreamDestroy(preparing));
   // One GPU counts as NVLink-connected to itself.
   const int capability = computeCapability(device);
   for (int r = 0; r < ranks; ++r) {

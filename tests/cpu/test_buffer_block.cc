@@ -53,7 +53,10 @@ TEST_CASE("buffer block: allocation on the device, or nothing kept", "[buffer-bl
   std::unique_ptr<BufferBlock> block = BufferBlock::create(&problem);
   REQUIRE(block);
   const BlockLayout layout = blockLayoutFor(Config{});
-  const cudaError_t err = block->allocate(0, layout);
+  cudaStream_t stream = nullptr;  // none without a device: the allocation fails before using it
+  if (haveDevice()) REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  const cudaError_t err = block->allocate(0, layout, stream);
+  if (stream != nullptr) cudaStreamDestroy(stream);
   HandshakeRecord record{};
   block->publish(&record);
   if (!haveDevice()) {
