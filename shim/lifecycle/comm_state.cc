@@ -80,7 +80,7 @@ bool CommState::Locked::becomeReady(std::unique_ptr<BufferBlock> block, const Ve
   state_.block_ = std::move(block);
   CAR_INFO(state_.device(), "{}", logText(formatSetupEligible, describe(state_).c_str(), verdict.allSameProcess,
                                             verdict.fullNvlink, verdict.computeCapability,
-                                            state_.engine_->config().maxBytes));
+                                            state_.engine_->config().maxBytes, state_.block_->layout().totalBytes));
   return true;
 }
 
