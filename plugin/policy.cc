@@ -62,6 +62,7 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::TooLarge: return "too-large";
     case ForwardReason::SymmetricWindow: return "symmetric-window";
     case ForwardReason::Failed: return "failed";
+    case ForwardReason::Requested: return "requested";
     case ForwardReason::kCount: break;
   }
   return "?";
@@ -125,7 +126,10 @@ AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t byte
 }
 
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
-                                int wirePacks) {
+                                int wirePacks, std::optional<Algorithm> requested) {
+  if (requested && canRun(*requested, comm, bytes, config, wirePacks)) {
+    return AlgorithmChoice{requested, ForwardReason::NotEligible};
+  }
   if (config.algorithm && canRun(*config.algorithm, comm, bytes, config, wirePacks)) {
     return AlgorithmChoice{config.algorithm, ForwardReason::NotEligible};
   }
@@ -160,6 +164,7 @@ CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Co
     plan.reason = reason;
     return plan;
   };
+  if (call.ncclRequested) return forward(ForwardReason::Requested);
   if (!call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
   // NCCL reduces fp8 only where every rank's GPU is sm_90 or newer, and fails the call
@@ -175,7 +180,8 @@ CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Co
   }
   const int wirePacks = wirePacksPerPack(*call.type);
   const AlgorithmChoice choice =
-      keepInvariant(comm, *call.type, plan.bytes, config, chooseAlgorithm(comm, plan.bytes, config, wirePacks));
+      keepInvariant(comm, *call.type, plan.bytes, config,
+                    chooseAlgorithm(comm, plan.bytes, config, wirePacks, call.requestedAlgorithm));
   if (!choice.algorithm) return forward(choice.reason);
   plan.ours = true;
   plan.algorithm = *choice.algorithm;
@@ -188,7 +194,9 @@ CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Co
   }
   // A push kernel's grid is its own rank's business (geometry.h); split packs use fewer blocks.
   const long long work = spec.shardedWork ? twoShotShardPacks(plan.packs, comm.ranks) : plan.packs;
-  plan.blocks = pushGridBlocks(work, spec.shardedWork, std::min(config.maxBlocks, pushBlockLimit(wirePacks)));
+  int blockLimit = std::min(config.maxBlocks, pushBlockLimit(wirePacks));
+  if (call.maxBlocks > 0) blockLimit = std::min(blockLimit, call.maxBlocks);
+  plan.blocks = pushGridBlocks(work, spec.shardedWork, blockLimit);
   plan.threads = pushBlockThreads(work, spec.shardedWork, plan.blocks);
   return plan;
 }

@@ -25,6 +25,8 @@ enum class ForwardReason {
   TooLarge,         // above NCCL_CAR_MAX_BYTES, or above what any kernel has room for
   SymmetricWindow,  // both buffers in NCCL symmetric windows, at most NCCL_CAR_SYMMETRIC_NCCL_BYTES
   Failed,           // our launch failed; the communicator is now disabled
+  Requested,        // the call asked for NCCL (ncclAllReduceConfig: NCCL's algorithms forced, our option
+                    // "nccl", or a config only NCCL can judge)
   kCount,
 };
 
@@ -39,8 +41,8 @@ struct CommunicatorFacts {
 };
 
 // One call as every rank of the communicator sees it: all that decides whether a kernel of
-// ours takes it, which one and on what grid. A per-call setting NCCL gives every rank alike
-// (ncclAllReduceConfig's CTA bounds, say) is one more field here.
+// ours takes it, which one and on what grid. ncclAllReduceConfig's per-call settings, which
+// NCCL requires to be the same on every rank, are among them.
 struct CallFacts {
   std::optional<ElementType> type;  // nullopt: a type we have no kernel for
   std::optional<ReduceOp> op;       // nullopt: an op we have no kernel for
@@ -49,6 +51,13 @@ struct CallFacts {
   // pointers, but shared by NCCL's own contract: windows are registered collectively, and
   // NCCL's symmetric kernels need every rank to pass window buffers.
   bool symmetricBuffers = false;
+  // ncclAllReduceConfig's: NCCL asked for (forwarded as Requested); a kernel of ours asked for
+  // (taken before NCCL_CAR_ALGO's, where it can run the call); maxCTAs, the most blocks a push
+  // kernel may use (0: no bound). A pull kernel's grid must be the same on every rank whatever
+  // a rank passes, so the bound does not shape it (those kernels use at most 36 blocks).
+  bool ncclRequested = false;
+  std::optional<Algorithm> requestedAlgorithm;
+  int maxBlocks = 0;
 };
 
 // ---- Pull kernels (1stage, 2stage): the seed's rule and its re-measured points --------
@@ -89,10 +98,11 @@ struct AlgorithmChoice {
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                  int wirePacks);
 
-// defaultAlgorithm, except that NCCL_CAR_ALGO picks its kernel wherever that kernel can run
-// the call (it cannot make an unsupported topology ours).
+// defaultAlgorithm, except that the kernel the call asks for (`requested`), else NCCL_CAR_ALGO's,
+// is picked wherever that kernel can run the call (neither can make an unsupported topology
+// ours).
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
-                                int wirePacks);
+                                int wirePacks, std::optional<Algorithm> requested = std::nullopt);
 
 // Whether any call can reach a pull kernel with these settings: when NCCL_CAR_ALGO forces one,
 // or when the push kernels stop below NCCL_CAR_MAX_BYTES. Otherwise the pull kernels' staging

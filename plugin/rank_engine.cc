@@ -169,6 +169,9 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallPlan& plan,
     CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaMemcpyAsync(ownStaging, call.send, plan.bytes,
                                                                cudaMemcpyDeviceToDevice, call.stream));
   }
+  if (call.launchCompletion != nullptr) {
+    CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventRecord(call.launchCompletion, call.stream));
+  }
   // An error the application left in CUDA's last-error slot is not ours to report, and must
   // not make our launch look failed (a launched call must never also be forwarded).
   cudaGetLastError();

@@ -34,6 +34,9 @@ struct AllReduceCall : CallFacts {
   const void* send = nullptr;  // any alignment
   void* recv = nullptr;        // any alignment
   cudaStream_t stream = nullptr;
+  // ncclAllReduceConfig's launchCompletionEvent, or null: recorded on the stream just before
+  // our kernel is launched (as NCCL records it where CUDA has no launch-completion events).
+  cudaEvent_t launchCompletion = nullptr;
 };
 
 struct SubmitResult {

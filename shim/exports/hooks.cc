@@ -199,8 +199,17 @@ SubmitResult submit(CommState& state, CommState::Locked& locked, const AllReduce
   return result;
 }
 
+// An option of ours in a call's config that names nothing: said once per process.
+void warnUnknownOption(const CommState& state, const char* value) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  CAR_WARN(state.device(), "{}: ncclAllReduceConfig: our kernel option (vendorId 0x636172, optionId 1) is \"{}\", "
+           "which names no kernel (auto, nccl, 1shot, 2shot, 1stage, 2stage); the rule chooses; said once",
+           describe(state), value);
+}
+
 Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
-                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const CollConfig* config = nullptr) {
   const std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) {
     warnInvarianceEnds(nullptr, ForwardReason::NotEligible, count, type, op);
@@ -216,12 +225,16 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   }
   AllReduceCall call = allReduceCallOf(send, recv, count, type, op, stream);
   noteSymmetricBuffers(*state, call);
+  // Read only for a call we may take: NCCL judges a config it is given.
+  const char* unknownOption = nullptr;
+  if (applyCollConfig(config, &call, &unknownOption) == ConfigVerdict::ForNccl) call.ncclRequested = true;
+  if (unknownOption != nullptr) warnUnknownOption(*state, unknownOption);
   if (insideGroup()) {
     // NCCL runs a group's calls at its end (lifecycle/group_calls.h): one of ours waits for
     // it; one for NCCL joins NCCL's group now.
     const CallPlan plan = locked.engine()->plan(call);
     if (plan.ours) {
-      deferToGroupEnd({state, call, type, op});
+      deferToGroupEnd({state, call, type, op, config});
       return Route::Ours;
     }
     state->counters().countForwarded(plan.reason);
@@ -249,6 +262,19 @@ Route launchDeferred(const DeferredAllReduce& deferred) {
   return submit(state, locked, deferred.call).launched ? Route::Ours : Route::Nccl;
 }
 
+// A kept call our side could not launch at the group's end: NCCL's now, after the group.
+ncclResult_t forwardAfterGroup(const RealNccl& real, const DeferredAllReduce& deferred) {
+  const AllReduceCall& call = deferred.call;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  if (deferred.config != nullptr && real.allReduceConfig != nullptr) {
+    return real.allReduceConfig(call.send, call.recv, call.count, deferred.datatype, deferred.op,
+                                deferred.state->comm(), call.stream, deferred.config);
+  }
+#endif
+  return real.allReduce(call.send, call.recv, call.count, deferred.datatype, deferred.op, deferred.state->comm(),
+                        call.stream);
+}
+
 // At the end of the thread's outermost group: the calls of ours it kept run when the group
 // ran (ncclSuccess, or ncclInProgress with nonblocking members), and none when it failed or
 // was only simulated. Returns the group's result, or the error of a call that NCCL had to
@@ -266,9 +292,7 @@ ncclResult_t endDeferredAllReduces(const RealNccl& real, ncclResult_t groupResul
     Route route = Route::Nccl;
     guarded("ncclGroupEnd", [&] { route = launchDeferred(deferred); });
     if (route != Route::Nccl) continue;
-    const AllReduceCall& call = deferred.call;
-    const ncclResult_t forwarded = real.allReduce(call.send, call.recv, call.count, deferred.datatype, deferred.op,
-                                                  deferred.state->comm(), call.stream);
+    const ncclResult_t forwarded = forwardAfterGroup(real, deferred);
     if (forwarded != ncclSuccess && result == ncclSuccess) result = forwarded;
   }
   return result;
@@ -291,6 +315,26 @@ CAR_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size
   if (route == Route::Refused) return ncclInvalidUsage;
   return real->allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
 }
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+// An all-reduce with a per-call config: taken under ncclAllReduce's rule, the config applied
+// (shim/exports/nccl_types.h: applyCollConfig); forwarded with the config untouched.
+CAR_EXPORT ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                            cudaStream_t stream, const ncclCollConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->allReduceConfig, "ncclAllReduceConfig")) return ncclInvalidUsage;
+  Route route = Route::Nccl;
+  if (!passThrough()) {
+    guarded("ncclAllReduceConfig",
+            [&] { route = routeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream, config); });
+  }
+  if (route == Route::Ours) return ncclSuccess;
+  if (route == Route::Refused) return ncclInvalidUsage;
+  return real->allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config);
+}
+#endif
 
 CAR_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   const RealNccl* real = realNccl();
@@ -352,6 +396,36 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
   adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
   return result;
 }
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+// Ranks joining a communicator, and those already in it, get a new one: set up like a split's
+// child (blocking: on every rank right after the call; nonblocking: never ours).
+CAR_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                                     ncclComm_t* newcomm, ncclConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commGrow, "ncclCommGrow")) return ncclInvalidUsage;
+  // A joining rank has no parent: its new communicator is blocking unless its config or
+  // NCCL_COMM_BLOCKING says otherwise, as for an init.
+  const bool inherited = passThrough() ? false : comm != nullptr ? parentNonblocking(comm) : defaultNonblocking();
+  const bool nonblocking = isNonblocking(config, inherited);
+  const ncclResult_t result = real->commGrow(comm, nRanks, uniqueId, rank, newcomm, config);
+  adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
+  return result;
+}
+#endif
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+// Suspending hands the communicator's memory back; ours goes with it, for good
+// (lifecycle/release.h). NCCL then answers the calls made while it is suspended.
+CAR_EXPORT ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  if (lacks(*real, real->commSuspend, "ncclCommSuspend")) return ncclInvalidUsage;
+  if (!passThrough()) guarded("ncclCommSuspend", [&] { releaseForSuspend(comm); });
+  return real->commSuspend(comm, flags);
+}
+#endif
 
 CAR_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   const RealNccl* real = realNccl();

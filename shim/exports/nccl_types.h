@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <cstring>
 #include <optional>
 
 #include "../kernels/all_reduce.h"
@@ -57,5 +58,66 @@ inline AllReduceCall allReduceCallOf(const void* sendbuff, void* recvbuff, std::
   call.stream = stream;
   return call;
 }
+
+enum class ConfigVerdict {
+  Applied,  // the config's settings are in the call; ours may take it
+  ForNccl,  // malformed, or naming something only NCCL has: NCCL takes it (and judges it)
+};
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+using CollConfig = ncclCollConfig_t;  // ncclAllReduceConfig's per-call config
+
+// Our vendor options of ncclAllReduceConfig (ncclConfigExt_t, which the official NCCL
+// ignores): vendorId 0x636172 ("car"). Option 1, kernel: val.s is "auto" (the rule), "nccl"
+// (this call goes to NCCL) or a kernel's name ("1shot", "2shot", "1stage", "2stage"), taken
+// where that kernel can run the call. Like the rest of the config, the same on every rank.
+constexpr int kCarVendorId = 0x636172;
+constexpr int kCarOptionKernel = 1;
+// At most this many options are read: a circular list, which NCCL forbids, must not hang us.
+constexpr int kMostConfigOptions = 64;
+
+// What of ncclAllReduceConfig's config the plan and the launch follow: maxCTAs as the push
+// kernels' block bound, the launch-completion event, our kernel option; a selection of NCCL's
+// algorithms that NCCL must honour (forceAlgSelection) sends the call to NCCL. The rest
+// (minCTAs, nvlsCTAs, cgaClusterSize, CTAPolicy, the profiler tag) shape NCCL's kernels only.
+// *unknownOption is set to an option value of ours that names nothing.
+inline ConfigVerdict applyCollConfig(const CollConfig* config, AllReduceCall* call, const char** unknownOption) {
+  if (config == nullptr) return ConfigVerdict::Applied;
+  // Append-only and versioned: every field read here must be inside the caller's struct.
+  constexpr std::size_t kFieldsWeRead = offsetof(ncclCollConfig_t, launchCompletionEvent) + sizeof(cudaEvent_t);
+  if (config->magic != NCCL_API_MAGIC || config->size < kFieldsWeRead) return ConfigVerdict::ForNccl;
+  if (config->algSelection != nullptr && config->algSelection[0] != '\0' && config->forceAlgSelection != 0) {
+    return ConfigVerdict::ForNccl;
+  }
+  if (config->maxCTAs != NCCL_CONFIG_UNDEF_INT) {
+    if (config->maxCTAs <= 0) return ConfigVerdict::ForNccl;
+    call->maxBlocks = config->maxCTAs;
+  }
+  call->launchCompletion = config->launchCompletionEvent;
+  int options = 0;
+  for (const ncclConfigExt_t* ext = config->ext; ext != nullptr && options < kMostConfigOptions; ext = ext->next) {
+    ++options;
+    if (ext->key.vendorId != kCarVendorId || ext->key.optionId != kCarOptionKernel) continue;
+    const char* value = ext->val.s;
+    if (value == nullptr || std::strcmp(value, "auto") == 0) continue;
+    if (std::strcmp(value, "nccl") == 0) {
+      call->ncclRequested = true;
+      continue;
+    }
+    bool named = false;
+    for (int a = 0; a < kAlgorithmCount; ++a) {
+      if (std::strcmp(value, algorithmName(static_cast<Algorithm>(a))) != 0) continue;
+      call->requestedAlgorithm = static_cast<Algorithm>(a);
+      named = true;
+    }
+    if (!named) *unknownOption = value;
+  }
+  return ConfigVerdict::Applied;
+}
+#else
+struct CollConfig;  // nccl.h before 2.32 has no per-call config: there is never one
+
+inline ConfigVerdict applyCollConfig(const CollConfig*, AllReduceCall*, const char**) { return ConfigVerdict::Applied; }
+#endif
 
 }  // namespace car

@@ -62,7 +62,6 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
 #endif
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
   load(table->commSuspend, "ncclCommSuspend", false);
-  load(table->commResume, "ncclCommResume", false);
 #endif
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
   load(table->allReduceConfig, "ncclAllReduceConfig", false);

@@ -31,14 +31,12 @@ struct RealNccl {
   decltype(&::ncclCommUserRank) commUserRank;
   decltype(&::ncclCommCuDevice) commCuDevice;
   decltype(&::ncclGetErrorString) getErrorString;
-  // Forwarded today, to be hooked (issue 25): each hook takes its real function from here,
-  // so hooking one is a hook in hooks.cc under the same guard, and nothing else.
+  // Functions of newer NCCLs that hooks.cc hooks, each under the same guard.
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
   decltype(&::ncclCommGrow) commGrow;  // may be null (before NCCL 2.29)
 #endif
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
   decltype(&::ncclCommSuspend) commSuspend;  // may be null (before NCCL 2.29.7)
-  decltype(&::ncclCommResume) commResume;    // may be null (before NCCL 2.29.7)
 #endif
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
   decltype(&::ncclAllReduceConfig) allReduceConfig;  // may be null (before NCCL 2.32)

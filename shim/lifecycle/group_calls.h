@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "exports/nccl_types.h"
 #include "lifecycle/comm_state.h"
 #include "rank_engine.h"
 
@@ -22,6 +23,7 @@ struct DeferredAllReduce {
   // NCCL's own arguments, for NCCL should our side fail to launch the call at the end.
   ncclDataType_t datatype;
   ncclRedOp_t op;
+  const CollConfig* config;  // ncclAllReduceConfig's, or null
 };
 
 // Keeps a call of ours for this thread's group's end.

@@ -13,6 +13,7 @@ const char* callName(ReleaseKind kind) {
     case ReleaseKind::Destroy: return "ncclCommDestroy";
     case ReleaseKind::Finalize: return "ncclCommFinalize";
     case ReleaseKind::Abort: return "ncclCommAbort";
+    case ReleaseKind::Suspend: return "ncclCommSuspend";
   }
   return "release";
 }
@@ -109,6 +110,20 @@ std::shared_ptr<CommState> beginAbort(ncclComm_t comm) {
 void finishAbort(const std::shared_ptr<CommState>& state) {
   if (!state->claimRelease()) return;  // a destroy or finalize there ends its wait now
   releaseAndForget(state, ReleaseKind::Abort);
+}
+
+void releaseForSuspend(ncclComm_t comm) {
+  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  if (!state) return;
+  if (!state->gate().close(kGateCloseSeconds)) {
+    CAR_INFO(state->device(), "{} ncclCommSuspend: a set-up call of ours is still inside NCCL", describe(*state));
+  }
+  if (!state->claimRelease()) return;
+  // Set up again at resume, it would need every rank to resume at the same point of the
+  // program, which NCCL does not ask for: the communicator stays NCCL's alone.
+  CAR_WARN(state->device(), "{}: ncclCommSuspend: our buffers are released with NCCL's; its all-reduces go to NCCL "
+           "from now on, also after ncclCommResume", describe(*state));
+  releaseAndForget(state, ReleaseKind::Suspend);
 }
 
 void stopBeforeNccl(ncclComm_t comm, const char* call) {

@@ -5,7 +5,10 @@
 //  - ncclCommAbort: our kernels told to stop and our set-up calls ended first, then NCCL's
 //    abort, then the same release (bounded by kAbortDrainSeconds);
 //  - ncclCommRevoke, ncclCommShrink(NCCL_SHRINK_ABORT): our kernels told to stop, later
-//    all-reduces forwarded; the release comes with the communicator's destroy.
+//    all-reduces forwarded; the release comes with the communicator's destroy;
+//  - ncclCommSuspend: released as a destroy is (NCCL_SUSPEND_MEM hands memory back, and a
+//    suspended communicator runs nothing), before NCCL's call; the communicator is NCCL's
+//    alone from then on, resumed or not.
 // An abort from another thread while a destroy or finalize waits still finds the state
 // (it stays registered until its release ends) and stops our kernels; the destroy or
 // finalize then leaves NCCL alone, since NCCL freed the communicator in the abort.
@@ -19,7 +22,7 @@
 
 namespace car {
 
-enum class ReleaseKind { Destroy, Finalize, Abort };
+enum class ReleaseKind { Destroy, Finalize, Abort, Suspend };
 
 // After an abort NCCL's own kernels stop at once; ours stop at their next look at the
 // abort word. Anything longer means our kernel is queued behind work that never ends.
@@ -37,6 +40,10 @@ bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind);
 std::shared_ptr<CommState> beginAbort(ncclComm_t comm);
 // ... and after it: releases our side (unless a destroy or finalize is already at it).
 void finishAbort(const std::shared_ptr<CommState>& state);
+
+// ncclCommSuspend, before NCCL's call: our side released (its last kernel drained, its block
+// retired) and forgotten, with a WARN that its all-reduces go to NCCL from now on.
+void releaseForSuspend(ncclComm_t comm);
 
 // ncclCommRevoke and ncclCommShrink(NCCL_SHRINK_ABORT), before NCCL's call.
 void stopBeforeNccl(ncclComm_t comm, const char* call);

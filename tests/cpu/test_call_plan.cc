@@ -177,3 +177,44 @@ TEST_CASE("staging: push kernels read the input themselves; small eager aligned 
   const CallPlan plan = planCall({2, true, 90}, sumOf(ElementType::UInt8, 16), config);
   CHECK(stagingFor(plan, true, false, config) == Staging::CopyEngine);
 }
+
+TEST_CASE("ncclAllReduceConfig's facts: NCCL asked for forwards, a kernel asked for wins where it can run, maxCTAs "
+          "bounds push grids only", "[policy][plan][call-config]") {
+  const Config config;
+  const CommunicatorFacts two{2, true, 90};
+  CallFacts call = sumOf(ElementType::BFloat16, 64 * KiB / 2);
+  REQUIRE(planCall(two, call, config).algorithm == Algorithm::OneShotPush);
+
+  CallFacts toNccl = call;
+  toNccl.ncclRequested = true;
+  const CallPlan forwarded = planCall(two, toNccl, config);
+  CHECK_FALSE(forwarded.ours);
+  CHECK(forwarded.reason == ForwardReason::Requested);
+  CHECK(std::string(forwardReasonName(ForwardReason::Requested)) == "requested");
+
+  // The call's kernel wins over NCCL_CAR_ALGO's, wherever it can run the call.
+  Config forced;
+  forced.algorithm = Algorithm::OneShotPush;
+  CallFacts asked = call;
+  asked.requestedAlgorithm = Algorithm::TwoShotPush;
+  CHECK(planCall(two, asked, forced).algorithm == Algorithm::TwoShotPush);
+  asked.requestedAlgorithm = Algorithm::OneStage;  // no pull buffers by default: cannot run it
+  CHECK(planCall(two, asked, config).algorithm == Algorithm::OneShotPush);
+
+  // maxCTAs = 3: a push grid of at most 3 blocks; a pull grid as every rank computes it.
+  CallFacts bounded = call;
+  bounded.maxBlocks = 3;
+  const CallPlan narrow = planCall(two, bounded, config);
+  REQUIRE(narrow.ours);
+  CHECK(narrow.blocks == 3);
+  CHECK(narrow.blocks * narrow.threads >= 1);
+  Config pull;
+  pull.algorithm = Algorithm::OneStage;
+  pull.pushMaxBytes = 0;
+  const CallPlan unbounded = planCall(two, call, pull);
+  bounded = call;
+  bounded.maxBlocks = 1;
+  const CallPlan pullBounded = planCall(two, bounded, pull);
+  REQUIRE(pullBounded.algorithm == Algorithm::OneStage);
+  CHECK(pullBounded.blocks == unbounded.blocks);
+}

@@ -79,3 +79,102 @@ TEST_CASE("an ncclAllReduce's arguments become the engine's call unchanged", "[n
   const Config config;
   CHECK(planCall({2, true, 90}, odd, config).reason == ForwardReason::Op);
 }
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+namespace {
+
+AllReduceCall applied(const ncclCollConfig_t* config, ConfigVerdict* verdict, const char** unknown = nullptr) {
+  AllReduceCall call = allReduceCallOf(nullptr, nullptr, 16, ncclFloat32, ncclSum, nullptr);
+  const char* ignored = nullptr;
+  *verdict = applyCollConfig(config, &call, unknown != nullptr ? unknown : &ignored);
+  return call;
+}
+
+ncclConfigExt_t kernelOption(const char* value, ncclConfigExt_t* next = nullptr, int vendor = kCarVendorId) {
+  ncclConfigExt_t option{};
+  option.next = next;
+  option.key.vendorId = vendor;
+  option.key.optionId = kCarOptionKernel;
+  option.val.s = value;
+  return option;
+}
+
+}  // namespace
+
+TEST_CASE("ncclAllReduceConfig: no config or a default one changes nothing", "[nccl-types][call-config]") {
+  ConfigVerdict verdict = ConfigVerdict::ForNccl;
+  const AllReduceCall none = applied(nullptr, &verdict);
+  CHECK(verdict == ConfigVerdict::Applied);
+  const ncclCollConfig_t defaults = NCCL_COLLCONFIG_INITIALIZER;
+  const AllReduceCall plain = applied(&defaults, &verdict);
+  CHECK(verdict == ConfigVerdict::Applied);
+  for (const AllReduceCall* call : {&none, &plain}) {
+    CHECK_FALSE(call->ncclRequested);
+    CHECK_FALSE(call->requestedAlgorithm.has_value());
+    CHECK(call->maxBlocks == 0);
+    CHECK(call->launchCompletion == nullptr);
+  }
+}
+
+TEST_CASE("ncclAllReduceConfig: what only NCCL can judge or serve goes to NCCL", "[nccl-types][call-config]") {
+  ConfigVerdict verdict = ConfigVerdict::Applied;
+  ncclCollConfig_t config = NCCL_COLLCONFIG_INITIALIZER;
+  config.magic = 0;  // not initialised with NCCL_COLLCONFIG_INITIALIZER: NCCL's error
+  applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::ForNccl);
+  config = NCCL_COLLCONFIG_INITIALIZER;
+  config.size = offsetof(ncclCollConfig_t, launchCompletionEvent);  // older than the fields we read
+  applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::ForNccl);
+  config = NCCL_COLLCONFIG_INITIALIZER;
+  config.algSelection = "ring";  // NCCL's own algorithm, forced (forceAlgSelection defaults to 1)
+  applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::ForNccl);
+  config.forceAlgSelection = 0;  // a hint only: ours may still take it
+  applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::Applied);
+  config = NCCL_COLLCONFIG_INITIALIZER;
+  config.maxCTAs = 0;
+  applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::ForNccl);
+}
+
+TEST_CASE("ncclAllReduceConfig: maxCTAs, the completion event and our kernel option reach the call",
+          "[nccl-types][call-config]") {
+  ConfigVerdict verdict = ConfigVerdict::ForNccl;
+  ncclCollConfig_t config = NCCL_COLLCONFIG_INITIALIZER;
+  config.maxCTAs = 5;
+  config.minCTAs = 2;  // NCCL's channels only
+  config.launchCompletionEvent = reinterpret_cast<cudaEvent_t>(0x1234);
+  ncclConfigExt_t foreign = kernelOption("nccl", nullptr, kCarVendorId + 1);  // another vendor's: not ours
+  ncclConfigExt_t ours = kernelOption("2shot", &foreign);
+  config.ext = &ours;
+  AllReduceCall call = applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::Applied);
+  CHECK(call.maxBlocks == 5);
+  CHECK(call.launchCompletion == reinterpret_cast<cudaEvent_t>(0x1234));
+  CHECK(call.requestedAlgorithm == Algorithm::TwoShotPush);
+  CHECK_FALSE(call.ncclRequested);
+
+  ncclConfigExt_t toNccl = kernelOption("nccl");
+  config.ext = &toNccl;
+  CHECK(applied(&config, &verdict).ncclRequested);
+
+  const char* unknown = nullptr;
+  ncclConfigExt_t typo = kernelOption("3shot");
+  config.ext = &typo;
+  call = applied(&config, &verdict, &unknown);
+  CHECK(verdict == ConfigVerdict::Applied);
+  CHECK_FALSE(call.requestedAlgorithm.has_value());
+  REQUIRE(unknown != nullptr);
+  CHECK(std::string(unknown) == "3shot");
+
+  // A circular list (which NCCL forbids) is read only so far, and does not hang.
+  ncclConfigExt_t loop = kernelOption("auto");
+  loop.next = &loop;
+  config.ext = &loop;
+  call = applied(&config, &verdict);
+  CHECK(verdict == ConfigVerdict::Applied);
+  CHECK_FALSE(call.requestedAlgorithm.has_value());
+}
+#endif

@@ -97,6 +97,16 @@ inline CallLine shrink(ncclComm_t comm, int* exclude, int excludeCount, ncclComm
       .num("excludeRanksCount", excludeCount).ptr("newcomm", newcomm).config(config).num("shrinkFlags", flags);
 }
 inline CallLine onComm(const char* name, ncclComm_t comm) { return CallLine(name).ptr("comm", comm); }
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+inline CallLine grow(ncclComm_t comm, int nRanks, const ncclUniqueId* id, int rank, ncclComm_t* newcomm,
+                     ncclConfig_t* config) {
+  return CallLine("ncclCommGrow").ptr("comm", comm).num("nRanks", nRanks).ptr("uniqueId", id).num("rank", rank)
+      .ptr("newcomm", newcomm).config(config);
+}
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+inline CallLine suspend(ncclComm_t comm, int flags) { return onComm("ncclCommSuspend", comm).num("flags", flags); }
+#endif
 inline CallLine revoke(ncclComm_t comm, int flags) { return onComm("ncclCommRevoke", comm).num("revokeFlags", flags); }
 inline CallLine groupStart() { return CallLine("ncclGroupStart"); }
 inline CallLine groupEnd() { return CallLine("ncclGroupEnd"); }
@@ -112,6 +122,13 @@ inline CallLine allReduce(const void* send, void* recv, std::size_t count, ncclD
   return CallLine("ncclAllReduce").ptr("sendbuff", send).ptr("recvbuff", recv).size("count", count)
       .value("datatype", type).value("op", op).ptr("comm", comm).ptr("stream", stream);
 }
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+inline CallLine allReduceConfig(const void* send, void* recv, std::size_t count, ncclDataType_t type, ncclRedOp_t op,
+                                ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config) {
+  return CallLine("ncclAllReduceConfig").ptr("sendbuff", send).ptr("recvbuff", recv).size("count", count)
+      .value("datatype", type).value("op", op).ptr("comm", comm).ptr("stream", stream).ptr("config", config);
+}
+#endif
 inline CallLine broadcast(const void* send, void* recv, std::size_t count, ncclDataType_t type, int root,
                           ncclComm_t comm, cudaStream_t stream) {
   return CallLine("ncclBroadcast").ptr("sendbuff", send).ptr("recvbuff", recv).size("count", count)

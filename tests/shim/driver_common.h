@@ -38,5 +38,6 @@ int runBadArguments();
 int runThreads(int threads, int iterations);
 int runCycles(int cycles);
 int runStopInSetup(const std::string& function);
+int runNewerApi();
 
 }  // namespace driver

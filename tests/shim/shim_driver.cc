@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   int status = 2;
   if (scenario == "lifecycle") status = driver::runLifecycle();
   else if (scenario == "groups") status = driver::runGroups();
+  else if (scenario == "newer-api") status = driver::runNewerApi();
   else if (scenario == "simulate") status = driver::runGroupSimulate();
   else if (scenario == "allreduce-matrix") status = driver::runAllReduceMatrix(argc > 2 ? argv[2] : "rank1");
   else if (scenario == "nonhooked") status = driver::runNonHooked();
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   } else if (scenario == "fuzz" && argc > 3) {
     status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
-    std::fprintf(stderr, "usage: shim_driver lifecycle|groups|simulate|allreduce-matrix [rank1|initall]|nonhooked|badargs|"
+    std::fprintf(stderr, "usage: shim_driver lifecycle|groups|newer-api|simulate|allreduce-matrix [rank1|initall]|nonhooked|badargs|"
                          "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]|"
                          "stop-in-setup <ncclCommAbort|ncclCommDestroy|ncclCommFinalize>\n");
   }

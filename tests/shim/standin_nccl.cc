@@ -196,6 +196,44 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
 }
 #endif
 
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 29, 0)
+// New ranks join (comm NULL, uniqueId and rank theirs) or existing ones make way (comm theirs,
+// rank -1): each gets a new communicator, of one rank here like a split's.
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                          ncclConfig_t* config) {
+  CallLine line = standin::calls::grow(comm, nRanks, uniqueId, rank, newcomm, config);
+  ncclResult_t normal = comm != nullptr ? standin::checkComm(comm, line) : ncclSuccess;
+  const bool joining = comm == nullptr;
+  if (normal == ncclSuccess && (newcomm == nullptr || nRanks < 1 || (joining && (uniqueId == nullptr || rank < 0)))) {
+    normal = ncclInvalidArgument;
+  }
+  if (normal == ncclSuccess) {
+    const bool nonblocking = standin::nonblockingFrom(config, joining ? false : comm->nonblocking);
+    ncclComm_t made = standin::newComm(0, 1, joining ? standin::fakeDevice() : comm->device, nonblocking);
+    *newcomm = standin::fillAtGroupEnd(newcomm, made) ? nullptr : made;
+    line.ptr("made", *newcomm);
+    if (nonblocking) normal = ncclInProgress;
+  }
+  return standin::finish(line, "ncclCommGrow", normal);
+}
+#endif
+
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 29, 7)
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
+  CallLine line = standin::calls::suspend(comm, flags);
+  return standin::finish(line, "ncclCommSuspend", standin::checkComm(comm, line));
+}
+#endif
+
+#if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 32, 0)
+ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config) {
+  CallLine line = standin::calls::allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config);
+  return standin::finish(line, "ncclAllReduceConfig", standin::checkComm(comm, line));
+}
+#endif
+
 #if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 14, 0)
 ncclResult_t ncclCommFinalize(ncclComm_t comm) { return release("ncclCommFinalize", comm); }
 #endif
