@@ -4,6 +4,7 @@ from . import scenarios_rig  # noqa: F401  (each module registers its scenarios)
 from . import scenarios_nccl_tests  # noqa: F401
 from . import scenarios_python  # noqa: F401
 from . import scenarios_groups  # noqa: F401
+from . import scenarios_creation  # noqa: F401
 from . import scenarios_recovery  # noqa: F401
 from . import scenarios_gpus  # noqa: F401
 from .scenario import SCENARIOS, select  # noqa: F401  (what users of this module want)

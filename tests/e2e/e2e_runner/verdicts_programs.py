@@ -261,3 +261,59 @@ def groups(ranks, library_run, nccl_run):
         notes.append(f"forwarded for other reasons: {counts(unexpected)}")
     return judged(conditions, f"exit {codes(library_codes)} with the library, {codes(nccl_codes)} alone; "
                               f"{seen.taken_calls} of {expected} calls taken", notes)
+
+
+# creation_e2e's line: whether each creating call returned while the kernel still spun.
+_CREATION = re.compile(r"rank \d+: creation \((?P<stream>\w+)\): split returned (?P<split>with|after) the kernel "
+                       r"\([^)]*\); init returned (?P<init>with|after) the kernel \([^)]*\); sums (?P<sums>right|WRONG)")
+_CREATING_CALLS = ("split", "init")
+
+
+def _creation_lines(logs):
+    return [match for match in map(_CREATION.search, lines_with(logs, ": creation (")) if match]
+
+
+def _returned_while_spinning(returncodes, logs, call):
+    """Whether every rank ran and made `call` without waiting for the spinning kernel."""
+    lines = _creation_lines(logs)
+    return all_zero(returncodes) and len(lines) == len(logs) and all(m[call] == "with" for m in lines)
+
+
+def creation(ranks, runs):
+    """creation_e2e, for each stream the spinning kernel is on ('user', 'legacy'): NCCL alone
+    ('nccl'), the library on communicators it takes ('eligible') and on ones it does not
+    ('ineligible'); runs[(kind, stream)] = (returncodes, logs). Wherever NCCL's own creating
+    call (split, init) returns while the program's kernel spins, ours must too, and there must
+    be such a call (else nothing is shown); every run's sums are right; the taken
+    communicators (the first, its split and the second) take their all-reduces; the others are
+    judged not ours at the first exchange (a checked setting differs) and take none."""
+    conditions, notes = [], []
+    compared = 0
+    for stream in ("user", "legacy"):
+        for call in _CREATING_CALLS:
+            if not _returned_while_spinning(*runs[("nccl", stream)], call):
+                notes.append(f"{stream} stream, {call}: NCCL alone waits for the kernel (not compared)")
+                continue
+            compared += 1
+            for kind in ("eligible", "ineligible"):
+                conditions.append((f"{kind}, {stream} stream: {call} returns while the kernel spins, as NCCL's does",
+                                   _returned_while_spinning(*runs[(kind, stream)], call)))
+        for kind in ("nccl", "eligible", "ineligible"):
+            codes_, logs = runs[(kind, stream)]
+            lines = _creation_lines(logs)
+            conditions.append((f"{kind}, {stream} stream: every rank's sums right",
+                               all_zero(codes_) and len(lines) == ranks and all(m["sums"] == "right" for m in lines)))
+            seen = tally(*logs)
+            if kind == "eligible":
+                conditions += [(f"eligible, {stream} stream: all 3 communicators ours on every rank",
+                                seen.eligible == 3 * ranks),
+                               (f"eligible, {stream} stream: their all-reduces taken",
+                                seen.taken_calls == 3 * ranks and seen.forwarded == 0)]
+            elif kind == "ineligible":
+                refused = sum(count for reason, count in seen.not_eligible.items() if "differs" in reason)
+                conditions += [(f"ineligible, {stream} stream: all 3 communicators judged not ours on every rank",
+                                seen.eligible == 0 and refused == 3 * ranks),
+                               (f"ineligible, {stream} stream: nothing taken", seen.taken_calls == 0)]
+            notes += [line.strip() for line in lines_with(logs, ": creation (")]
+    conditions.append(("NCCL alone returns from at least one creating call while the kernel spins", compared > 0))
+    return judged(conditions, f"{compared} of 4 creating calls compared with NCCL alone", notes)

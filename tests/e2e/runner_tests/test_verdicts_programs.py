@@ -382,3 +382,59 @@ class GroupsTest(unittest.TestCase):
         verdict = self.verdict([groups_log(r) for r in range(2)], nccl_codes=(1, 0))
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("NCCL alone", verdict.detail.split("not met:")[1])
+
+
+def creation_log(rank, stream, kind, split="with", init="with", taken=1):
+    """creation_e2e's rank: the first communicator, its split and a second one, ours
+    ('eligible'), refused at the first exchange ('ineligible') or without the library ('nccl')."""
+    line = (f"rank {rank}: creation ({stream}): split returned {split} the kernel (0.061 s); init returned {init} "
+            f"the kernel (0.420 s); sums right")
+    comms = (0x55d0, 0x66d0, 0x77d0)
+    if kind == "nccl":
+        return log(line)
+    if kind == "ineligible":
+        why = "not eligible: NCCL_CAR_MAX_BLOCKS differs between rank 0 and rank 1"
+        return log(*(info(f"comm {hex(comm)} rank {rank}/2 setup: {why}", rank) for comm in comms), line)
+    return log(*(setup(rank, 2, comm=comm) for comm in comms), line,
+               *(released(rank, 2, comm=comm, taken=(taken, 0, 0, 0)) for comm in comms))
+
+
+class CreationTest(unittest.TestCase):
+    def runs(self, **changed):
+        """Every run as NCCL's own calls behave on the rig with NCCL 2.28.9 (split returns
+        while the kernel spins, init waits), but for `changed`: kind-stream=(split, init)."""
+        runs = {}
+        for stream in ("user", "legacy"):
+            for kind in ("nccl", "eligible", "ineligible"):
+                split, init = changed.get(f"{kind}-{stream}", ("with", "after"))
+                runs[(kind, stream)] = ([0, 0], [creation_log(r, stream, kind, split, init) for r in range(2)])
+        return runs
+
+    def test_ours_returning_wherever_nccls_do_passes(self):
+        verdict = verdicts.creation(2, self.runs())
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("2 of 4 creating calls compared", verdict.detail)
+        self.assertIn("user stream, init: NCCL alone waits for the kernel (not compared)", verdict.notes)
+
+    def test_ours_waiting_where_nccl_does_not_fails(self):
+        # Before the fix: an ineligible communicator freed its block with cudaFree, and an
+        # eligible one prepared it on cudaStreamPerThread, which waits for the legacy stream.
+        for changed in ({"ineligible-user": ("after", "after")}, {"eligible-legacy": ("after", "after")}):
+            with self.subTest(changed=changed):
+                verdict = verdicts.creation(2, self.runs(**changed))
+                self.assertEqual(verdict.status, FAIL)
+                self.assertIn("split returns while the kernel spins", verdict.detail.split("not met:")[1])
+
+    def test_nothing_compared_fails(self):
+        waits = {f"nccl-{stream}": ("after", "after") for stream in ("user", "legacy")}
+        verdict = verdicts.creation(2, self.runs(**waits))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("NCCL alone returns from at least one creating call", verdict.detail)
+
+    def test_calls_not_taken_on_an_eligible_run_fail(self):
+        runs = self.runs()
+        runs[("eligible", "user")] = ([0, 0], [creation_log(r, "user", "eligible", "with", "after", taken=0)
+                                               for r in range(2)])
+        verdict = verdicts.creation(2, runs)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("eligible, user stream: their all-reduces taken", verdict.detail)
