@@ -12,6 +12,13 @@ import glob, sys
 hits = [hit for base in sys.path for hit in glob.glob(base + "/nvidia/nccl/lib/libnccl.so.2")]
 print(hits[0] if hits else "")
 """
+# The NCCL_VERSION_CODE of a libnccl.so.2 (argv[1]), asked in a process of its own.
+_ASK_NCCL_VERSION = """
+import ctypes, sys
+version = ctypes.c_int()
+assert ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(version)) == 0
+print(version.value)
+"""
 # GPU 0's multiprocessor count from the CUDA driver (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 # is 16), asked in a process of its own: the runner itself never becomes a CUDA client.
 _ASK_MULTIPROCESSORS = """
@@ -96,6 +103,18 @@ class Machine:
             return os.path.join(home, "lib")
         found = _python_answers(self.python, _FIND_NCCL_WHEEL, self.env)
         return os.path.dirname(found) if found else None
+
+    @property
+    def nccl_version(self):
+        """NCCL_VERSION_CODE of the libnccl.so.2 in nccl_lib_dir (23203 for 2.32.3), or None."""
+        return self._once("nccl version", self._read_nccl_version)
+
+    def _read_nccl_version(self):
+        if not self.nccl_lib_dir:
+            return None
+        answer = _python_answers(self.python, _ASK_NCCL_VERSION.replace("sys.argv[1]", repr(os.path.join(
+            self.nccl_lib_dir, "libnccl.so.2"))), self.env)
+        return int(answer) if answer and answer.isdigit() else None
 
     def has_module(self, module):
         return self._once("module " + module,

@@ -30,6 +30,15 @@ def _nccl(machine, build):
     return None if machine.nccl_lib_dir else "no libnccl.so.2 found: set NCCL_HOME, or install the NCCL wheel"
 
 
+def _nccl_at_least(code, text):
+    def check(machine, build):
+        version = machine.nccl_version
+        if version and version >= code:
+            return None
+        return f"needs NCCL {text} or newer underneath (found {version or 'none'}; NCCL_HOME names another)"
+    return check
+
+
 def _programs(machine, build):
     program = build.program("allreduce_e2e")
     return None if os.access(program, os.X_OK) else (f"{program} is not built (CMake found no libnccl "
@@ -47,6 +56,7 @@ CHECKS = {
     "3 gpus": _at_least_gpus(3),
     "mps": _command("nvidia-cuda-mps-control", "the CUDA driver's MPS"),
     "nccl": _nccl,
+    "nccl 2.32": _nccl_at_least(23200, "2.32"),
     "e2e programs": _programs,
     "mpirun": _command("mpirun", "an MPI such as Open MPI"),
     "nccl-tests": _all_reduce_perf,

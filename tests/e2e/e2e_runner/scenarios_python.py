@@ -16,6 +16,7 @@ TORCH_E2E = os.path.join(_HERE, "torch_e2e.py")
 TORCH_OPS = os.path.join(_HERE, "torch_ops_e2e.py")
 TORCH_ABORT = os.path.join(_HERE, "torch_abort.py")
 CTYPES_CLIENT = os.path.join(_HERE, "ctypes_allreduce.py")
+CTYPES_CONFIG_CLIENT = os.path.join(_HERE, "ctypes_allreduce_config.py")
 JAX_PSUM = os.path.join(_HERE, "jax_psum.py")
 
 TORCH_RIG = ("gpu", "mps", "nccl", "torch", "torchrun")
@@ -92,18 +93,20 @@ def ctypes_command(context, mode, client):
 CTYPES_MODES = ("audit-name", "audit-path", "dropin-name", "tool-auto", "preload")
 
 
-def _ctypes_run(context, mode, ranks):
-    """`ranks` processes of the ctypes client, the library brought in by `mode`."""
+def _ctypes_run(context, mode, ranks, client=None, name="ctypes"):
+    """`ranks` processes of a ctypes client (CTYPES_CLIENT unless named), the library brought in
+    by `mode`."""
+    client = client or CTYPES_CLIENT
     extra = ctypes_command(context, mode, [])[1]
     env = dict(context.rig_env(), NCCL_CAR_DEBUG="INFO", NCCL_CAR_MAX_BLOCKS=str(context.rig_blocks(ranks)),
                PYTHONUNBUFFERED="1", **extra)
 
     def command_of(rank, id_file):
-        return ctypes_command(context, mode, [context.machine.python, CTYPES_CLIENT, str(rank), str(ranks), id_file])[0]
+        return ctypes_command(context, mode, [context.machine.python, client, str(rank), str(ranks), id_file])[0]
 
     with context.mps():
         context.restart_mps()
-        return context.run_ranks(f"ctypes-{mode}-n{ranks}", ranks, command_of,
+        return context.run_ranks(f"{name}-{mode}-n{ranks}", ranks, command_of,
                                  lambda rank: dict(env, NCCL_HOSTID=f"ctypes-rank-{rank}"), limit=300)
 
 
@@ -154,6 +157,17 @@ register("torch-watchdog-abort", "PyTorch's watchdog aborts a communicator whose
 for _mode in CTYPES_MODES:
     register(f"ctypes-{_mode}", f"a ctypes client (PyNccl's way), library by {_mode}, 2 and 4 ranks on one GPU",
              ("gpu", "mps", "nccl"), 900, functools.partial(ctypes_client, mode=_mode))
+
+
+def ctypes_config(context):
+    """ctypes_allreduce_config.py under LD_AUDIT: ncclAllReduceConfig with a completion event
+    and our kernel option, over NCCL 2.32 or newer."""
+    finished = _ctypes_run(context, "audit-name", 2, CTYPES_CONFIG_CLIENT, "ctypes-config")
+    yield "audit-name, 2 ranks", verdicts.ctypes_config(2, *outcomes(finished))
+
+
+register("ctypes-config", "a ctypes client calling ncclAllReduceConfig (completion event, our kernel option), 2 ranks "
+         "on one GPU", ("gpu", "mps", "nccl", "nccl 2.32"), 600, ctypes_config)
 register("multi-gpu-torch", "PyTorch torchrun, one process per GPU", ("2 gpus", "nccl", "torch", "torchrun"), 400,
          torch_gpus)
 register("multi-gpu-torch-all-ops", "PyTorch all_reduce, every op on 8 types at odd lengths, one process on each of "

@@ -187,6 +187,36 @@ def ctypes_client(mode, ranks, returncodes, logs):
                   lines_matching(logs, r"WRONG|failed|NCCL-CAR WARN")[:5])
 
 
+# ctypes_allreduce_config.py's account of what the library must have counted.
+_CONFIG_EXPECT = re.compile(r"rank \d+/\d+: expect requested=(?P<requested>\d+) too-large=(?P<large>\d+) "
+                            r"1shot>=(?P<one>\d+) 2shot>=(?P<two>\d+)")
+
+
+def ctypes_config(ranks, returncodes, logs):
+    """tests/e2e/ctypes_allreduce_config.py under LD_AUDIT: every sum right and every
+    completion event recorded; the calls whose option was "nccl" forwarded as requested, those
+    above the limit as too-large, and the others taken, the forced kernels at least as often
+    as they were asked for."""
+    seen = tally(*logs)
+    expected = [match for match in map(_CONFIG_EXPECT.search, lines_with(logs, ": expect ")) if match]
+    requested = sum(int(match["requested"]) for match in expected)
+    large = sum(int(match["large"]) for match in expected)
+    ones = sum(int(match["one"]) for match in expected)
+    twos = sum(int(match["two"]) for match in expected)
+    passed = len(lines_matching(logs, rf"^rank \d+/{ranks}: PASS"))
+    ours, _ = accelerated(seen, ranks, allowed=(TOO_LARGE, "requested"))
+    conditions = [("every rank exits 0", all_zero(returncodes)),
+                  (f"all {ranks} ranks right, every completion event recorded", passed == ranks),
+                  (f"{ranks} ranks say what to expect", len(expected) == ranks)] + ours + [
+                  (f"{requested} calls forwarded as requested", seen.forward_reasons["requested"] == requested),
+                  (f"{large} calls forwarded as {TOO_LARGE}", seen.forward_reasons[TOO_LARGE] == large),
+                  (f"1shot took at least the {ones} calls that asked for it", seen.taken["1shot"] >= ones),
+                  (f"2shot took at least the {twos} calls that asked for it", seen.taken["2shot"] >= twos)]
+    return judged(conditions, f"exit {codes(returncodes)}, {passed}/{ranks} ranks right, {seen.taken_calls} calls "
+                              f"taken ({counts(seen.taken)}), forwarded {counts(seen.forward_reasons)}",
+                  lines_matching(logs, r"WRONG|not recorded|failed|NCCL-CAR WARN")[:5])
+
+
 def jax_through_tool(returncode, log):
     """tests/e2e/jax_psum.py under `nccl-car run` (no --mode): the tool chose LD_AUDIT, the
     sums are right, communicators were eligible and our kernels took calls. JAX never

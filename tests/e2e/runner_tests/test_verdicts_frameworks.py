@@ -428,3 +428,33 @@ class JaxTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def config_log(rank, passed=True, taken=(30, 12, 0, 0), requested=6, large=6):
+    """ctypes_allreduce_config.py's rank: 24 calls, 6 asking for NCCL, 6 others above 8 MiB."""
+    return log(setup(rank, 2),
+               f"rank {rank}/2: expect requested=6 too-large=6 1shot>=5 2shot>=5",
+               f"rank {rank}/2: {'PASS' if passed else 'FAIL'} (24 checks, 0 wrong, 0 events not recorded, NCCL from x)",
+               released(rank, 2, taken=taken, forwarded=requested + large,
+                        reasons=f"requested={requested} too-large={large}"))
+
+
+class CtypesConfigTest(unittest.TestCase):
+    def test_every_call_counted_as_its_option_asked_passes(self):
+        verdict = verdicts.ctypes_config(2, [0, 0], [config_log(r) for r in range(2)])
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+
+    def test_an_option_ignored_fails(self):
+        # "nccl" ignored: those calls taken instead of forwarded as requested.
+        logs = [config_log(r, taken=(36, 12, 0, 0), requested=0) for r in range(2)]
+        verdict = verdicts.ctypes_config(2, [0, 0], logs)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("12 calls forwarded as requested", verdict.detail)
+        # "2shot" ignored: the rule chose 1shot for every size up to the limit.
+        logs = [config_log(r, taken=(42, 0, 0, 0)) for r in range(2)]
+        self.assertIn("2shot took at least", verdicts.ctypes_config(2, [0, 0], logs).detail)
+
+    def test_an_event_not_recorded_fails(self):
+        verdict = verdicts.ctypes_config(2, [1, 0], [config_log(0, passed=False), config_log(1)])
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("every completion event recorded", verdict.detail)
