@@ -48,6 +48,10 @@ struct Config {
   // the setting keeps ours the calls NCCL would take for speed alone and says where the
   // promise ends (calls that go to NCCL).
   bool deterministic = false;
+  // NCCL_CAR_GPU_MEMORY_BYTES: the most GPU memory this process's buffer blocks may hold on one
+  // GPU; 0: no bound. Per rank: the ranks agree through the handshake, where a rank without
+  // room for one more block makes that communicator NCCL's on every rank.
+  std::size_t gpuMemoryBytes = 0;
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr

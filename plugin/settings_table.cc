@@ -105,6 +105,11 @@ const std::vector<SettingSpec>& settingsTable() {
                      "symmetric-window calls ours; a WARN per communicator and reason for calls that go to "
                      "NCCL, which promises no such thing"),
                 numberField<&SharedSettings::deterministic>()),
+      number("NCCL_CAR_GPU_MEMORY_BYTES", SettingType::Bytes, numberField<&Config::gpuMemoryBytes>(), 0,
+             std::uint64_t{1} << 50, 1, Agreement::PerRank,
+             "most GPU memory the buffer blocks of one process may hold on one GPU (each taken communicator's "
+             "setup line says what it holds); a communicator whose block would not fit on some rank goes to "
+             "NCCL on every rank; 0: no bound"),
       flag("NCCL_CAR_PDL", numberField<&Config::pdl>(), Agreement::PerRank,
            "programmatic dependent launch on sm_90 and newer"),
       number("NCCL_CAR_COPY_IN_KERNEL_BYTES", SettingType::Bytes, numberField<&Config::copyInKernelBytes>(), 0,

@@ -63,8 +63,8 @@ bool openHandshake(BatchMember& member, const DeviceGuard& onDevice) {
   return false;
 }
 
-// Our record: who we are, where, with which settings. A device that cannot be asked
-// makes the status NoDevice.
+// Our record: who we are, where, with which settings. A device that cannot be asked makes the
+// status NoDevice; no room for one more block under NCCL_CAR_GPU_MEMORY_BYTES, NoRoom.
 void fillRecord(BatchMember& member) {
   const CommState& state = *member.state;
   const ProcessIdentity& self = processIdentity();
@@ -88,6 +88,12 @@ void fillRecord(BatchMember& member) {
     record.status = RankStatus::NoDevice;
   }
   record.computeCapability = major * 10 + minor;
+  if (record.status != RankStatus::Ready) return;
+  // Room for our block, before any rank allocates one: every rank learns from the records
+  // whether all have it.
+  member.reservation =
+      reserveBlock(state.device(), blockLayoutFor(shimConfig()).totalBytes, shimConfig().gpuMemoryBytes);
+  if (!member.reservation) record.status = RankStatus::NoRoom;
 }
 
 // Our buffer block, starting with the release board peers attach before they map it. False
@@ -163,6 +169,7 @@ void provideBlock(BatchMember& member) {
   if (!member.failure.empty()) return;  // its record says it cannot take part
   DeviceGuard guard(member.state->device());
   if (!createBlock(member)) return;
+  member.block->holdReservation(std::move(member.reservation));
   createEngine(member);
   member.block->publish(&member.record);
 }

@@ -31,6 +31,7 @@ enum class RankStatus : std::uint32_t {
   NoBuffers = 1,      // cudaMalloc or IPC export of the buffer block failed
   NoDevice = 2,       // CUDA unusable on this rank
   NoBoard = 3,        // the release board (shim/ipc/release_board.h) could not be created
+  NoRoom = 4,         // one more block would exceed NCCL_CAR_GPU_MEMORY_BYTES on this rank's GPU
 };
 
 // The records' all-gathers: identity, device and settings of each rank; the second time, for a

@@ -82,7 +82,10 @@ void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& 
   const int device = block->device_;
   void* base = block->base_;
   block->base_ = nullptr;  // from here on retirement owns the memory
-  retiring.free = [device, base] { freeMemory(device, base); };
+  // The reservation goes with the memory: given back when retirement has freed it.
+  retiring.free = [device, base, reservation = std::shared_ptr<BlockReservation>(std::move(block->reservation_))] {
+    freeMemory(device, base);
+  };
   retiring.who = who;
   retiring.device = device;
   blockRetirement().retire(std::move(retiring));

@@ -20,6 +20,7 @@
 #include "../kernels/rank_signal.h"
 #include "config.h"
 #include "handshake/handshake_record.h"
+#include "ipc/block_budget.h"
 #include "ipc/peer_mapping.h"
 #include "ipc/release_board.h"
 
@@ -52,6 +53,10 @@ class BufferBlock {
   bool mapPeers(const std::vector<HandshakeRecord>& records, int myRank, std::vector<void*>* bases,
                 std::string* problem);
 
+  // The bytes reserved for this block under NCCL_CAR_GPU_MEMORY_BYTES: given back once its
+  // memory is freed (never, if it is abandoned).
+  void holdReservation(std::unique_ptr<BlockReservation> reservation) { reservation_ = std::move(reservation); }
+
   void* base() const { return base_; }
   const BlockLayout& layout() const { return layout_; }
   int device() const { return device_; }
@@ -79,6 +84,7 @@ class BufferBlock {
   BlockLayout layout_{};
   cudaIpcMemHandle_t handle_{};
   PeerMappings peers_;  // the peers' blocks as mapped here
+  std::unique_ptr<BlockReservation> reservation_;  // declared last: given back after the memory
 };
 
 }  // namespace car

@@ -206,6 +206,16 @@ TEST_CASE("verdict: a rank without its release board makes every rank forward", 
   CHECK(verdict.reason.find("rank 1 could not create its release board") == 0);
 }
 
+TEST_CASE("verdict: a rank without room for a block under NCCL_CAR_GPU_MEMORY_BYTES makes every rank forward, "
+          "without a WARN (the user's own bound)", "[verdict][budget]") {
+  std::vector<HandshakeRecord> all = records(4);
+  all[2].status = RankStatus::NoRoom;
+  const Verdict verdict = judgeRecords(all);
+  CHECK_FALSE(verdict.eligible);
+  CHECK_FALSE(verdict.unexpected);
+  CHECK(verdict.reason == "rank 2 has no room for another buffer block within its NCCL_CAR_GPU_MEMORY_BYTES");
+}
+
 TEST_CASE("verdict: NCCL's P2P settings on any rank limit us as they limit NCCL", "[verdict][p2p]") {
   // NCCL_P2P_DISABLE=1 (or NCCL_P2P_LEVEL=LOC) on one rank: nothing is mapped at all.
   std::vector<HandshakeRecord> all = records(2);
