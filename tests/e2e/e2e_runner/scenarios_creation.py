@@ -34,5 +34,24 @@ def creation(context):
     yield "2 processes on one GPU", verdicts.creation(2, runs)
 
 
+def gpu_memory_budget(context):
+    """creation_e2e with NCCL_CAR_GPU_MEMORY_BYTES of one default buffer block: the first
+    communicator is ours, the two created while it lives are not."""
+    program = context.build.program("creation_e2e")
+    blocks = context.rig_blocks(2)
+    with context.mps():
+        context.restart_mps()
+        finished = context.run_ranks(
+            "budget", 2, lambda rank, id_file: [program, str(rank), "2", id_file, "user"],
+            lambda rank: context.rig_rank_env("budget", rank, NCCL_CAR_MAX_BLOCKS=blocks,
+                                              NCCL_CAR_GPU_MEMORY_BYTES=ONE_BLOCK_BYTES), limit=90)
+    yield "2 processes on one GPU", verdicts.gpu_memory_budget(2, *outcomes(finished))
+
+
+# The buffer block of a communicator with the default settings (its setup: line says so).
+ONE_BLOCK_BYTES = 50337280
+
 register("creation", "creation_e2e: ncclCommInitRank and ncclCommSplit return while the program's kernel spins "
          "(its stream, the legacy stream), taken or not, 2 processes on one GPU", RIG, 600, creation)
+register("gpu-memory-budget", "creation_e2e under NCCL_CAR_GPU_MEMORY_BYTES of one block: the first communicator "
+         "ours, the next two NCCL's, 2 processes on one GPU", RIG, 180, gpu_memory_budget)

@@ -317,3 +317,24 @@ def creation(ranks, runs):
             notes += [line.strip() for line in lines_with(logs, ": creation (")]
     conditions.append(("NCCL alone returns from at least one creating call while the kernel spins", compared > 0))
     return judged(conditions, f"{compared} of 4 creating calls compared with NCCL alone", notes)
+
+
+# The reason a communicator's setup: line gives when a rank had no room for its block.
+NO_ROOM = "no room for another buffer block within its NCCL_CAR_GPU_MEMORY_BYTES"
+
+
+def gpu_memory_budget(ranks, returncodes, logs):
+    """creation_e2e with NCCL_CAR_GPU_MEMORY_BYTES of one buffer block: on every rank the
+    first communicator is ours, and its split and the second communicator, created while it
+    holds the block, are NCCL's (no room), their sums right all the same."""
+    seen = tally(*logs)
+    refused = sum(count for reason, count in seen.not_eligible.items() if NO_ROOM in reason)
+    lines = _creation_lines(logs)
+    conditions = [("every rank exits 0", all_zero(returncodes)),
+                  ("every rank's sums right", len(lines) == ranks and all(m["sums"] == "right" for m in lines)),
+                  (f"the first communicator ours on all {ranks} ranks", seen.eligible == ranks),
+                  (f"the other two refused for want of room on all {ranks} ranks", refused == 2 * ranks),
+                  ("the first communicator's all-reduce taken on every rank", seen.taken_calls == ranks)]
+    return judged(conditions, f"exit {codes(returncodes)}, {seen.eligible} eligible, {refused} without room, "
+                              f"{seen.taken_calls} calls taken",
+                  lines_with(logs, "setup: not eligible")[:4])

@@ -438,3 +438,27 @@ class CreationTest(unittest.TestCase):
         verdict = verdicts.creation(2, runs)
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("eligible, user stream: their all-reduces taken", verdict.detail)
+
+
+class GpuMemoryBudgetTest(unittest.TestCase):
+    def logs(self, refused_comms=(0x66d0, 0x77d0), taken=1):
+        result = []
+        for rank in range(2):
+            lines = [setup(rank, 2)]
+            for comm in refused_comms:
+                lines.append(info(f"comm {hex(comm)} rank {rank}/2 setup: not eligible: rank 0 has no room for another "
+                                  f"buffer block within its NCCL_CAR_GPU_MEMORY_BYTES", rank))
+            lines.append(f"rank {rank}: creation (user): split returned with the kernel (0.1 s); init returned with "
+                         f"the kernel (0.1 s); sums right")
+            lines.append(released(rank, 2, taken=(taken, 0, 0, 0)))
+            result.append(log(*lines))
+        return result
+
+    def test_the_first_ours_and_the_others_refused_passes(self):
+        verdict = verdicts.gpu_memory_budget(2, [0, 0], self.logs())
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+
+    def test_a_bound_not_kept_fails(self):
+        verdict = verdicts.gpu_memory_budget(2, [0, 0], self.logs(refused_comms=(0x66d0,)))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("the other two refused for want of room", verdict.detail)
