@@ -67,7 +67,8 @@ def record(role, config, args, dtype, op, mode):
             "probe": "--probe" in args,
             "env": {name: os.environ.get(name) for name in
                     ("LD_PRELOAD", "NCCL_CAR_DEBUG", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_CAR_PDL", "NCCL_CAR_ALGO",
-                     "NCCL_CAR_MAX_BYTES", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS")}}
+                     "NCCL_CAR_MAX_BYTES", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_CAR_NCCL_LIB",
+                     "LD_LIBRARY_PATH")}}
     with open(log, "a") as stream:
         stream.write(json.dumps(seen) + "\n")
     return sum(1 for run in earlier

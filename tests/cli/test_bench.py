@@ -268,3 +268,28 @@ class Outputs(BenchCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AnotherNccl(BenchCase):
+    def test_every_run_loads_the_nccl_named_with_the_library_forwarding_to_it(self):
+        folder = os.path.join(self.folder, "nccl-2.32.3", "lib")
+        os.makedirs(folder)
+        nccl = os.path.join(folder, "libnccl.so.2")
+        open(nccl, "w").close()
+        result = self.bench("--gpus", "2", "--sizes", "1K", "--repeats", "1", "--no-probe", "--nccl", nccl,
+                            "--save", self.path("saved"), LD_LIBRARY_PATH="/opt/other")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        runs = self.runs()
+        self.assertEqual(sorted(run["config"] for run in runs), sorted(SIX))
+        for run in runs:
+            with self.subTest(config=run["config"]):
+                self.assertEqual(run["env"]["LD_LIBRARY_PATH"], f"{folder}:/opt/other")
+                self.assertEqual(run["env"]["NCCL_CAR_NCCL_LIB"], nccl)
+        with open(self.path(os.path.join("saved", "bench.json"))) as stream:
+            self.assertIn(f'"nccl": "{nccl}"', stream.read())
+
+    def test_a_nccl_that_is_no_libnccl_so_2_is_refused_before_anything_runs(self):
+        result = self.bench("--gpus", "2", "--sizes", "1K", "--nccl", self.library)
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn("not a file named libnccl.so.2", result.stderr)
+        self.assertFalse(os.path.exists(self.log))

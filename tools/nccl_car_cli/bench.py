@@ -19,7 +19,7 @@ from .bench_drivers import (COLLECTIVES, DEFAULT_OP, DTYPES, LIBRARY_NAMES, MODE
 from .bench_report import NO_MATPLOTLIB, format_tables, verdict_lines, write_chart, write_csv
 from .bench_results import any_wrong, rows_of
 from .bench_runs import (NAMES, VARIANT_NAMES, SavedRuns, analyse, by_name, chosen, load, plan, run_all,
-                         tail)
+                         tail, with_nccl)
 from .errors import EXIT_FAILED, EXIT_OK, MissingPrerequisite, UsageError
 from .units import format_size, short_size
 
@@ -109,6 +109,10 @@ def add_arguments(parser):
                              "program is missing)")
     parser.add_argument("--lib", metavar="PATH",
                         help="libnccl-car.so (default: $NCCL_CAR_LIB, else build/shim/libnccl-car.so here)")
+    parser.add_argument("--nccl", metavar="PATH",
+                        help="the real libnccl.so.2 every run uses, NCCL's and the library's alike (its folder first "
+                             "on LD_LIBRARY_PATH; the library forwards to it through NCCL_CAR_NCCL_LIB): to compare "
+                             "against another NCCL than the one the program finds, e.g. 2.32.3's")
     parser.add_argument("--configs", type=_list_of(NAMES, "configuration"), metavar="LIST",
                         help=f"variants of nccl-car to run as well: {', '.join(VARIANT_NAMES)}")
     parser.add_argument("--collective", choices=COLLECTIVES, help="what is measured (default all-reduce)")
@@ -244,6 +248,9 @@ def prerequisites(args):
     name, program = _choose_program(args, library)
     if not os.path.isfile(library):
         raise MissingPrerequisite(paths.library_missing_message(library, source))
+    if args.nccl and (not os.path.isfile(args.nccl) or os.path.basename(args.nccl) != "libnccl.so.2"):
+        raise MissingPrerequisite(f"--nccl {args.nccl}: not a file named libnccl.so.2 (the programs load NCCL by "
+                                  "that name)")
     if name == CarNcclBench.name:
         if args.one_gpu:
             pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_DEFAULT)
@@ -279,6 +286,7 @@ def _header(args, driver, library, configs, seed):
             "modes": driver.row_modes, "workloads": driver.workloads,
             "sizes": getattr(driver, "sizes", None), "repeats": args.repeats, "seed": seed,
             "gpus": args.gpus, "one_gpu": args.one_gpu, "launcher": args.launcher, "host": socket.gethostname(),
+            "nccl": os.path.abspath(args.nccl) if args.nccl else None,
             "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
@@ -374,5 +382,6 @@ def execute(args):
     jobs = plan(configs, args.dtypes, args.ops, driver.row_modes if driver.runs_per_form else None, args.repeats,
                 seed, probe)
     saved = SavedRuns(args.save, header) if args.save else None
-    records = run_all(jobs, driver, os.environ, library, args.timeout, _progress(args.repeats), saved)
+    records = run_all(jobs, driver, with_nccl(os.environ, args.nccl), library, args.timeout, _progress(args.repeats),
+                      saved)
     return _report(header, records, driver, args.csv, args.chart)

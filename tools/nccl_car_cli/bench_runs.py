@@ -98,6 +98,18 @@ def variables(config, base_env, library, probe=False):
     return changes
 
 
+def with_nccl(base_env, nccl):
+    """The caller's environment with `nccl` (a libnccl.so.2, or None: as it is) the NCCL every
+    run loads: its folder first on LD_LIBRARY_PATH, and NCCL_CAR_NCCL_LIB for the library's
+    runs, so that NCCL alone and NCCL under the library are the same NCCL."""
+    env = dict(base_env)
+    if nccl:
+        path = os.path.abspath(nccl)
+        env["LD_LIBRARY_PATH"] = paths.path_list_with(env.get("LD_LIBRARY_PATH"), os.path.dirname(path))
+        env["NCCL_CAR_NCCL_LIB"] = path
+    return env
+
+
 def environment(base_env, changes):
     env = dict(base_env)
     for name, value in changes.items():
