@@ -63,6 +63,7 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::SymmetricWindow: return "symmetric-window";
     case ForwardReason::Failed: return "failed";
     case ForwardReason::Requested: return "requested";
+    case ForwardReason::NonblockingGroup: return "nonblocking-group";
     case ForwardReason::kCount: break;
   }
   return "?";

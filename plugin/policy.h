@@ -27,6 +27,8 @@ enum class ForwardReason {
   Failed,           // our launch failed; the communicator is now disabled
   Requested,        // the call asked for NCCL (ncclAllReduceConfig: NCCL's algorithms forced, our option
                     // "nccl", or a config only NCCL can judge)
+  NonblockingGroup, // inside a group, on a nonblocking communicator: NCCL launches the group from its own
+                    // thread after the end, so ours could not be ordered alike on every rank
   kCount,
 };
 

@@ -169,8 +169,14 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallPlan& plan,
     CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaMemcpyAsync(ownStaging, call.send, plan.bytes,
                                                                cudaMemcpyDeviceToDevice, call.stream));
   }
-  if (call.launchCompletion != nullptr) {
-    CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventRecord(call.launchCompletion, call.stream));
+  // The caller's event failing to record (destroyed, of another device) is the caller's
+  // problem, said once: the call stays ours, as it is on every other rank.
+  if (call.launchCompletion != nullptr && cudaEventRecord(call.launchCompletion, call.stream) != cudaSuccess) {
+    const cudaError_t error = cudaGetLastError();
+    if (!completionEventWarned_.exchange(true)) {
+      CAR_WARN(options_.device, "rank {}: ncclAllReduceConfig: its launchCompletionEvent cannot be recorded ({}); "
+               "the all-reduce runs without it (said once)", options_.rank, cudaGetErrorString(error));
+    }
   }
   // An error the application left in CUDA's last-error slot is not ours to report, and must
   // not make our launch look failed (a launched call must never also be forwarded).

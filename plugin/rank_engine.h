@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -124,6 +125,7 @@ class RankEngine {
   cudaError_t afterLaunch_ = cudaSuccess;
   KernelTable kernels_;       // this world size's kernels in the device's context at creation
   std::uint64_t driverLaunches_ = 0;  // eager launches that went through the driver (tests)
+  std::atomic<bool> completionEventWarned_{false};
   bool attached_ = false;
   bool fullNvlink_ = false;
   int computeCapability_ = 0;

@@ -4,9 +4,11 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "stream_calls.h"
 #include "lifecycle/comm_health.h"
@@ -231,10 +233,17 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
   if (unknownOption != nullptr) warnUnknownOption(*state, unknownOption);
   if (insideGroup()) {
     // NCCL runs a group's calls at its end (lifecycle/group_calls.h): one of ours waits for
-    // it; one for NCCL joins NCCL's group now.
+    // it; one for NCCL joins NCCL's group now. On a nonblocking communicator NCCL launches
+    // the group later, from its own thread: ours could land before NCCL's on one rank and
+    // after them on another, so such calls are NCCL's.
+    if (state->nonblocking()) {
+      state->counters().countForwarded(ForwardReason::NonblockingGroup);
+      warnInvarianceEnds(state.get(), ForwardReason::NonblockingGroup, count, type, op);
+      return Route::Nccl;
+    }
     const CallPlan plan = locked.engine()->plan(call);
     if (plan.ours) {
-      deferToGroupEnd({state, call, type, op, config});
+      deferToGroupEnd({state, call, type, op, copyOf(config)});
       return Route::Ours;
     }
     state->counters().countForwarded(plan.reason);
@@ -252,23 +261,40 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
 // runs nothing on it). Route::Nccl: our side cannot take it after all; NCCL must.
 Route launchDeferred(const DeferredAllReduce& deferred) {
   CommState& state = *deferred.state;
-  if (state.gate().closed()) {
+  CommState::Locked locked = state.lock();
+  // Checked under the lock: a destroy from another thread releases under it, and NCCL may
+  // have freed the communicator since.
+  if (state.gate().closed() || locked.phase() == CommPhase::Released) {
     CAR_WARN(state.device(), "{}: an all-reduce of a group not run: the communicator was aborted, destroyed or "
              "finalized before the group ended", describe(state));
     return Route::Refused;
   }
-  CommState::Locked locked = state.lock();
   if (!locked.takesCall()) return Route::Nccl;
   return submit(state, locked, deferred.call).launched ? Route::Ours : Route::Nccl;
+}
+
+// Waits until NCCL has launched the group that `state`'s communicator was in (its state leaves
+// ncclInProgress), as a caller of a nonblocking group must before using the communicator.
+// False when NCCL reports an error (the caller sees it from NCCL) or an abort took it.
+bool groupLaunched(const RealNccl& real, CommState& state) {
+  ncclResult_t async = ncclInProgress;
+  ncclResult_t query = ncclSuccess;
+  while (query == ncclSuccess && async == ncclInProgress) {
+    if (!state.gate().pass([&] { query = real.commGetAsyncError(state.comm(), &async); })) return false;
+    if (async == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (query == ncclSuccess && async == ncclSuccess) return true;
+  CAR_INFO(state.device(), "{}: an all-reduce of a group not run: NCCL reports the group failed", describe(state));
+  return false;
 }
 
 // A kept call our side could not launch at the group's end: NCCL's now, after the group.
 ncclResult_t forwardAfterGroup(const RealNccl& real, const DeferredAllReduce& deferred) {
   const AllReduceCall& call = deferred.call;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-  if (deferred.config != nullptr && real.allReduceConfig != nullptr) {
+  if (deferred.config.get() != nullptr && real.allReduceConfig != nullptr) {
     return real.allReduceConfig(call.send, call.recv, call.count, deferred.datatype, deferred.op,
-                                deferred.state->comm(), call.stream, deferred.config);
+                                deferred.state->comm(), call.stream, deferred.config.get());
   }
 #endif
   return real.allReduce(call.send, call.recv, call.count, deferred.datatype, deferred.op, deferred.state->comm(),
@@ -289,7 +315,10 @@ ncclResult_t endDeferredAllReduces(const RealNccl& real, ncclResult_t groupResul
   }
   ncclResult_t result = groupResult;
   for (const DeferredAllReduce& deferred : calls) {
-    Route route = Route::Nccl;
+    // A group with nonblocking members ends ncclInProgress, and NCCL launches even its blocking
+    // members' calls later, from its own thread: ours go after them, on every rank alike.
+    if (groupResult == ncclInProgress && !groupLaunched(real, *deferred.state)) continue;
+    Route route = Route::Refused;  // should our side throw, nothing is sent to NCCL
     guarded("ncclGroupEnd", [&] { route = launchDeferred(deferred); });
     if (route != Route::Nccl) continue;
     const ncclResult_t forwarded = forwardAfterGroup(real, deferred);
@@ -399,18 +428,23 @@ CAR_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
 
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
 // Ranks joining a communicator, and those already in it, get a new one: set up like a split's
-// child (blocking: on every rank right after the call; nonblocking: never ours).
+// child, on every rank right after the call, when its config says blocking = 1. Without that,
+// the ranks already in take the parent's mode and the joining ones NCCL's default, which can
+// differ: a rank that set the communicator up would wait in our exchange for peers that never
+// come. Nonblocking, or not said: never ours.
 CAR_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                                      ncclComm_t* newcomm, ncclConfig_t* config) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
   if (lacks(*real, real->commGrow, "ncclCommGrow")) return ncclInvalidUsage;
-  // A joining rank has no parent: its new communicator is blocking unless its config or
-  // NCCL_COMM_BLOCKING says otherwise, as for an init.
-  const bool inherited = passThrough() ? false : comm != nullptr ? parentNonblocking(comm) : defaultNonblocking();
-  const bool nonblocking = isNonblocking(config, inherited);
   const ncclResult_t result = real->commGrow(comm, nRanks, uniqueId, rank, newcomm, config);
-  adoptAndSchedule(*real, result, newcomm, 1, nonblocking, Birth::Child);
+  if (config != nullptr && config->blocking == 1) {
+    adoptAndSchedule(*real, result, newcomm, 1, false, Birth::Child);
+  } else if (!passThrough() && succeededOrPending(result)) {
+    CAR_INFO(-1, "ncclCommGrow whose config does not set blocking = 1: the grown communicator is not ours "
+                 "(nonblocking, or the ranks already in and the joining ones could disagree on its mode); its "
+                 "all-reduces go to NCCL");
+  }
   return result;
 }
 #endif
@@ -476,7 +510,10 @@ CAR_EXPORT ncclResult_t ncclGroupEnd() {
   if (real == nullptr) return kNoRealNccl;
   const ncclResult_t result = real->groupEnd();
   guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
-  return insideGroup() ? result : endDeferredAllReduces(*real, result, false);
+  if (insideGroup()) return result;
+  ncclResult_t ended = result;
+  guarded("ncclGroupEnd", [&] { ended = endDeferredAllReduces(*real, result, false); });
+  return ended;
 }
 
 CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
@@ -485,7 +522,10 @@ CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (lacks(*real, real->groupSimulateEnd, "ncclGroupSimulateEnd")) return ncclInvalidUsage;
   const ncclResult_t result = real->groupSimulateEnd(simInfo);
   guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
-  return insideGroup() ? result : endDeferredAllReduces(*real, result, true);
+  if (insideGroup()) return result;
+  ncclResult_t ended = result;
+  guarded("ncclGroupSimulateEnd", [&] { ended = endDeferredAllReduces(*real, result, true); });
+  return ended;
 }
 
 // Symmetric windows: NCCL's own; we only note where they are, for NCCL_CAR_SYMMETRIC_NCCL_BYTES.

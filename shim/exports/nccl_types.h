@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <optional>
@@ -114,10 +115,33 @@ inline ConfigVerdict applyCollConfig(const CollConfig* config, AllReduceCall* ca
   }
   return ConfigVerdict::Applied;
 }
+
+// A call's config kept past the call, whose caller keeps it valid only during it: the fields
+// copied, the extension list (which only the plan read) dropped.
+struct CollConfigCopy {
+  bool present = false;
+  ncclCollConfig_t value{};
+  const ncclCollConfig_t* get() const { return present ? &value : nullptr; }
+};
+
+inline CollConfigCopy copyOf(const CollConfig* config) {
+  CollConfigCopy copy;
+  if (config == nullptr) return copy;
+  copy.present = true;
+  std::memcpy(&copy.value, config, std::min(config->size, sizeof(copy.value)));
+  copy.value.size = sizeof(copy.value);
+  copy.value.ext = nullptr;
+  return copy;
+}
 #else
 struct CollConfig;  // nccl.h before 2.32 has no per-call config: there is never one
 
 inline ConfigVerdict applyCollConfig(const CollConfig*, AllReduceCall*, const char**) { return ConfigVerdict::Applied; }
+
+struct CollConfigCopy {
+  const CollConfig* get() const { return nullptr; }
+};
+inline CollConfigCopy copyOf(const CollConfig*) { return {}; }
 #endif
 
 }  // namespace car

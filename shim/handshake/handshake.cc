@@ -147,26 +147,18 @@ void prepare(const RealNccl& real, BatchMember& member) {
   fillRecord(member);
 }
 
-// After the first exchange: whether this rank goes on to the second, which every rank of the
-// communicator must decide alike. The verdict on the records is the same on every rank (the
-// same bytes, one function), so a communicator we do not take stops here on every rank, with
-// nothing allocated. A rank whose own part of the exchange failed goes on when its record
-// was sent (its peers may have judged it eligible and wait for it), and says it cannot take
-// part; one whose record never left (staging failed, or an abort) stops, as its peers, who
-// read "did not arrive", do.
-bool goesOnToBlocks(BatchMember& member) {
-  if (!member.failure.empty()) {
-    if (member.failure == kCannotStage || member.failure == kStoppedDuringSetup) return false;
-    member.record.status = RankStatus::NoDevice;
-    return true;
-  }
-  return judgeRecords(member.records).eligible;
-}
-
-// Our block and engine, for a communicator every rank judged eligible so far: then the same
-// record, now with the block in it, for the second exchange.
+// After the first exchange, our block and engine, for a communicator every rank judged
+// eligible so far (the same bytes, one function: the same verdict on every rank); then the
+// same record, with the block in it, for the second exchange. A communicator we do not take
+// allocates nothing; its ranks still make the later exchanges, as every rank in the
+// handshake does whatever it judged, so that no rank waits in an all-gather another one
+// skipped. A rank whose own part failed says it cannot take part.
 void provideBlock(BatchMember& member) {
-  if (!member.failure.empty()) return;  // its record says it cannot take part
+  if (!member.failure.empty()) {
+    member.record.status = RankStatus::NoDevice;
+    return;
+  }
+  if (!judgeRecords(member.records).eligible) return;
   DeviceGuard guard(member.state->device());
   if (!createBlock(member)) return;
   member.block->holdReservation(std::move(member.reservation));
@@ -185,6 +177,10 @@ void mapPeers(BatchMember& member) {
   }
   member.verdict = judgeRecords(member.records);
   if (!member.verdict.eligible) return;
+  if (!member.block) {  // the first exchange's records, which every rank judged alike, said no
+    copyText(report.problem, sizeof(report.problem), "no buffer block: the first exchange found it not ours");
+    return;
+  }
   std::string problem;
   if (!member.block->mapPeers(member.records, state.rank(), &member.bases, &problem)) {
     copyText(report.problem, sizeof(report.problem), problem);
@@ -256,22 +252,15 @@ void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommS
   if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
     // Who, where, with which settings: enough for the verdict of a communicator we do not take.
     exchangeRecords(real, cudaHandshakeDevice(), members);
-    bool anyGoesOn = false;
     for (BatchMember& member : members) {
-      if (member.inHandshake) member.inHandshake = goesOnToBlocks(member);
-      anyGoesOn = anyGoesOn || member.inHandshake;
+      if (member.inHandshake) provideBlock(member);
     }
-    if (anyGoesOn) {
-      for (BatchMember& member : members) {
-        if (member.inHandshake) provideBlock(member);
-      }
-      // The records again, with every rank's block: what mapping the peers needs.
-      exchangeRecords(real, cudaHandshakeDevice(), members);
-      for (BatchMember& member : members) {
-        if (member.inHandshake) mapPeers(member);
-      }
-      exchangeReports(real, cudaHandshakeDevice(), members);
+    // The records again, with every rank's block: what mapping the peers needs.
+    exchangeRecords(real, cudaHandshakeDevice(), members);
+    for (BatchMember& member : members) {
+      if (member.inHandshake) mapPeers(member);
     }
+    exchangeReports(real, cudaHandshakeDevice(), members);
   }
   for (BatchMember& member : members) {
     conclude(member);

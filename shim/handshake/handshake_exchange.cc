@@ -88,7 +88,7 @@ std::vector<BatchMember*> stageAndEnter(HandshakeDevice& device, std::vector<Bat
     const GatherPart<T> part = partOf(member);
     if (!device.stage(member, part.area.send, part.mine, sizeof(T), part.area.receive,
                       part.area.receiveBytes(member.state->ranks()))) {
-      member.failure = kCannotStage;
+      member.failure = "cannot stage the handshake";
     }
     if (member.state->gate().enter()) {
       issuing.push_back(&member);

@@ -44,8 +44,6 @@ struct BatchMember {
 
 // A member's failure when an abort, destroy or finalize closed its gate.
 constexpr const char* kStoppedDuringSetup = "stopped: the communicator was aborted, destroyed or finalized during set-up";
-// A member's failure when its item never reached the scratch: its peers read "did not arrive".
-constexpr const char* kCannotStage = "cannot stage the handshake";
 
 
 // What the exchange does on the device for one member (a host-memory fake in the CPU tests).

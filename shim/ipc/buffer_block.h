@@ -84,7 +84,9 @@ class BufferBlock {
   BlockLayout layout_{};
   cudaIpcMemHandle_t handle_{};
   PeerMappings peers_;  // the peers' blocks as mapped here
-  std::unique_ptr<BlockReservation> reservation_;  // declared last: given back after the memory
+  // Given back when the block goes: after the destructor's body freed the memory, or with the
+  // retirement that frees it (retire()).
+  std::unique_ptr<BlockReservation> reservation_;
 };
 
 }  // namespace car

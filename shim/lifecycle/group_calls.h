@@ -23,7 +23,7 @@ struct DeferredAllReduce {
   // NCCL's own arguments, for NCCL should our side fail to launch the call at the end.
   ncclDataType_t datatype;
   ncclRedOp_t op;
-  const CollConfig* config;  // ncclAllReduceConfig's, or null
+  CollConfigCopy config;  // ncclAllReduceConfig's, copied (the caller's may be gone by the end)
 };
 
 // Keeps a call of ours for this thread's group's end.

@@ -178,3 +178,24 @@ TEST_CASE("ncclAllReduceConfig: maxCTAs, the completion event and our kernel opt
   CHECK_FALSE(call.requestedAlgorithm.has_value());
 }
 #endif
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+TEST_CASE("ncclAllReduceConfig: a config kept for a group's end is a copy without the extension list",
+          "[nccl-types][call-config]") {
+  CHECK(copyOf(nullptr).get() == nullptr);
+  ncclConfigExt_t option = kernelOption("1shot");
+  CollConfigCopy copy;
+  {
+    ncclCollConfig_t config = NCCL_COLLCONFIG_INITIALIZER;
+    config.maxCTAs = 7;
+    config.ext = &option;
+    copy = copyOf(&config);
+    config.maxCTAs = 1;  // the caller's changes after the call do not reach the copy
+  }
+  REQUIRE(copy.get() != nullptr);
+  CHECK(copy.get()->maxCTAs == 7);
+  CHECK(copy.get()->magic == NCCL_API_MAGIC);
+  CHECK(copy.get()->size == sizeof(ncclCollConfig_t));
+  CHECK(copy.get()->ext == nullptr);
+}
+#endif

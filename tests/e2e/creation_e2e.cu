@@ -89,13 +89,27 @@ bool sumsRight(ncclComm_t comm, int rank, int ranks, cudaStream_t stream) {
   return called && synced;
 }
 
-// Runs `create` and says whether it returned while the kernel still spun, and how long it took.
+// Starts a kernel that spins on `stream` until the flag is set (by the watchdog after 20 s, or
+// here), runs `create`, and says whether it returned while the kernel still spun, and how
+// long it took. Each call gets a kernel of its own, so one that waited does not make the next
+// look as if it had.
 template <typename Create>
-std::string whileSpinning(const volatile int* flag, Create&& create, bool* ok) {
+std::string whileSpinning(volatile int* flag, int* deviceFlag, cudaStream_t stream, Create&& create, bool* ok) {
+  *flag = 0;
+  spinUntilSet<<<1, 1, 0, stream>>>(deviceFlag);
+  if (cudaGetLastError() != cudaSuccess) {
+    *ok = false;
+    return "(the spinning kernel did not start)";
+  }
+  Watchdog watchdog(flag);
   const Clock::time_point start = Clock::now();
   *ok = create() == ncclSuccess;
   const bool spinning = *flag == 0;
-  return std::string(spinning ? "with" : "after") + " the kernel (" + seconds(start) + ")";
+  const std::string took = seconds(start);
+  watchdog.stopNow();
+  *flag = 1;
+  *ok = cudaStreamSynchronize(stream) == cudaSuccess && *ok;
+  return std::string(spinning ? "with" : "after") + " the kernel (" + took + ")";
 }
 
 }  // namespace
@@ -123,17 +137,12 @@ int main(int argc, char** argv) {
   if (ncclCommInitRank(&first, ranks, firstId, rank) != ncclSuccess) return 2;
 
   const cudaStream_t spinStream = where == "legacy" ? cudaStreamLegacy : user;
-  spinUntilSet<<<1, 1, 0, spinStream>>>(deviceFlag);
-  if (cudaGetLastError() != cudaSuccess) return 2;
-  Watchdog watchdog(flag);
   ncclComm_t child = nullptr, second = nullptr;
   bool splitOk = false, initOk = false;
-  const std::string split =
-      whileSpinning(flag, [&] { return ncclCommSplit(first, 0, rank, &child, nullptr); }, &splitOk);
-  const std::string init =
-      whileSpinning(flag, [&] { return ncclCommInitRank(&second, ranks, secondId, rank); }, &initOk);
-  watchdog.stopNow();
-  *flag = 1;
+  const std::string split = whileSpinning(flag, deviceFlag, spinStream,
+                                          [&] { return ncclCommSplit(first, 0, rank, &child, nullptr); }, &splitOk);
+  const std::string init = whileSpinning(flag, deviceFlag, spinStream,
+                                         [&] { return ncclCommInitRank(&second, ranks, secondId, rank); }, &initOk);
   const bool spun = cudaDeviceSynchronize() == cudaSuccess;
 
   cudaStream_t stream = nullptr;

@@ -1,8 +1,9 @@
 // Scenario "newer-api": the functions of NCCL 2.29 to 2.32 that the library hooks, over a
 // stand-in of that NCCL. Setup traffic is expected in: init, grow, grow.join (a grown
-// communicator is set up like a split's child, on the ranks already in and on the joining
-// ones); not grow.nb (a nonblocking child is never ours). suspend.c1 releases our side of c1
-// before NCCL's call; c1's later calls are NCCL's alone.
+// communicator whose config says blocking = 1 is set up like a split's child, on the ranks
+// already in and on the joining ones); not grow.default (no config: the ranks could disagree
+// on its mode) nor grow.nb (nonblocking). suspend.c1 releases our side of c1 before NCCL's
+// call; c1's later calls are NCCL's alone.
 #include <string>
 
 #include "driver_common.h"
@@ -17,6 +18,8 @@ int runNewerApi() {
   ncclUniqueId growId = uniqueId("uid.grow");
   ncclConfig_t nonblocking = NCCL_CONFIG_INITIALIZER;
   nonblocking.blocking = 0;
+  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+  blocking.blocking = 1;
   struct Grown {
     const char* label;
     ncclComm_t parent;
@@ -24,8 +27,9 @@ int runNewerApi() {
     int rank;
     ncclConfig_t* config;
     ncclComm_t made = nullptr;
-  } grown[] = {{"grow", c1, &growId, -1, nullptr},  // the root of those already in
-               {"grow.join", nullptr, &growId, 1, nullptr},
+  } grown[] = {{"grow", c1, &growId, -1, &blocking},  // the root of those already in
+               {"grow.join", nullptr, &growId, 1, &blocking},
+               {"grow.default", c1, nullptr, -1, nullptr},
                {"grow.nb", c1, nullptr, -1, &nonblocking}};
   for (Grown& g : grown) {
     step(g.label, standin::calls::grow(g.parent, 2, g.id, g.rank, &g.made, g.config),

@@ -24,11 +24,16 @@ TEST_CASE("newer API: grown communicators are set up like a split's child; ncclA
   const std::string existing = madeComms(outputs, "grow").at(0);
   const std::string joining = madeComms(outputs, "grow.join").at(0);
   const std::string nonblocking = madeComms(outputs, "grow.nb").at(0);
+  const std::string unsaid = madeComms(outputs, "grow.default").at(0);
   CHECK(queriedComms(*findSegment(segments, "grow")) == std::set<std::string>{existing});
   CHECK(queriedComms(*findSegment(segments, "grow.join")) == std::set<std::string>{joining});
-  // A nonblocking child is never adopted: it has neither a setup: nor a released: line.
-  CHECK(infoAbout(run.err, nonblocking, "setup:").empty());
-  CHECK(infoAbout(run.err, nonblocking, "released:").empty());
+  // A nonblocking child, or one whose mode the config does not say, is never adopted: it has
+  // neither a setup: nor a released: line, and an INFO says why for each.
+  for (const std::string& comm : {nonblocking, unsaid}) {
+    CHECK(infoAbout(run.err, comm, "setup:").empty());
+    CHECK(infoAbout(run.err, comm, "released:").empty());
+  }
+  CHECK(linesWith(run.err, {"NCCL-CAR INFO", "ncclCommGrow whose config does not set blocking = 1"}).size() == 2);
 
   // c1's side is released at the suspend, before NCCL's call: its released: line counts the
   // all-reduce before it (forwarded: no GPU here), and none after.
