@@ -64,6 +64,18 @@ constexpr bool isFp8(ElementType type) {
   return type == ElementType::Float8E4M3 || type == ElementType::Float8E5M2;
 }
 
+constexpr bool isInteger(ElementType type) {
+  switch (type) {
+    case ElementType::Int8:
+    case ElementType::UInt8:
+    case ElementType::Int32:
+    case ElementType::UInt32:
+    case ElementType::Int64:
+    case ElementType::UInt64: return true;
+    default: return false;
+  }
+}
+
 // Packs on the wire per 16-byte pack of data in the push kernels (kernels/lamport.cuh).
 // fp8, fp16, bf16 and fp32 have a spare bit pattern (a -0.0 that is sent as +0.0) to mark
 // "not arrived yet": one pack each. Integers and fp64 have none: each 32-bit word travels as

@@ -145,18 +145,7 @@ AlgorithmChoice keepInvariant(const CommunicatorFacts& comm, ElementType type, s
   return AlgorithmChoice{Algorithm::TwoShotPush, ForwardReason::NotEligible};
 }
 
-bool invariantOnNccl(std::optional<ElementType> type) {
-  if (!type) return false;
-  switch (*type) {
-    case ElementType::Int8:
-    case ElementType::UInt8:
-    case ElementType::Int32:
-    case ElementType::UInt32:
-    case ElementType::Int64:
-    case ElementType::UInt64: return true;
-    default: return false;
-  }
-}
+bool invariantOnNccl(std::optional<ElementType> type) { return type && isInteger(*type); }
 
 CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
   CallPlan plan;

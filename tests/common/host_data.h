@@ -39,18 +39,6 @@ class Random {
   std::uint64_t state_;
 };
 
-constexpr bool isInteger(ElementType type) {
-  switch (type) {
-    case ElementType::Int8:
-    case ElementType::UInt8:
-    case ElementType::Int32:
-    case ElementType::UInt32:
-    case ElementType::Int64:
-    case ElementType::UInt64: return true;
-    default: return false;
-  }
-}
-
 constexpr bool isSignedInteger(ElementType type) {
   return type == ElementType::Int8 || type == ElementType::Int32 || type == ElementType::Int64;
 }
