@@ -14,10 +14,27 @@
 
 namespace car {
 
-// The NCCL collectives a kernel may serve.
-enum class Collective { AllReduce, kCount };
+// The NCCL collectives a kernel may serve. Each call's `count` is NCCL's: all-reduce, the
+// elements of the message; all-gather, each rank's part (sendcount); reduce-scatter, each
+// rank's result (recvcount).
+enum class Collective { AllReduce, AllGather, ReduceScatter, kCount };
 
 constexpr int kCollectiveCount = static_cast<int>(Collective::kCount);
+
+// "all-reduce", "all-gather", "reduce-scatter": part of the log format (TRACE lines) and of
+// nccl_car_query's answers.
+constexpr const char* collectiveName(Collective collective) {
+  switch (collective) {
+    case Collective::AllReduce: return "all-reduce";
+    case Collective::AllGather: return "all-gather";
+    case Collective::ReduceScatter: return "reduce-scatter";
+    case Collective::kCount: break;
+  }
+  return "?";
+}
+
+// Whether the collective reduces (takes an op) or only moves its data.
+constexpr bool reduces(Collective collective) { return collective != Collective::AllGather; }
 
 constexpr std::uint32_t collectiveBit(Collective collective) { return 1u << static_cast<int>(collective); }
 
@@ -30,6 +47,8 @@ enum class Algorithm {
   TwoStage,
   OneShotPush,
   TwoShotPush,
+  AllGatherPush,
+  ReduceScatterPush,
   kCount,
 };
 
@@ -46,21 +65,33 @@ struct AlgorithmSpec {
   // Push kernels: each rank works on its shard of the message, not on all of it, and its
   // grid is sized by that shard (geometry.h).
   bool shardedWork;
+  // Push kernels that only move data (all-gather): its bits must arrive unchanged, so every
+  // type travels split, like the integers (wirePacksOf, all_reduce.h), never made
+  // sentinel-free (which turns a -0.0 into +0.0).
+  bool copiesBits;
   std::uint32_t collectives;  // collectiveBit of each collective it serves
 };
 
 // In Algorithm's order (checked below).
 inline constexpr AlgorithmSpec kAlgorithms[] = {
     // Every rank reduces everything: 2 barriers.
-    {Algorithm::OneStage, "1stage", KernelFamily::Pull, nullptr, false, collectiveBit(Collective::AllReduce)},
+    {Algorithm::OneStage, "1stage", KernelFamily::Pull, nullptr, false, false, collectiveBit(Collective::AllReduce)},
     // Reduce-scatter, then all-gather: 3 barriers.
-    {Algorithm::TwoStage, "2stage", KernelFamily::Pull, nullptr, false, collectiveBit(Collective::AllReduce)},
+    {Algorithm::TwoStage, "2stage", KernelFamily::Pull, nullptr, false, false, collectiveBit(Collective::AllReduce)},
     // Every input to every rank, each reduces everything: no barrier.
-    {Algorithm::OneShotPush, "1shot", KernelFamily::Push, &oneShotAreaUse, false,
+    {Algorithm::OneShotPush, "1shot", KernelFamily::Push, &oneShotAreaUse, false, false,
      collectiveBit(Collective::AllReduce)},
     // Shards to their owners, each owner pushes its reduced shard to all.
-    {Algorithm::TwoShotPush, "2shot", KernelFamily::Push, &twoShotAreaUse, true,
+    {Algorithm::TwoShotPush, "2shot", KernelFamily::Push, &twoShotAreaUse, true, false,
      collectiveBit(Collective::AllReduce)},
+    // Each rank's part into slot `rank` of every peer's area, as 1shot pushes its input: a
+    // message is one rank's part.
+    {Algorithm::AllGatherPush, "allgather", KernelFamily::Push, &oneShotAreaUse, false, true,
+     collectiveBit(Collective::AllGather)},
+    // Part j of each rank's input into slot `rank` of rank j's area, which reduces it: 2shot's
+    // first half, a message being one rank's result.
+    {Algorithm::ReduceScatterPush, "reducescatter", KernelFamily::Push, &oneShotAreaUse, false, false,
+     collectiveBit(Collective::ReduceScatter)},
 };
 
 constexpr bool rowsFollowTheEnum() {
@@ -69,7 +100,8 @@ constexpr bool rowsFollowTheEnum() {
     const AlgorithmSpec& row = kAlgorithms[a];
     if (row.algorithm != static_cast<Algorithm>(a)) return false;
     if ((row.family == KernelFamily::Push) != (row.areaUse != nullptr)) return false;
-    if (row.shardedWork && row.family != KernelFamily::Push) return false;
+    if ((row.shardedWork || row.copiesBits) && row.family != KernelFamily::Push) return false;
+    if (row.collectives == 0) return false;
   }
   return true;
 }
@@ -88,5 +120,34 @@ constexpr bool isPush(Algorithm algorithm) { return specOf(algorithm).family == 
 constexpr bool serves(Algorithm algorithm, Collective collective) {
   return (specOf(algorithm).collectives & collectiveBit(collective)) != 0;
 }
+
+// The collective a kernel serves (each serves one).
+constexpr Collective collectiveOf(Algorithm algorithm) {
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    if (serves(algorithm, static_cast<Collective>(c))) return static_cast<Collective>(c);
+  }
+  return Collective::kCount;
+}
+
+constexpr bool eachServesOne() {
+  for (const AlgorithmSpec& row : kAlgorithms) {
+    if ((row.collectives & (row.collectives - 1)) != 0) return false;
+  }
+  return true;
+}
+static_assert(eachServesOne(), "kAlgorithms: each kernel serves one collective (collectiveOf)");
+
+// The all-reduce's kernels are the table's first rows: NCCL_CAR_ALGO chooses among them
+// (Algorithm values 0 .. kAllReduceAlgorithmCount - 1).
+constexpr int allReduceRows() {
+  int rows = 0;
+  while (rows < kAlgorithmCount && serves(static_cast<Algorithm>(rows), Collective::AllReduce)) ++rows;
+  for (int a = rows; a < kAlgorithmCount; ++a) {
+    if (serves(static_cast<Algorithm>(a), Collective::AllReduce)) return -1;
+  }
+  return rows;
+}
+constexpr int kAllReduceAlgorithmCount = allReduceRows();
+static_assert(kAllReduceAlgorithmCount > 0, "kAlgorithms: the all-reduce's kernels come first");
 
 }  // namespace car

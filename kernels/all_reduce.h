@@ -1,7 +1,7 @@
 // The table of contents of kernels/: everything host code may call. Each __global__ kernel
-// sits right above its launcher in one_stage.cu, two_stage.cu, one_shot_push.cu and
-// two_shot_push.cu; dispatch.cu turns the run-time (type, world size, algorithm) into one of
-// those template instances.
+// sits right above its getter in one_stage.cu, two_stage.cu, one_shot_push.cu,
+// two_shot_push.cu, all_gather_push.cu and reduce_scatter_push.cu; dispatch.cu turns the
+// run-time (type, world size, algorithm) into one of those template instances.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -91,6 +91,13 @@ constexpr int wirePacksPerPack(ElementType type) {
   }
 }
 
+// Packs on the wire per pack of data for `algorithm`: a kernel that only copies (all-gather)
+// sends every type split, so that its bits arrive unchanged (kernels/lamport.cuh).
+constexpr int kCopyWirePacks = 2;
+constexpr int wirePacksOf(Algorithm algorithm, ElementType type) {
+  return specOf(algorithm).copiesBits ? kCopyWirePacks : wirePacksPerPack(type);
+}
+
 const char* elementTypeName(ElementType type);
 const char* reduceOpName(ReduceOp op);
 
@@ -114,7 +121,10 @@ struct LaunchArgs {
   // kernel copies it into this rank's staging itself (16-byte aligned, one launch instead of
   // copy + kernel); null, the caller has already copied it there. Ranks may differ in this.
   const void* input = nullptr;
-  long long bytes = 0;               // message size; a pull kernel copying input: a multiple of 16
+  // Message size; a pull kernel copying input: a multiple of 16. All-gather: each rank's part
+  // (the input; the output holds `ranks` of them); reduce-scatter: each rank's result (the
+  // output; the input holds `ranks` of them).
+  long long bytes = 0;
   long long packs = 0;               // packsOf(bytes)
   int rank = 0;
   int ranks = 0;                     // 2..kMaxRanks
@@ -150,7 +160,7 @@ struct KernelTable {
 // another context than the function's, say), through the runtime, whose error is then the one
 // returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for a combination
 // there is no kernel for.
-cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr,
+cudaError_t launchCollectiveKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr,
                                   bool* throughDriver = nullptr);
 
 // Loads every kernel of kernels/ into the current device's context now. With CUDA's lazy

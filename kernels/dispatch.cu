@@ -18,27 +18,29 @@ static_assert(kInstantiatedMaxRanks == kMaxRanks, "CAR_INSTANTIATE_FOR_RANKS mus
 static_assert(kInstantiatedTypes == kElementTypeCount, "CAR_FOR_EACH_ELEMENT_TYPE must list every ElementType");
 
 template <typename T, int kRanks>
-AllReduceKernel kernelOf(Algorithm algorithm) {
+CollectiveKernel kernelOf(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::OneStage: return oneStageKernelOf<T, kRanks>();
     case Algorithm::TwoStage: return twoStageKernelOf<T, kRanks>();
     case Algorithm::OneShotPush: return oneShotPushKernelOf<T, kRanks>();
     case Algorithm::TwoShotPush: return twoShotPushKernelOf<T, kRanks>();
+    case Algorithm::AllGatherPush: return allGatherPushKernelOf<kRanks>();
+    case Algorithm::ReduceScatterPush: return reduceScatterPushKernelOf<T, kRanks>();
     case Algorithm::kCount: break;
   }
   return nullptr;
 }
 
 template <typename T, int... kOffsets>
-AllReduceKernel pickByRanks(Algorithm algorithm, int ranks, std::integer_sequence<int, kOffsets...>) {
-  AllReduceKernel picked = nullptr;
+CollectiveKernel pickByRanks(Algorithm algorithm, int ranks, std::integer_sequence<int, kOffsets...>) {
+  CollectiveKernel picked = nullptr;
   // Exactly one offset matches; the fold visits each world size once.
   ((ranks == kMinRanks + kOffsets ? (picked = kernelOf<T, kMinRanks + kOffsets>(algorithm)) : picked), ...);
   return picked;
 }
 
 template <typename T>
-AllReduceKernel pickForType(Algorithm algorithm, int ranks) {
+CollectiveKernel pickForType(Algorithm algorithm, int ranks) {
   return pickByRanks<T>(algorithm, ranks,
                         std::make_integer_sequence<int, kMaxRanks - kMinRanks + 1>{});
 }
@@ -68,7 +70,7 @@ constexpr bool deviceTypeMatches() {
 CAR_FOR_EACH_ELEMENT_TYPE(CAR_CHECK_TYPE, unused)
 #undef CAR_CHECK_TYPE
 
-AllReduceKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
+CollectiveKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
 #define CAR_PICK_TYPE(enumerator, T, unused) \
   case ElementType::enumerator: return pickForType<T>(algorithm, ranks);
   switch (type) {
@@ -99,10 +101,10 @@ __global__ void fillSentinelKernel(Pack* packs, std::size_t count) {
 
 }  // namespace
 
-cudaError_t launchAllReduceKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table,
+cudaError_t launchCollectiveKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table,
                                   bool* throughDriver) {
   if (throughDriver != nullptr) *throughDriver = false;
-  const AllReduceKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
+  const CollectiveKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
   if (kernel == nullptr) return cudaErrorInvalidValue;
   if (table != nullptr && table->ranks == args.ranks &&
       launchThroughDriver(table->functions[static_cast<int>(args.type)][static_cast<int>(args.algorithm)], args,
@@ -133,7 +135,7 @@ cudaError_t loadKernels(int ranks, KernelTable* table) {
   for (int worldSize = kMinRanks; worldSize <= kMaxRanks; ++worldSize) {
     for (int t = 0; t < kElementTypeCount; ++t) {
       for (int a = 0; a < kAlgorithmCount; ++a) {
-        const AllReduceKernel kernel =
+        const CollectiveKernel kernel =
             pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), worldSize);
         if (kernel == nullptr) return cudaErrorInvalidValue;
         kernels.push_back(reinterpret_cast<const void*>(kernel));
@@ -151,7 +153,7 @@ cudaError_t loadKernels(int ranks, KernelTable* table) {
   table->ranks = ranks;
   for (int t = 0; t < kElementTypeCount; ++t) {
     for (int a = 0; a < kAlgorithmCount; ++a) {
-      const AllReduceKernel kernel = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
+      const CollectiveKernel kernel = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
       table->functions[t][a] = driverFunctionOf(reinterpret_cast<const void*>(kernel));
     }
   }

@@ -17,9 +17,9 @@ namespace car {
 
 // Every kernel takes the LaunchArgs by value; this is their launch through the runtime.
 // cudaLaunchKernelEx returns this launch's own error, whatever an earlier call left behind.
-using AllReduceKernel = void (*)(LaunchArgs);
+using CollectiveKernel = void (*)(LaunchArgs);
 
-inline cudaError_t launchGrid(AllReduceKernel kernel, const LaunchArgs& args, cudaStream_t stream) {
+inline cudaError_t launchGrid(CollectiveKernel kernel, const LaunchArgs& args, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(args.blocks));
   config.blockDim = dim3(static_cast<unsigned>(args.threads));
@@ -35,23 +35,28 @@ inline cudaError_t launchGrid(AllReduceKernel kernel, const LaunchArgs& args, cu
 }
 
 template <typename T, int kRanks>
-AllReduceKernel oneStageKernelOf();
+CollectiveKernel oneStageKernelOf();
 template <typename T, int kRanks>
-AllReduceKernel twoStageKernelOf();
+CollectiveKernel twoStageKernelOf();
 template <typename T, int kRanks>
-AllReduceKernel oneShotPushKernelOf();
+CollectiveKernel oneShotPushKernelOf();
 template <typename T, int kRanks>
-AllReduceKernel twoShotPushKernelOf();
+CollectiveKernel twoShotPushKernelOf();
+template <typename T, int kRanks>
+CollectiveKernel reduceScatterPushKernelOf();
+// The all-gather moves bits: one kernel per world size serves every type.
+template <int kRanks>
+CollectiveKernel allGatherPushKernelOf();
 
 // The world sizes 2..8; dispatch.cu checks that this list matches kMaxRanks.
 #define CAR_INSTANTIATE_FOR_RANKS(getter, T) \
-  template AllReduceKernel getter<T, 2>();   \
-  template AllReduceKernel getter<T, 3>();   \
-  template AllReduceKernel getter<T, 4>();   \
-  template AllReduceKernel getter<T, 5>();   \
-  template AllReduceKernel getter<T, 6>();   \
-  template AllReduceKernel getter<T, 7>();   \
-  template AllReduceKernel getter<T, 8>();
+  template CollectiveKernel getter<T, 2>();   \
+  template CollectiveKernel getter<T, 3>();   \
+  template CollectiveKernel getter<T, 4>();   \
+  template CollectiveKernel getter<T, 5>();   \
+  template CollectiveKernel getter<T, 6>();   \
+  template CollectiveKernel getter<T, 7>();   \
+  template CollectiveKernel getter<T, 8>();
 constexpr int kInstantiatedMaxRanks = 8;
 
 // Every ElementType with the device type of one element: X(enumerator, type, arg), arg

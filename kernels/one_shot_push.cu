@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneShotPushKernel(LaunchA
 }
 
 template <typename T, int kRanks>
-AllReduceKernel oneShotPushKernelOf() {
+CollectiveKernel oneShotPushKernelOf() {
   return &oneShotPushKernel<T, kRanks>;
 }
 

@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) oneStageKernel(LaunchArgs
 }
 
 template <typename T, int kRanks>
-AllReduceKernel oneStageKernelOf() {
+CollectiveKernel oneStageKernelOf() {
   return &oneStageKernel<T, kRanks>;
 }
 

@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoShotPushKernel(LaunchA
 }
 
 template <typename T, int kRanks>
-AllReduceKernel twoShotPushKernelOf() {
+CollectiveKernel twoShotPushKernelOf() {
   return &twoShotPushKernel<T, kRanks>;
 }
 

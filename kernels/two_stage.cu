@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1) twoStageKernel(LaunchArgs
 }
 
 template <typename T, int kRanks>
-AllReduceKernel twoStageKernelOf() {
+CollectiveKernel twoStageKernelOf() {
   return &twoStageKernel<T, kRanks>;
 }
 

@@ -25,11 +25,20 @@ constexpr std::size_t kDefaultCopyInKernelBytes = std::size_t{512} << 10;
 // Largest all-reduce the push kernels take; sizes their three receive areas, each about
 // 2x this (docs/design.md, "The buffer block"). 0 switches them off.
 constexpr std::size_t kDefaultPushMaxBytes = std::size_t{8} << 20;
+// Largest all-gather (its output) and reduce-scatter (its input) taken by default. Estimates,
+// not measurements on NVLink (docs/benchmarks.md, "All-gather and reduce-scatter"): sizes
+// where our all-reduce of the same bytes on the wire was under half of NCCL's best.
+constexpr std::size_t kDefaultAllGatherMaxBytes = std::size_t{1} << 20;
+constexpr std::size_t kDefaultReduceScatterMaxBytes = std::size_t{1} << 20;
 
 struct Config {
   bool disable = false;                                 // NCCL_CAR_DISABLE
-  std::optional<Algorithm> algorithm;                   // NCCL_CAR_ALGO: the kernel forced; nullopt: auto
+  std::optional<Algorithm> algorithm;                   // NCCL_CAR_ALGO: the all-reduce kernel forced; nullopt: auto
   std::size_t maxBytes = kDefaultMaxBytes;              // NCCL_CAR_MAX_BYTES (inclusive)
+  // NCCL_CAR_ALLGATHER_MAX_BYTES, NCCL_CAR_REDUCESCATTER_MAX_BYTES (inclusive, the whole
+  // message: every rank's part); 0: that collective always goes to NCCL.
+  std::size_t allGatherMaxBytes = kDefaultAllGatherMaxBytes;
+  std::size_t reduceScatterMaxBytes = kDefaultReduceScatterMaxBytes;
   // NCCL_CAR_MAX_BLOCKS, 1..kMaxPushBlocks; the pull kernels use at most kMaxBlocks of it.
   int maxBlocks = kMaxPushBlocks;
   std::size_t pushMaxBytes = kDefaultPushMaxBytes;       // NCCL_CAR_PUSH_MAX_BYTES (inclusive)
@@ -84,8 +93,10 @@ struct SharedSettings {
   std::int16_t disable;
   std::int16_t deterministic;
   std::int32_t symmetricNcclBytes;  // at most kLargestMaxBytes, which fits
+  std::uint64_t allGatherMaxBytes;
+  std::uint64_t reduceScatterMaxBytes;
 };
-static_assert(sizeof(SharedSettings) == 32 && std::is_trivially_copyable_v<SharedSettings> &&
+static_assert(sizeof(SharedSettings) == 48 && std::is_trivially_copyable_v<SharedSettings> &&
                   std::is_standard_layout_v<SharedSettings>,
               "SharedSettings travels in the handshake record: its size is part of the wire format");
 

@@ -140,12 +140,15 @@ inline size_t formatReleased(char* out, size_t size, const char* comm, const cha
   return used;
 }
 
-// "rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot": one call our kernels took (TRACE).
-inline size_t formatTakenCall(char* out, size_t size, int rank, unsigned long long count, const char* type,
-                              const char* op, unsigned long long bytes, const char* kernel) {
+// "rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot", "rank 1 all-gather 4096 x bf16
+// (8192 bytes) -> allgather": one call our kernels took (TRACE). NCCL's count, the bytes of
+// one rank's part for all-gather and reduce-scatter; op null: a collective without one.
+inline size_t formatTakenCall(char* out, size_t size, int rank, const char* collective, unsigned long long count,
+                              const char* type, const char* op, unsigned long long bytes, const char* kernel) {
   size_t used = 0;
-  logformat::append(out, size, &used, "rank %d all-reduce %llu x %s %s (%llu bytes) -> %s", rank, count, type, op,
-                    bytes, kernel);
+  logformat::append(out, size, &used, "rank %d %s %llu x %s", rank, collective, count, type);
+  if (op != nullptr) logformat::append(out, size, &used, " %s", op);
+  logformat::append(out, size, &used, " (%llu bytes) -> %s", bytes, kernel);
   return used;
 }
 

@@ -93,10 +93,10 @@ std::size_t oneShotLimit(const CommunicatorFacts& comm) {
 
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
             int wirePacks) {
-  if (!topologyServed(comm) || bytes == 0 || !serves(algorithm, Collective::AllReduce)) return false;
+  if (!topologyServed(comm) || bytes == 0) return false;
   const AlgorithmSpec& spec = specOf(algorithm);
   if (spec.family == KernelFamily::Pull) return bytes <= pullBufferBytes(config);
-  if (bytes > config.pushMaxBytes) return false;
+  if (serves(algorithm, Collective::AllReduce) && bytes > config.pushMaxBytes) return false;
   const std::size_t use = spec.areaUse(packsOf(static_cast<long long>(bytes)), comm.ranks);
   return use * static_cast<std::size_t>(wirePacks) <= pushAreaBytesFor(config.pushMaxBytes);
 }
@@ -128,10 +128,11 @@ AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t byte
 
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                 int wirePacks, std::optional<Algorithm> requested) {
-  if (requested && canRun(*requested, comm, bytes, config, wirePacks)) {
-    return AlgorithmChoice{requested, ForwardReason::NotEligible};
-  }
-  if (config.algorithm && canRun(*config.algorithm, comm, bytes, config, wirePacks)) {
+  auto takes = [&](std::optional<Algorithm> algorithm) {
+    return algorithm && serves(*algorithm, Collective::AllReduce) && canRun(*algorithm, comm, bytes, config, wirePacks);
+  };
+  if (takes(requested)) return AlgorithmChoice{requested, ForwardReason::NotEligible};
+  if (takes(config.algorithm)) {
     return AlgorithmChoice{config.algorithm, ForwardReason::NotEligible};
   }
   return defaultAlgorithm(comm, bytes, config, wirePacks);
@@ -147,6 +148,30 @@ AlgorithmChoice keepInvariant(const CommunicatorFacts& comm, ElementType type, s
 
 bool invariantOnNccl(std::optional<ElementType> type) { return type && isInteger(*type); }
 
+std::size_t collectiveMaxBytes(Collective collective, const Config& config) {
+  switch (collective) {
+    case Collective::AllReduce: return config.maxBytes;
+    case Collective::AllGather: return config.allGatherMaxBytes;
+    case Collective::ReduceScatter: return config.reduceScatterMaxBytes;
+    case Collective::kCount: break;
+  }
+  return 0;
+}
+
+namespace {
+
+// The kernel of a collective other than the all-reduce: each has one, a push kernel.
+AlgorithmChoice chooseMover(Collective collective, const CommunicatorFacts& comm, std::size_t bytes,
+                            const Config& config, ElementType type) {
+  if (!topologyServed(comm)) return none(ForwardReason::NotEligible);
+  const Algorithm kernel =
+      collective == Collective::AllGather ? Algorithm::AllGatherPush : Algorithm::ReduceScatterPush;
+  if (!canRun(kernel, comm, bytes, config, wirePacksOf(kernel, type))) return none(ForwardReason::TooLarge);
+  return AlgorithmChoice{kernel, ForwardReason::NotEligible};
+}
+
+}  // namespace
+
 CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config) {
   CallPlan plan;
   auto forward = [&plan](ForwardReason reason) {
@@ -154,27 +179,34 @@ CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Co
     plan.reason = reason;
     return plan;
   };
+  const bool allReduce = call.collective == Collective::AllReduce;
   if (call.ncclRequested) return forward(ForwardReason::Requested);
-  if (!call.op) return forward(ForwardReason::Op);
+  if (reduces(call.collective) && !call.op) return forward(ForwardReason::Op);
   if (!call.type) return forward(ForwardReason::Type);
-  // NCCL reduces fp8 only where every rank's GPU is sm_90 or newer, and fails the call
+  // NCCL takes fp8 only where every rank's GPU is sm_90 or newer, and fails the call
   // elsewhere: the call must fail with the library as without it.
   if (isFp8(*call.type) && comm.computeCapability < kHopper) return forward(ForwardReason::Type);
   if (call.count == 0) return forward(ForwardReason::Empty);
   const std::size_t elementSize = static_cast<std::size_t>(elementBytes(*call.type));
-  if (call.count > config.maxBytes / elementSize) return forward(ForwardReason::TooLarge);
+  // All-gather and reduce-scatter: `count` is one rank's part; their limit is on all parts.
+  const std::size_t parts = allReduce ? 1 : static_cast<std::size_t>(std::max(comm.ranks, 1));
+  if (call.count > collectiveMaxBytes(call.collective, config) / elementSize / parts) {
+    return forward(ForwardReason::TooLarge);
+  }
   plan.bytes = call.count * elementSize;
   // NCCL's symmetric kernels promise no invariance: NCCL_CAR_DETERMINISTIC keeps these calls.
-  if (call.symmetricBuffers && plan.bytes <= config.symmetricNcclBytes && !config.deterministic) {
+  if (allReduce && call.symmetricBuffers && plan.bytes <= config.symmetricNcclBytes && !config.deterministic) {
     return forward(ForwardReason::SymmetricWindow);
   }
-  const int wirePacks = wirePacksPerPack(*call.type);
   const AlgorithmChoice choice =
-      keepInvariant(comm, *call.type, plan.bytes, config,
-                    chooseAlgorithm(comm, plan.bytes, config, wirePacks, call.requestedAlgorithm));
+      allReduce ? keepInvariant(comm, *call.type, plan.bytes, config,
+                                chooseAlgorithm(comm, plan.bytes, config, wirePacksPerPack(*call.type),
+                                                call.requestedAlgorithm))
+                : chooseMover(call.collective, comm, plan.bytes, config, *call.type);
   if (!choice.algorithm) return forward(choice.reason);
   plan.ours = true;
   plan.algorithm = *choice.algorithm;
+  const int wirePacks = wirePacksOf(plan.algorithm, *call.type);
   plan.packs = packsOf(static_cast<long long>(plan.bytes));
   const AlgorithmSpec& spec = specOf(plan.algorithm);
   if (spec.family == KernelFamily::Pull) {

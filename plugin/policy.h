@@ -46,9 +46,10 @@ struct CommunicatorFacts {
 // ours takes it, which one and on what grid. ncclAllReduceConfig's per-call settings, which
 // NCCL requires to be the same on every rank, are among them.
 struct CallFacts {
+  Collective collective = Collective::AllReduce;
   std::optional<ElementType> type;  // nullopt: a type we have no kernel for
-  std::optional<ReduceOp> op;       // nullopt: an op we have no kernel for
-  std::size_t count = 0;  // elements
+  std::optional<ReduceOp> op;       // nullopt: an op we have no kernel for (not read for an all-gather)
+  std::size_t count = 0;  // elements: NCCL's count (algorithms.h, Collective)
   // Both buffers lie in windows registered with NCCL_WIN_COLL_SYMMETRIC. Read off this rank's
   // pointers, but shared by NCCL's own contract: windows are registered collectively, and
   // NCCL's symmetric kernels need every rank to pass window buffers.
@@ -81,9 +82,10 @@ std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_
 std::size_t oneShotLimit(const CommunicatorFacts& comm);
 
 // Whether `algorithm` can run a message of `bytes` bytes at all on this communicator with
-// these settings (pull kernels: within their buffers; push kernels: within
-// NCCL_CAR_PUSH_MAX_BYTES and the area, where each pack takes `wirePacks` packs, see
-// wirePacksPerPack). Says nothing about speed.
+// these settings (pull kernels: within their buffers; push kernels: within the area, where
+// each pack takes `wirePacks` packs, see wirePacksOf, and for the all-reduce within
+// NCCL_CAR_PUSH_MAX_BYTES). A message is what the kernel's LaunchArgs::bytes says: one
+// rank's part for all-gather and reduce-scatter. Says nothing about speed.
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
             int wirePacks);
 
@@ -101,8 +103,8 @@ AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t byte
                                  int wirePacks);
 
 // defaultAlgorithm, except that the kernel the call asks for (`requested`), else NCCL_CAR_ALGO's,
-// is picked wherever that kernel can run the call (neither can make an unsupported topology
-// ours).
+// is picked wherever that kernel serves the all-reduce and can run the call (neither can make
+// an unsupported topology ours).
 AlgorithmChoice chooseAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                 int wirePacks, std::optional<Algorithm> requested = std::nullopt);
 
@@ -141,8 +143,13 @@ struct CallPlan {
   int threads = 0;
 };
 
-// Checks an all-reduce against the rule in docs/design.md ("Which all-reduce is ours") and
-// plans its grid.
+// The largest call of `collective` taken, in bytes of the whole message (all-gather: the
+// output; reduce-scatter: the input): NCCL_CAR_MAX_BYTES, NCCL_CAR_ALLGATHER_MAX_BYTES,
+// NCCL_CAR_REDUCESCATTER_MAX_BYTES.
+std::size_t collectiveMaxBytes(Collective collective, const Config& config);
+
+// Checks a call against the rule in docs/design.md ("Which calls are ours") and plans its
+// grid.
 CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config);
 
 // Who puts a pull kernel's input into this rank's staging: the rank's own choice, from its

@@ -102,7 +102,7 @@ CallPlan RankEngine::plan(const CallFacts& call) const {
   return plan;
 }
 
-SubmitResult RankEngine::submit(const AllReduceCall& call) {
+SubmitResult RankEngine::submit(const CollectiveCall& call) {
   SubmitResult result;
   const CallPlan plan = this->plan(call);
   if (!plan.ours) {
@@ -119,12 +119,14 @@ SubmitResult RankEngine::submit(const AllReduceCall& call) {
   }
   result.algorithm = plan.algorithm;
   stats_->countTaken(plan.algorithm, plan.bytes);
-  CAR_TRACE(options_.device, "{}", logText(formatTakenCall, options_.rank, call.count, elementTypeName(*call.type),
-                                           reduceOpName(*call.op), plan.bytes, algorithmName(plan.algorithm)));
+  CAR_TRACE(options_.device, "{}",
+            logText(formatTakenCall, options_.rank, collectiveName(call.collective), call.count,
+                    elementTypeName(*call.type), reduces(call.collective) ? reduceOpName(*call.op) : nullptr,
+                    plan.bytes, algorithmName(plan.algorithm)));
   return result;
 }
 
-LaunchArgs RankEngine::launchArgs(const AllReduceCall& call, const CallPlan& plan, Staging staging) const {
+LaunchArgs RankEngine::launchArgs(const CollectiveCall& call, const CallPlan& plan, Staging staging) const {
   LaunchArgs args = args_;
   args.output = call.recv;
   // Null: our copy has put it into staging already.
@@ -134,14 +136,14 @@ LaunchArgs RankEngine::launchArgs(const AllReduceCall& call, const CallPlan& pla
   args.blocks = plan.blocks;
   args.threads = plan.threads;
   args.type = *call.type;
-  args.op = *call.op;
+  args.op = call.op.value_or(ReduceOp::Sum);  // an all-gather has none and reads none
   args.algorithm = plan.algorithm;
   // The kernel follows our copy, not another kernel: nothing for PDL to overlap.
   if (staging == Staging::CopyEngine) args.pdl = false;
   return args;
 }
 
-cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallPlan& plan, bool* launched) {
+cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan, bool* launched) {
   *launched = false;
   DeviceGuard guard(options_.device);
   if (guard.error() != cudaSuccess) {
@@ -185,7 +187,7 @@ cudaError_t RankEngine::enqueue(const AllReduceCall& call, const CallPlan& plan,
   // end the caller's capture, and a captured launch costs nothing on replay anyway.
   bool throughDriver = false;
   CAR_CUDA_RETURN_IF_FAILED(options_.device,
-                            launchAllReduceKernel(args, call.stream, capturing ? nullptr : &kernels_, &throughDriver));
+                            launchCollectiveKernel(args, call.stream, capturing ? nullptr : &kernels_, &throughDriver));
   *launched = true;
   driverLaunches_ += throughDriver ? 1 : 0;
 

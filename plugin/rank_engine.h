@@ -31,7 +31,7 @@ struct EngineOptions {
 
 // One call as this rank makes it: the facts every rank shares (all the policy sees), and this
 // rank's buffers and stream. shim/exports/nccl_types.h makes it from NCCL's arguments.
-struct AllReduceCall : CallFacts {
+struct CollectiveCall : CallFacts {
   const void* send = nullptr;  // any alignment
   void* recv = nullptr;        // any alignment
   cudaStream_t stream = nullptr;
@@ -80,7 +80,7 @@ class RankEngine {
   // Plans, and when the call is ours enqueues it on call.stream (after the previous call of
   // this engine, whatever stream that was on). When !launched the caller must forward the
   // call. Counts the outcome.
-  SubmitResult submit(const AllReduceCall& call);
+  SubmitResult submit(const CollectiveCall& call);
 
   // Makes every kernel of this rank stop spinning and return (used by ncclCommAbort);
   // their outputs are then undefined. Irreversible.
@@ -103,9 +103,9 @@ class RankEngine {
   RankEngine(const EngineOptions& options, CallStats* counters, std::uint32_t* abortWord, cudaEvent_t lastLaunch,
              bool pdl, const KernelTable& kernels);
   // Sets *launched once the kernel is on the stream, whatever fails after that.
-  cudaError_t enqueue(const AllReduceCall& call, const CallPlan& plan, bool* launched);
+  cudaError_t enqueue(const CollectiveCall& call, const CallPlan& plan, bool* launched);
   // The kernel's one argument: the plan on this engine's fixed addresses.
-  LaunchArgs launchArgs(const AllReduceCall& call, const CallPlan& plan, Staging staging) const;
+  LaunchArgs launchArgs(const CollectiveCall& call, const CallPlan& plan, Staging staging) const;
 
   EngineOptions options_;
   CallStats* stats_;          // the communicator's counters (shim/lifecycle/comm_state.h)

@@ -75,7 +75,7 @@ const std::vector<SettingSpec>& settingsTable() {
       carriedIn(flag("NCCL_CAR_DISABLE", numberField<&Config::disable>(), Agreement::Unchecked,
                      "pure pass-through: every call goes to NCCL; set it on every rank or on none"),
                 numberField<&SharedSettings::disable>()),
-      carriedIn(choice("NCCL_CAR_ALGO", numberField<&Config::algorithm>(), 1 + kAlgorithmCount, &algorithmChoice,
+      carriedIn(choice("NCCL_CAR_ALGO", numberField<&Config::algorithm>(), 1 + kAllReduceAlgorithmCount, &algorithmChoice,
                        Agreement::Checked, "kernel for every all-reduce taken; auto follows the built-in rule; cannot make a "
                        "communicator eligible"),
                 numberField<&SharedSettings::algorithm>()),
@@ -84,6 +84,16 @@ const std::vector<SettingSpec>& settingsTable() {
                        "largest all-reduce taken, inclusive; where a call can reach a pull kernel, each rank "
                        "allocates 2x this per communicator"),
                 numberField<&SharedSettings::maxBytes>()),
+      carriedIn(number("NCCL_CAR_ALLGATHER_MAX_BYTES", SettingType::Bytes, numberField<&Config::allGatherMaxBytes>(),
+                       0, kLargestMaxBytes, 1, Agreement::Checked,
+                       "largest all-gather taken (its output: every rank's part), inclusive; 0: every all-gather "
+                       "goes to NCCL; the default is an estimate, not yet measured on NVLink"),
+                numberField<&SharedSettings::allGatherMaxBytes>()),
+      carriedIn(number("NCCL_CAR_REDUCESCATTER_MAX_BYTES", SettingType::Bytes,
+                       numberField<&Config::reduceScatterMaxBytes>(), 0, kLargestMaxBytes, 1, Agreement::Checked,
+                       "largest reduce-scatter taken (its input: every rank's part), inclusive; 0: every "
+                       "reduce-scatter goes to NCCL; the default is an estimate, not yet measured on NVLink"),
+                numberField<&SharedSettings::reduceScatterMaxBytes>()),
       carriedIn(number("NCCL_CAR_MAX_BLOCKS", SettingType::Count, numberField<&Config::maxBlocks>(), 1,
                        kMaxPushBlocks, 1, Agreement::Checked,
                        fmt::format("CUDA blocks per kernel; the pull kernels (1stage, 2stage) use at most {}",

@@ -107,28 +107,29 @@ bool capturing(cudaStream_t stream) {
   return capturing;
 }
 
-// Where an all-reduce goes.
+// Where a call of a collective we hook goes.
 enum class Route {
   Ours,     // our kernel is on the stream
   Nccl,     // forwarded
   Refused,  // an abort, destroy or finalize from another thread has the communicator
 };
 
-Route refuse(CommState& state) {
+Route refuse(CommState& state, Collective collective) {
   if (state.firstRefusal()) {
-    CAR_WARN(state.device(), "{}: ncclAllReduce while another thread aborts, destroys or finalizes this communicator; "
-             "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state));
+    CAR_WARN(state.device(), "{}: an {} while another thread aborts, destroys or finalizes this communicator; "
+             "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state), collectiveName(collective));
   }
   return Route::Refused;
 }
 
 // NCCL_CAR_DETERMINISTIC promises invariance for the calls we take; NCCL promises none. The
 // first call of a communicator forwarded for each reason says so, once. Not said: integers
-// (exact in any order), one rank (a copy), calls NCCL refuses or that reduce nothing.
-void warnInvarianceEnds(CommState* state, ForwardReason reason, std::size_t count, ncclDataType_t type,
-                        ncclRedOp_t op) {
+// (exact in any order), all-gathers and one rank (copies), calls NCCL refuses or that reduce
+// nothing.
+void warnInvarianceEnds(CommState* state, ForwardReason reason, Collective collective, std::size_t count,
+                        ncclDataType_t type, ncclRedOp_t op) {
   const std::optional<ElementType> element = elementTypeOf(type);
-  if (!shimConfig().deterministic || invariantOnNccl(element)) return;
+  if (!shimConfig().deterministic || !reduces(collective) || invariantOnNccl(element)) return;
   if (reason == ForwardReason::Empty || reason == ForwardReason::Type) return;
   if (state != nullptr && state->ranks() == 1) return;
   static std::atomic<std::uint32_t> unadopted{0};  // communicators we have no state for
@@ -138,11 +139,11 @@ void warnInvarianceEnds(CommState* state, ForwardReason reason, std::size_t coun
   const std::string call = fmt::format("{} x {} {}", count, element ? elementTypeName(*element) : "?",
                                        reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op");
   CAR_WARN(state != nullptr ? state->device() : -1,
-           "{}: NCCL_CAR_DETERMINISTIC: all-reduces forwarded to NCCL as {} (first: {}) get NCCL's result, whose "
+           "{}: NCCL_CAR_DETERMINISTIC: reductions forwarded to NCCL as {} (first: {} {}) get NCCL's result, whose "
            "bits may change with the message size and NCCL's algorithm: NCCL promises no invariance; said once per "
            "communicator and reason",
            state != nullptr ? describe(*state) : std::string("a communicator the library did not adopt"),
-           forwardReasonName(reason), call);
+           forwardReasonName(reason), collectiveName(collective), call);
 }
 
 // False when an abort, destroy or finalize from another thread has the communicator, before
@@ -183,8 +184,8 @@ bool admits(const RealNccl& real, CommState& state, CommState::Locked& locked, n
 // The one fact of a call the policy reads that NCCL's arguments do not hold: whether both
 // buffers lie in symmetric windows. Only looked at when the user asked for it: no lookup on
 // the default path.
-void noteSymmetricBuffers(CommState& state, AllReduceCall& call) {
-  if (shimConfig().symmetricNcclBytes > 0 && call.type) {
+void noteSymmetricBuffers(CommState& state, CollectiveCall& call) {
+  if (shimConfig().symmetricNcclBytes > 0 && call.type && call.collective == Collective::AllReduce) {
     call.symmetricBuffers =
         state.symmetricWindows().containBoth(call.send, call.recv, call.count * elementBytes(*call.type));
   }
@@ -192,7 +193,7 @@ void noteSymmetricBuffers(CommState& state, AllReduceCall& call) {
 
 // Hands a call the communicator admits to its engine. Should our side fail, the communicator
 // forwards every later call.
-SubmitResult submit(CommState& state, CommState::Locked& locked, const AllReduceCall& call) {
+SubmitResult submit(CommState& state, CommState::Locked& locked, const CollectiveCall& call) {
   const SubmitResult result = locked.engine()->submit(call);
   if (result.error != cudaSuccess) {
     locked.becomeIneligible(IneligibleCause::LaunchFailed,
@@ -205,27 +206,31 @@ SubmitResult submit(CommState& state, CommState::Locked& locked, const AllReduce
 void warnUnknownOption(const CommState& state, const char* value) {
   static std::atomic<bool> warned{false};
   if (warned.exchange(true)) return;
-  CAR_WARN(state.device(), "{}: ncclAllReduceConfig: our kernel option (vendorId 0x636172, optionId 1) is \"{}\", "
-           "which names no kernel (auto, nccl, 1shot, 2shot, 1stage, 2stage); the rule chooses; said once",
-           describe(state), value);
+  std::string names = "auto, nccl";
+  for (const AlgorithmSpec& row : kAlgorithms) names += std::string(", ") + row.name;
+  CAR_WARN(state.device(), "{}: a per-call config: our kernel option (vendorId 0x636172, optionId 1) is \"{}\", "
+           "which names no kernel ({}); the rule chooses; said once", describe(state), value, names);
 }
 
-Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::size_t count, ncclDataType_t type,
-                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const CollConfig* config = nullptr) {
+// One call of a collective we hook: ncclAllReduce, ncclAllGather (op unused), ncclReduceScatter,
+// and their per-call config forms.
+Route routeCollective(const RealNccl& real, Collective collective, const void* send, void* recv, std::size_t count,
+                      ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                      const CollConfig* config = nullptr) {
   const std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) {
-    warnInvarianceEnds(nullptr, ForwardReason::NotEligible, count, type, op);
+    warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
     return Route::Nccl;
   }
-  if (!gateOpen(real, state, stream)) return refuse(*state);
+  if (!gateOpen(real, state, stream)) return refuse(*state, collective);
   // Held until the call is on the stream.
   CommState::Locked locked = state->lock();
   std::optional<ForwardReason> refused;
   if (!admits(real, *state, locked, comm, &refused)) {
-    if (refused) warnInvarianceEnds(state.get(), *refused, count, type, op);
+    if (refused) warnInvarianceEnds(state.get(), *refused, collective, count, type, op);
     return Route::Nccl;
   }
-  AllReduceCall call = allReduceCallOf(send, recv, count, type, op, stream);
+  CollectiveCall call = collectiveCallOf(collective, send, recv, count, type, op, stream);
   noteSymmetricBuffers(*state, call);
   // Read only for a call we may take: NCCL judges a config it is given.
   const char* unknownOption = nullptr;
@@ -238,7 +243,7 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
     // after them on another, so such calls are NCCL's.
     if (state->nonblocking()) {
       state->counters().countForwarded(ForwardReason::NonblockingGroup);
-      warnInvarianceEnds(state.get(), ForwardReason::NonblockingGroup, count, type, op);
+      warnInvarianceEnds(state.get(), ForwardReason::NonblockingGroup, collective, count, type, op);
       return Route::Nccl;
     }
     const CallPlan plan = locked.engine()->plan(call);
@@ -247,26 +252,26 @@ Route routeAllReduce(const RealNccl& real, const void* send, void* recv, std::si
       return Route::Ours;
     }
     state->counters().countForwarded(plan.reason);
-    warnInvarianceEnds(state.get(), plan.reason, count, type, op);
+    warnInvarianceEnds(state.get(), plan.reason, collective, count, type, op);
     return Route::Nccl;
   }
   const SubmitResult result = submit(*state, locked, call);
   if (result.launched) return Route::Ours;
-  warnInvarianceEnds(state.get(), result.reason, count, type, op);
+  warnInvarianceEnds(state.get(), result.reason, collective, count, type, op);
   return Route::Nccl;
 }
 
 // A call of ours that waited for its group's end, which has run: on the stream now, unless
 // an abort from another thread took the communicator meanwhile (then nothing runs, as NCCL
 // runs nothing on it). Route::Nccl: our side cannot take it after all; NCCL must.
-Route launchDeferred(const DeferredAllReduce& deferred) {
+Route launchDeferred(const DeferredCall& deferred) {
   CommState& state = *deferred.state;
   CommState::Locked locked = state.lock();
   // Checked under the lock: a destroy from another thread releases under it, and NCCL may
   // have freed the communicator since.
   if (state.gate().closed() || locked.phase() == CommPhase::Released) {
-    CAR_WARN(state.device(), "{}: an all-reduce of a group not run: the communicator was aborted, destroyed or "
-             "finalized before the group ended", describe(state));
+    CAR_WARN(state.device(), "{}: an {} of a group not run: the communicator was aborted, destroyed or "
+             "finalized before the group ended", describe(state), collectiveName(deferred.call.collective));
     return Route::Refused;
   }
   if (!locked.takesCall()) return Route::Nccl;
@@ -284,37 +289,76 @@ bool groupLaunched(const RealNccl& real, CommState& state) {
     if (async == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   if (query == ncclSuccess && async == ncclSuccess) return true;
-  CAR_INFO(state.device(), "{}: an all-reduce of a group not run: NCCL reports the group failed", describe(state));
+  CAR_INFO(state.device(), "{}: a call of ours in a group not run: NCCL reports the group failed", describe(state));
   return false;
 }
 
-// A kept call our side could not launch at the group's end: NCCL's now, after the group.
-ncclResult_t forwardAfterGroup(const RealNccl& real, const DeferredAllReduce& deferred) {
-  const AllReduceCall& call = deferred.call;
+// The real NCCL's function for a call of `collective`, with exactly the caller's arguments:
+// its per-call config form when the call came with a config (the hook of that form checked
+// that the real NCCL has it), the plain one otherwise.
+ncclResult_t forwardToNccl(const RealNccl& real, Collective collective, const void* send, void* recv,
+                           std::size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream, const CollConfig* config) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-  if (deferred.config.get() != nullptr && real.allReduceConfig != nullptr) {
-    return real.allReduceConfig(call.send, call.recv, call.count, deferred.datatype, deferred.op,
-                                deferred.state->comm(), call.stream, deferred.config.get());
+  if (config != nullptr) {
+    switch (collective) {
+      case Collective::AllReduce: return real.allReduceConfig(send, recv, count, type, op, comm, stream, config);
+      case Collective::AllGather: return real.allGatherConfig(send, recv, count, type, comm, stream, config);
+      case Collective::ReduceScatter:
+        return real.reduceScatterConfig(send, recv, count, type, op, comm, stream, config);
+      case Collective::kCount: break;
+    }
+    return ncclInternalError;
   }
+#else
+  (void)config;
 #endif
-  return real.allReduce(call.send, call.recv, call.count, deferred.datatype, deferred.op, deferred.state->comm(),
-                        call.stream);
+  switch (collective) {
+    case Collective::AllReduce: return real.allReduce(send, recv, count, type, op, comm, stream);
+    case Collective::AllGather: return real.allGather(send, recv, count, type, comm, stream);
+    case Collective::ReduceScatter: return real.reduceScatter(send, recv, count, type, op, comm, stream);
+    case Collective::kCount: break;
+  }
+  return ncclInternalError;
+}
+
+// A hooked collective, whole: ours when routeCollective takes it, else the real NCCL's with
+// the caller's arguments. `name` names the hook in our logs.
+ncclResult_t hookCollective(const char* name, Collective collective, const void* send, void* recv,
+                            std::size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                            cudaStream_t stream, const CollConfig* config = nullptr) {
+  const RealNccl* real = realNccl();
+  if (real == nullptr) return kNoRealNccl;
+  Route route = Route::Nccl;
+  if (!passThrough()) {
+    guarded(name, [&] { route = routeCollective(*real, collective, send, recv, count, type, op, comm, stream, config); });
+  }
+  if (route == Route::Ours) return ncclSuccess;
+  if (route == Route::Refused) return ncclInvalidUsage;
+  return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config);
+}
+
+// A kept call our side could not launch at the group's end: NCCL's now, after the group.
+ncclResult_t forwardAfterGroup(const RealNccl& real, const DeferredCall& deferred) {
+  const CollectiveCall& call = deferred.call;
+  return forwardToNccl(real, call.collective, call.send, call.recv, call.count, deferred.datatype, deferred.op,
+                       deferred.state->comm(), call.stream, deferred.config.get());
 }
 
 // At the end of the thread's outermost group: the calls of ours it kept run when the group
 // ran (ncclSuccess, or ncclInProgress with nonblocking members), and none when it failed or
 // was only simulated. Returns the group's result, or the error of a call that NCCL had to
 // take over from us and refused.
-ncclResult_t endDeferredAllReduces(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
-  const std::vector<DeferredAllReduce> calls = takeDeferredAllReduces();
+ncclResult_t endDeferredCalls(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
+  const std::vector<DeferredCall> calls = takeDeferredCalls();
   if (calls.empty()) return groupResult;
   if (simulated || !succeededOrPending(groupResult)) {
-    CAR_INFO(-1, "{} all-reduce(s) of ours in a group {}: not run, as NCCL runs none of it", calls.size(),
+    CAR_INFO(-1, "{} call(s) of ours in a group {}: not run, as NCCL runs none of it", calls.size(),
              simulated ? "ended by ncclGroupSimulateEnd" : "whose end failed");
     return groupResult;
   }
   ncclResult_t result = groupResult;
-  for (const DeferredAllReduce& deferred : calls) {
+  for (const DeferredCall& deferred : calls) {
     // A group with nonblocking members ends ncclInProgress, and NCCL launches even its blocking
     // members' calls later, from its own thread: ours go after them, on every rank alike.
     if (groupResult == ncclInProgress && !groupLaunched(real, *deferred.state)) continue;
@@ -334,34 +378,50 @@ using namespace car;
 
 CAR_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  const RealNccl* real = realNccl();
-  if (real == nullptr) return kNoRealNccl;
-  Route route = Route::Nccl;
-  if (!passThrough()) {
-    guarded("ncclAllReduce", [&] { route = routeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream); });
-  }
-  if (route == Route::Ours) return ncclSuccess;
-  if (route == Route::Refused) return ncclInvalidUsage;
-  return real->allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return hookCollective("ncclAllReduce", Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+
+CAR_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return hookCollective("ncclAllGather", Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum,
+                        comm, stream);
+}
+
+CAR_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  return hookCollective("ncclReduceScatter", Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op,
+                        comm, stream);
 }
 
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-// An all-reduce with a per-call config: taken under ncclAllReduce's rule, the config applied
+// The per-call config forms: taken under the plain call's rule, the config applied
 // (shim/exports/nccl_types.h: applyCollConfig); forwarded with the config untouched.
 CAR_EXPORT ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream, const ncclCollConfig_t* config) {
   const RealNccl* real = realNccl();
-  if (real == nullptr) return kNoRealNccl;
-  if (lacks(*real, real->allReduceConfig, "ncclAllReduceConfig")) return ncclInvalidUsage;
-  Route route = Route::Nccl;
-  if (!passThrough()) {
-    guarded("ncclAllReduceConfig",
-            [&] { route = routeAllReduce(*real, sendbuff, recvbuff, count, datatype, op, comm, stream, config); });
-  }
-  if (route == Route::Ours) return ncclSuccess;
-  if (route == Route::Refused) return ncclInvalidUsage;
-  return real->allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config);
+  if (real != nullptr && lacks(*real, real->allReduceConfig, "ncclAllReduceConfig")) return ncclInvalidUsage;
+  return hookCollective("ncclAllReduceConfig", Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, comm,
+                        stream, config);
+}
+
+CAR_EXPORT ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                            const ncclCollConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real != nullptr && lacks(*real, real->allGatherConfig, "ncclAllGatherConfig")) return ncclInvalidUsage;
+  return hookCollective("ncclAllGatherConfig", Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum,
+                        comm, stream, config);
+}
+
+CAR_EXPORT ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                                cudaStream_t stream, const ncclCollConfig_t* config) {
+  const RealNccl* real = realNccl();
+  if (real != nullptr && lacks(*real, real->reduceScatterConfig, "ncclReduceScatterConfig")) return ncclInvalidUsage;
+  return hookCollective("ncclReduceScatterConfig", Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype,
+                        op, comm, stream, config);
 }
 #endif
 
@@ -512,7 +572,7 @@ CAR_EXPORT ncclResult_t ncclGroupEnd() {
   guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
   if (insideGroup()) return result;
   ncclResult_t ended = result;
-  guarded("ncclGroupEnd", [&] { ended = endDeferredAllReduces(*real, result, false); });
+  guarded("ncclGroupEnd", [&] { ended = endDeferredCalls(*real, result, false); });
   return ended;
 }
 
@@ -524,7 +584,7 @@ CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
   if (insideGroup()) return result;
   ncclResult_t ended = result;
-  guarded("ncclGroupSimulateEnd", [&] { ended = endDeferredAllReduces(*real, result, true); });
+  guarded("ncclGroupSimulateEnd", [&] { ended = endDeferredCalls(*real, result, true); });
   return ended;
 }
 

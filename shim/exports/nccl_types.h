@@ -46,13 +46,19 @@ inline std::optional<ReduceOp> reduceOpOf(ncclRedOp_t op) {
   }
 }
 
-// ncclAllReduce's arguments (less the communicator) as the engine's call. Whether the
-// buffers lie in symmetric windows is for the caller to add: only it knows the windows.
-inline AllReduceCall allReduceCallOf(const void* sendbuff, void* recvbuff, std::size_t count, ncclDataType_t datatype,
-                                     ncclRedOp_t op, cudaStream_t stream) {
-  AllReduceCall call;
+// A hooked collective's arguments (less the communicator) as the engine's call: ncclAllReduce
+// and ncclReduceScatter with their op, ncclAllGather without (`op` is not read). `count` is
+// NCCL's: the message for an all-reduce, one rank's part (sendcount, recvcount) for the
+// others, whose in-place forms (sendbuff == recvbuff + rank * sendcount for the all-gather,
+// recvbuff == sendbuff + rank * recvcount for the reduce-scatter) the kernels handle. Whether
+// the buffers lie in symmetric windows is for the caller to add: only it knows the windows.
+inline CollectiveCall collectiveCallOf(Collective collective, const void* sendbuff, void* recvbuff,
+                                       std::size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                                       cudaStream_t stream) {
+  CollectiveCall call;
+  call.collective = collective;
   call.type = elementTypeOf(datatype);
-  call.op = reduceOpOf(op);
+  if (reduces(collective)) call.op = reduceOpOf(op);
   call.count = count;
   call.send = sendbuff;
   call.recv = recvbuff;
@@ -66,7 +72,7 @@ enum class ConfigVerdict {
 };
 
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-using CollConfig = ncclCollConfig_t;  // ncclAllReduceConfig's per-call config
+using CollConfig = ncclCollConfig_t;  // the per-call config of ncclAllReduceConfig and its siblings
 
 // Our vendor options of ncclAllReduceConfig (ncclConfigExt_t, which the official NCCL
 // ignores): vendorId 0x636172 ("car"). Option 1, kernel: val.s is "auto" (the rule), "nccl"
@@ -82,7 +88,7 @@ constexpr int kMostConfigOptions = 64;
 // algorithms that NCCL must honour (forceAlgSelection) sends the call to NCCL. The rest
 // (minCTAs, nvlsCTAs, cgaClusterSize, CTAPolicy, the profiler tag) shape NCCL's kernels only.
 // *unknownOption is set to an option value of ours that names nothing.
-inline ConfigVerdict applyCollConfig(const CollConfig* config, AllReduceCall* call, const char** unknownOption) {
+inline ConfigVerdict applyCollConfig(const CollConfig* config, CollectiveCall* call, const char** unknownOption) {
   if (config == nullptr) return ConfigVerdict::Applied;
   // Append-only and versioned: every field read here must be inside the caller's struct.
   constexpr std::size_t kFieldsWeRead = offsetof(ncclCollConfig_t, launchCompletionEvent) + sizeof(cudaEvent_t);
@@ -136,7 +142,7 @@ inline CollConfigCopy copyOf(const CollConfig* config) {
 #else
 struct CollConfig;  // nccl.h before 2.32 has no per-call config: there is never one
 
-inline ConfigVerdict applyCollConfig(const CollConfig*, AllReduceCall*, const char**) { return ConfigVerdict::Applied; }
+inline ConfigVerdict applyCollConfig(const CollConfig*, CollectiveCall*, const char**) { return ConfigVerdict::Applied; }
 
 struct CollConfigCopy {
   const CollConfig* get() const { return nullptr; }

@@ -37,6 +37,7 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   };
   load(table->allReduce, "ncclAllReduce", true);
   load(table->allGather, "ncclAllGather", true);
+  load(table->reduceScatter, "ncclReduceScatter", true);
   load(table->commInitRank, "ncclCommInitRank", true);
   load(table->commInitRankConfig, "ncclCommInitRankConfig", false);
   load(table->commInitRankScalable, "ncclCommInitRankScalable", false);
@@ -65,6 +66,8 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
 #endif
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
   load(table->allReduceConfig, "ncclAllReduceConfig", false);
+  load(table->allGatherConfig, "ncclAllGatherConfig", false);
+  load(table->reduceScatterConfig, "ncclReduceScatterConfig", false);
 #endif
   table->origin = origin;
   table->handle = handle;

@@ -11,6 +11,7 @@ namespace car {
 struct RealNccl {
   decltype(&::ncclAllReduce) allReduce;
   decltype(&::ncclAllGather) allGather;
+  decltype(&::ncclReduceScatter) reduceScatter;
   decltype(&::ncclCommInitRank) commInitRank;
   decltype(&::ncclCommInitRankConfig) commInitRankConfig;  // may be null (before NCCL 2.14)
   decltype(&::ncclCommInitRankScalable) commInitRankScalable;  // may be null (before NCCL 2.23)
@@ -40,6 +41,8 @@ struct RealNccl {
 #endif
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
   decltype(&::ncclAllReduceConfig) allReduceConfig;  // may be null (before NCCL 2.32)
+  decltype(&::ncclAllGatherConfig) allGatherConfig;  // may be null (before NCCL 2.32)
+  decltype(&::ncclReduceScatterConfig) reduceScatterConfig;  // may be null (before NCCL 2.32)
 #endif
   const char* origin;  // how it was found, for the log
   void* handle;        // what it was found in (a dlopen handle or RTLD_NEXT), for forward_target.cc

@@ -22,7 +22,7 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415236;  // "CAR6": layout and protocol version
+constexpr std::uint32_t kHandshakeMagic = 0x43415237;  // "CAR7": layout and protocol version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -70,14 +70,15 @@ struct LinkReport {
 // Both travel through NCCL as bytes: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
 static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
-// Layout "CAR6" on the wire. Changing either struct fails this on purpose: bump
+// Layout "CAR7" on the wire. Changing either struct fails this on purpose: bump
 // kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
 // changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
 // compute alike; and when the exchanges change, so that the ranks must take part in other
 // ones. CAR5: PushState holds 256 area copies (was 128). CAR6: the records go twice, the
 // blocks only in the second (ranks of different versions may wait in an all-gather the
-// other never makes: every rank must load the same library).
-static_assert(kHandshakeMagic == 0x43415236 && sizeof(HandshakeRecord) == 320 && sizeof(LinkReport) == 116,
+// other never makes: every rank must load the same library). CAR7: the shared settings carry
+// the all-gather and reduce-scatter limits.
+static_assert(kHandshakeMagic == 0x43415237 && sizeof(HandshakeRecord) == 336 && sizeof(LinkReport) == 116,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
 static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),

@@ -4,14 +4,14 @@ namespace car {
 namespace {
 
 // NCCL's groups are per thread; so is what waits for their end.
-thread_local std::vector<DeferredAllReduce> tDeferred;
+thread_local std::vector<DeferredCall> tDeferred;
 
 }  // namespace
 
-void deferToGroupEnd(DeferredAllReduce call) { tDeferred.push_back(std::move(call)); }
+void deferToGroupEnd(DeferredCall call) { tDeferred.push_back(std::move(call)); }
 
-std::vector<DeferredAllReduce> takeDeferredAllReduces() {
-  std::vector<DeferredAllReduce> taken;
+std::vector<DeferredCall> takeDeferredCalls() {
+  std::vector<DeferredCall> taken;
   taken.swap(tDeferred);
   return taken;
 }

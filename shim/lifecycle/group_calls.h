@@ -1,4 +1,4 @@
-// All-reduces of ours made inside ncclGroupStart/End. NCCL runs nothing of a group until its
+// Calls of ours (all-reduce, all-gather, reduce-scatter) made inside ncclGroupStart/End. NCCL runs nothing of a group until its
 // outermost ncclGroupEnd: a call only records the operation, work the caller puts on the
 // stream before the end runs first, ncclGroupSimulateEnd runs nothing, and a group whose end
 // fails runs nothing. Ours keep those semantics: the call is planned at once (ours or
@@ -17,20 +17,20 @@
 
 namespace car {
 
-struct DeferredAllReduce {
+struct DeferredCall {
   std::shared_ptr<CommState> state;
-  AllReduceCall call;
+  CollectiveCall call;
   // NCCL's own arguments, for NCCL should our side fail to launch the call at the end.
   ncclDataType_t datatype;
   ncclRedOp_t op;
-  CollConfigCopy config;  // ncclAllReduceConfig's, copied (the caller's may be gone by the end)
+  CollConfigCopy config;  // the per-call config, copied (the caller's may be gone by the end)
 };
 
 // Keeps a call of ours for this thread's group's end.
-void deferToGroupEnd(DeferredAllReduce call);
+void deferToGroupEnd(DeferredCall call);
 
 // The thread's kept calls, in the order they were made; the list is left empty. Called once
 // the outermost group has ended (really, simulated or failed).
-std::vector<DeferredAllReduce> takeDeferredAllReduces();
+std::vector<DeferredCall> takeDeferredCalls();
 
 }  // namespace car

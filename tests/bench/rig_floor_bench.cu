@@ -164,7 +164,7 @@ __global__ void fillWords(std::uint32_t* words, std::size_t count, std::uint32_t
   }
 }
 
-car::AllReduceKernel oneShotBf16(int ranks) {
+car::CollectiveKernel oneShotBf16(int ranks) {
   switch (ranks) {
     case 2: return car::oneShotPushKernelOf<__nv_bfloat16, 2>();
     case 3: return car::oneShotPushKernelOf<__nv_bfloat16, 3>();
@@ -206,7 +206,7 @@ double oneShotMicros(int ranks, std::size_t bytes, const Options& options) {
   common.op = car::ReduceOp::Sum;
   common.algorithm = car::Algorithm::OneShotPush;
   common.pdl = options.pdl;
-  const car::AllReduceKernel kernel = oneShotBf16(ranks);
+  const car::CollectiveKernel kernel = oneShotBf16(ranks);
   const double micros = graphMicros(ranks, [&](int rank, cudaStream_t stream) {
     car::LaunchArgs args = common;
     args.rank = rank;

@@ -78,7 +78,7 @@ class GuideCommands(unittest.TestCase):
                 result = subprocess.run([sys.executable, CTYPES_CLIENT, "libnccl.so.2"], env=env,
                                         capture_output=True, text=True, timeout=120)
                 self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertIn("released: taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 1", result.stderr)
+                self.assertIn("released: taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 1", result.stderr)
         self.assert_in_guide("tools/nccl-car run -- python3 jax_program.py")
         result = run_tool("run", "--lib", LIBRARY, "--", sys.executable, CTYPES_CLIENT, "libnccl.so.2",
                           env=clean_env(LD_LIBRARY_PATH=STANDIN_FOLDER))

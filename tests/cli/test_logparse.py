@@ -147,7 +147,7 @@ class LogSamplesTest(unittest.TestCase):
         self.assertIn("not understood", "\n".join(tally.summary_lines()))
 
     def test_call_lines_of_older_libraries_without_the_op_still_count(self):
-        calls = self.of("taken-call")
+        calls = [s for s in self.of("taken-call") if s["op"] is not None]  # an all-gather's line has none
         older = [s["line"].replace(f" x {s['type']} {s['op']} (", f" x {s['type']} (") for s in calls]
         self.assertTrue(all(line != s["line"] for line, s in zip(older, calls)))
         self.assertEqual(tally_of(older).traced, Counter(s["kernel"] for s in calls))

@@ -138,7 +138,7 @@ class PolicyTest(unittest.TestCase):
         # Two owners of the same names (bench's table for car_nccl_bench, the library's enums).
         self.assertEqual({t["name"] for t in self.policy["element_types"]}, set(bench_drivers.LIBRARY_NAMES.values()))
         self.assertEqual(self.policy["ops"], list(bench_drivers.OPS))
-        self.assertEqual(self.policy["collectives"], ["all-reduce"])
+        self.assertEqual(self.policy["collectives"], ["all-reduce", "all-gather", "reduce-scatter"])
         self.assertGreaterEqual(self.policy["max_ranks"], 2)
 
     def test_every_type_and_op_is_taken_where_the_library_serves(self):

@@ -80,7 +80,7 @@ bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vecto
   bool allLaunched = true;
   std::optional<Algorithm> first;
   for (int r = 0; r < ranks(); ++r) {
-    AllReduceCall call;
+    CollectiveCall call;
     call.send = send[r];
     call.recv = recv[r];
     call.count = count;

@@ -47,12 +47,15 @@ TEST_CASE("algorithm table: a push kernel's area use covers the message and grow
   }
 }
 
-TEST_CASE("algorithm table: every kernel serves all-reduce, is counted by its name and can be forced",
-          "[algorithms]") {
+TEST_CASE("algorithm table: every kernel serves one collective, is counted by its name, and the all-reduce's "
+          "can be forced", "[algorithms]") {
   const CommunicatorFacts two{2, true, 90};
   for (const AlgorithmSpec& row : kAlgorithms) {
     CAPTURE(row.name);
-    CHECK(serves(row.algorithm, Collective::AllReduce));
+    const Collective collective = collectiveOf(row.algorithm);
+    REQUIRE(collective != Collective::kCount);
+    CHECK(serves(row.algorithm, collective));
+    CHECK((static_cast<int>(row.algorithm) < kAllReduceAlgorithmCount) == (collective == Collective::AllReduce));
     CallStats stats;
     stats.countTaken(row.algorithm, 16);
     const std::string summary = stats.summary();
@@ -63,6 +66,19 @@ TEST_CASE("algorithm table: every kernel serves all-reduce, is counted by its na
     }
     Config config;
     config.algorithm = row.algorithm;
+    if (collective != Collective::AllReduce) {
+      // Its own collective's calls go to it; an all-reduce never does, forced or not.
+      CallFacts call;
+      call.collective = collective;
+      call.type = ElementType::BFloat16;
+      call.op = ReduceOp::Sum;
+      call.count = 8;
+      const CallPlan plan = planCall(two, call, Config{});
+      CHECK(plan.ours);
+      CHECK(plan.algorithm == row.algorithm);
+      CHECK(chooseAlgorithm(two, 16, config, 1).algorithm != row.algorithm);
+      continue;
+    }
     CHECK(chooseAlgorithm(two, 16, config, 1).algorithm == row.algorithm);
     // Its buffers exist: forcing a pull kernel allocates the pull buffers.
     CHECK(pullKernelsReachable(config) == (row.family == KernelFamily::Pull));

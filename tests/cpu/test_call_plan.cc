@@ -30,6 +30,7 @@ std::vector<Config> settingsToTry() {
   config.pushMaxBytes = config.maxBytes / 2;
   configs.push_back(config);
   for (const AlgorithmSpec& row : kAlgorithms) {
+    if (!serves(row.algorithm, Collective::AllReduce)) continue;  // NCCL_CAR_ALGO's choices
     config = Config{};
     config.algorithm = row.algorithm;
     configs.push_back(config);
@@ -151,6 +152,7 @@ TEST_CASE("staging: push kernels read the input themselves; small eager aligned 
           "[policy][plan]") {
   Config config;
   for (const AlgorithmSpec& row : kAlgorithms) {
+    if (!serves(row.algorithm, Collective::AllReduce)) continue;  // stagingFor is the all-reduce's
     config.algorithm = row.algorithm;
     for (std::size_t bytes : {std::size_t{16}, std::size_t{18}, 64 * KiB, config.copyInKernelBytes,
                               config.copyInKernelBytes + 16, 2 * MiB}) {

@@ -63,7 +63,7 @@ TEST_CASE("every type but the floating ones up to 32 bits travels split in the p
 TEST_CASE("an ncclAllReduce's arguments become the engine's call unchanged", "[nccl-types]") {
   float send[4], recv[4];
   const auto stream = reinterpret_cast<cudaStream_t>(0x1234);
-  const AllReduceCall call = allReduceCallOf(send, recv, 4, ncclFloat32, ncclMax, stream);
+  const CollectiveCall call = collectiveCallOf(Collective::AllReduce, send, recv, 4, ncclFloat32, ncclMax, stream);
   CHECK(call.send == send);
   CHECK(call.recv == recv);
   CHECK(call.count == 4);
@@ -72,7 +72,7 @@ TEST_CASE("an ncclAllReduce's arguments become the engine's call unchanged", "[n
   CHECK(call.stream == stream);
   CHECK_FALSE(call.symmetricBuffers);
   // A caller's bad type and a PreMulSum op reach the policy as "not ours", and so NCCL.
-  const AllReduceCall odd = allReduceCallOf(send, recv, 4, static_cast<ncclDataType_t>(ncclNumTypes),
+  const CollectiveCall odd = collectiveCallOf(Collective::AllReduce, send, recv, 4, static_cast<ncclDataType_t>(ncclNumTypes),
                                             static_cast<ncclRedOp_t>(ncclNumOps), stream);
   CHECK_FALSE(odd.type.has_value());
   CHECK_FALSE(odd.op.has_value());
@@ -83,8 +83,8 @@ TEST_CASE("an ncclAllReduce's arguments become the engine's call unchanged", "[n
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
 namespace {
 
-AllReduceCall applied(const ncclCollConfig_t* config, ConfigVerdict* verdict, const char** unknown = nullptr) {
-  AllReduceCall call = allReduceCallOf(nullptr, nullptr, 16, ncclFloat32, ncclSum, nullptr);
+CollectiveCall applied(const ncclCollConfig_t* config, ConfigVerdict* verdict, const char** unknown = nullptr) {
+  CollectiveCall call = collectiveCallOf(Collective::AllReduce, nullptr, nullptr, 16, ncclFloat32, ncclSum, nullptr);
   const char* ignored = nullptr;
   *verdict = applyCollConfig(config, &call, unknown != nullptr ? unknown : &ignored);
   return call;
@@ -103,12 +103,12 @@ ncclConfigExt_t kernelOption(const char* value, ncclConfigExt_t* next = nullptr,
 
 TEST_CASE("ncclAllReduceConfig: no config or a default one changes nothing", "[nccl-types][call-config]") {
   ConfigVerdict verdict = ConfigVerdict::ForNccl;
-  const AllReduceCall none = applied(nullptr, &verdict);
+  const CollectiveCall none = applied(nullptr, &verdict);
   CHECK(verdict == ConfigVerdict::Applied);
   const ncclCollConfig_t defaults = NCCL_COLLCONFIG_INITIALIZER;
-  const AllReduceCall plain = applied(&defaults, &verdict);
+  const CollectiveCall plain = applied(&defaults, &verdict);
   CHECK(verdict == ConfigVerdict::Applied);
-  for (const AllReduceCall* call : {&none, &plain}) {
+  for (const CollectiveCall* call : {&none, &plain}) {
     CHECK_FALSE(call->ncclRequested);
     CHECK_FALSE(call->requestedAlgorithm.has_value());
     CHECK(call->maxBlocks == 0);
@@ -149,7 +149,7 @@ TEST_CASE("ncclAllReduceConfig: maxCTAs, the completion event and our kernel opt
   ncclConfigExt_t foreign = kernelOption("nccl", nullptr, kCarVendorId + 1);  // another vendor's: not ours
   ncclConfigExt_t ours = kernelOption("2shot", &foreign);
   config.ext = &ours;
-  AllReduceCall call = applied(&config, &verdict);
+  CollectiveCall call = applied(&config, &verdict);
   CHECK(verdict == ConfigVerdict::Applied);
   CHECK(call.maxBlocks == 5);
   CHECK(call.launchCompletion == reinterpret_cast<cudaEvent_t>(0x1234));

@@ -34,7 +34,7 @@ TEST_CASE("settings table: names are unique NCCL_CAR_ variables with one line of
     CHECK(findSetting(spec.name) == &spec);
   }
   CHECK(findSetting("NCCL_CAR_MAXBYTES") == nullptr);
-  CHECK(names.size() == 13);
+  CHECK(names.size() == 15);
 }
 
 TEST_CASE("settings table: every default is a value its own row accepts", "[settings]") {
@@ -81,13 +81,20 @@ TEST_CASE("settings table: choices are matched in any case and name what the cod
       CHECK(acceptedValues(spec).find(spec.choiceName(value)) != std::string::npos);
     }
   }
-  // NCCL_CAR_ALGO: auto, then every row of the algorithm table by its own name, parsed back to
-  // that row by the setting's parser and carried so in the fingerprint.
+  // NCCL_CAR_ALGO: auto, then every all-reduce row of the algorithm table by its own name,
+  // parsed back to that row by the setting's parser and carried so in the fingerprint; the
+  // other collectives' kernels are no choice of it.
   const SettingSpec& algo = *findSetting("NCCL_CAR_ALGO");
-  REQUIRE(algo.choices == static_cast<std::uint64_t>(1 + kAlgorithmCount));
+  REQUIRE(algo.choices == static_cast<std::uint64_t>(1 + kAllReduceAlgorithmCount));
   CHECK(std::string(algo.choiceName(0)) == "auto");
   for (const AlgorithmSpec& row : kAlgorithms) {
     CAPTURE(row.name);
+    if (!serves(row.algorithm, Collective::AllReduce)) {
+      Config config;
+      CHECK(apply(algo, row.name, &config));  // a problem: the default kept
+      CHECK_FALSE(config.algorithm.has_value());
+      continue;
+    }
     Config config;
     CHECK_FALSE(apply(algo, row.name, &config));
     CHECK(config.algorithm == row.algorithm);
@@ -113,7 +120,7 @@ TEST_CASE("settings table: every byte of SharedSettings is some row's", "[settin
     spec.shared.write(settings, 0);
     ++carried;
   }
-  CHECK(carried == 7);
+  CHECK(carried == 9);
   const auto* bytes = reinterpret_cast<const unsigned char*>(&settings);
   for (std::size_t i = 0; i < sizeof(SharedSettings); ++i) {
     CAPTURE(i);

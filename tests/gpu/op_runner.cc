@@ -110,7 +110,7 @@ OpOutcome OpRunner::run(const OpCall& call, const std::vector<HostBuffer>& input
   std::vector<SubmitResult> results;
   int launched = 0;
   for (int r = 0; r < ranks_; ++r) {
-    AllReduceCall submitted;
+    CollectiveCall submitted;
     submitted.send = send[r];
     submitted.recv = recv[r];
     submitted.count = call.count;

@@ -190,7 +190,7 @@ class Rig {
     for (int r = 0; r < ranks_; ++r) {
       char* send = static_cast<char*>(send_.at(r)) + call.sendShift[r];
       CHECK_CUDA(cudaMemcpyAsync(send, pristine_.at(r), bytes, cudaMemcpyDeviceToDevice, g.stream(r)));
-      AllReduceCall submit;
+      CollectiveCall submit;
       submit.send = send;
       submit.recv = output(call, r);
       submit.count = call.count;
@@ -406,8 +406,8 @@ void checkInvariance(const Scope& scope) {
           }
         }
       }
-      // Every kernel took part at this world size and type.
-      for (int a = 0; a < kAlgorithmCount; ++a) {
+      // Every all-reduce kernel took part at this world size and type.
+      for (int a = 0; a < kAllReduceAlgorithmCount; ++a) {
         CAPTURE(ranks, elementTypeName(type), algorithmName(static_cast<Algorithm>(a)));
         CHECK(ran[static_cast<Algorithm>(a)] > 0);
       }

@@ -43,8 +43,8 @@ class Gate {
   volatile int* word_ = nullptr;
 };
 
-AllReduceCall sumCall(const DeviceBuffers& in, DeviceBuffers& out, int rank, cudaStream_t stream) {
-  AllReduceCall call;
+CollectiveCall sumCall(const DeviceBuffers& in, DeviceBuffers& out, int rank, cudaStream_t stream) {
+  CollectiveCall call;
   call.send = in.at(rank);
   call.recv = out.at(rank);
   call.count = kCount;

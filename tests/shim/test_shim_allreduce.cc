@@ -38,7 +38,7 @@ TEST_CASE("allreduce: every op, type, size and alignment is forwarded unchanged"
 
   const std::vector<std::string> comms = madeComms(outputs, "init");
   REQUIRE(comms.size() == (kind == "initall" ? 2u : 1u));
-  const std::string prefix = "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded ";
+  const std::string prefix = "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded ";
   CHECK(infoAbout(run.err, comms[0], "released:") ==
         std::vector<std::string>{prefix + count + " (ineligible-comm=" + count + ")"});
   if (kind == "initall") CHECK(infoAbout(run.err, comms[1], "released:") == std::vector<std::string>{prefix + "0"});
@@ -70,7 +70,7 @@ TEST_CASE("allreduce: NCCL_CAR_DETERMINISTIC WARNs once per communicator that NC
   } else {
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("comm " + comms[0] + " rank 0/2") != std::string::npos);
-    CHECK(warnings[0].find("as ineligible-comm (first: 1024 x fp32 sum)") != std::string::npos);
+    CHECK(warnings[0].find("as ineligible-comm (first: all-reduce 1024 x fp32 sum)") != std::string::npos);
     CHECK(warnings[0].find("NCCL promises no invariance") != std::string::npos);
   }
 

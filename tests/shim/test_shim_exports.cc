@@ -68,17 +68,18 @@ TEST_CASE("exports: the audit module exports its three callbacks and needs nothi
 
 TEST_CASE("exports: the hooks are libnccl-car.so's own; every other function is a weak forwarder", "[shim][exports]") {
   const DynamicInfo shim = readDynamicInfo(shimLibrary());
-  // Every way a communicator is born or ends, the groups, the all-reduce, and the symmetric
-  // windows (noted for NCCL_CAR_SYMMETRIC_NCCL_BYTES) (docs/design.md).
-  // Of newer NCCLs: a communicator grown, one suspended, a per-call config's all-reduce.
-  std::set<std::string> hooks = {"ncclAllReduce", "ncclCommInitRank", "ncclCommInitRankConfig",
+  // Every way a communicator is born or ends, the groups, the collectives we take, and the
+  // symmetric windows (noted for NCCL_CAR_SYMMETRIC_NCCL_BYTES) (docs/design.md).
+  // Of newer NCCLs: a communicator grown, one suspended, those collectives' per-call configs.
+  std::set<std::string> hooks = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclCommInitRank", "ncclCommInitRankConfig",
                                  "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
                                  "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize",
                                  "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd",
                                  "ncclGroupSimulateEnd", "ncclCommWindowRegister",
                                  "ncclCommWindowDeregister"};
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-  hooks.insert({"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig"});
+  hooks.insert({"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig", "ncclAllGatherConfig",
+                "ncclReduceScatterConfig"});
 #endif
   std::set<std::string> strong;  // defined by hooks.cc, which replaced the weak forwarder
   for (const std::string& name : shim.exported) {

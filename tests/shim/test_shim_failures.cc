@@ -39,7 +39,7 @@ TEST_CASE("failures: communicators of a failed group are not set up", "[shim][fa
   const Outputs outputs = parseOutputs(run.out);
   CHECK(outputs.at("g1.end").get("result") == "5");
   CHECK(infoAbout(run.err, madeComms(outputs, "g1.init.a").at(0), "released:") ==
-        std::vector<std::string>{"taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
+        std::vector<std::string>{"taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
 }
 
 TEST_CASE("failures: a nonblocking communicator whose state cannot be read is not set up", "[shim][failures]") {

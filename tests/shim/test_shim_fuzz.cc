@@ -193,7 +193,7 @@ std::size_t checkThread(const std::string& tid, const std::string& log, const Fu
 // not ready yet instead ("(ineligible-comm=a not-ready=b)", a + b == count, in either
 // order or alone).
 bool releasedLineFits(const std::string& line, const CommLife& life) {
-  const std::string taken = "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded ";
+  const std::string taken = "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded ";
   const std::string count = std::to_string(life.allReduces);
   if (line == taken + count + (life.allReduces == 0 ? "" : " (ineligible-comm=" + count + ")")) return true;
   if (!life.nonblocking) return false;

@@ -29,7 +29,7 @@ TEST_CASE("groups: communicators made in a group are set up after the caller's o
 
   // What each communicator forwarded, by reason: an all-reduce on a communicator not yet
   // set up (inside its group) counts as comm-not-ready.
-  const std::string prefix = "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded ";
+  const std::string prefix = "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded ";
   const std::vector<std::pair<std::string, std::string>> expected = {
       {a, "1 (ineligible-comm=1)"}, {b, "0"}, {c, "0"}, {d, "1 (comm-not-ready=1)"}, {e, "1 (comm-not-ready=1)"},
       {f, "1 (ineligible-comm=1)"}};
@@ -54,9 +54,9 @@ TEST_CASE("groups: ncclGroupSimulateEnd ends the group for the shim as it does f
   CHECK(infoAbout(run.err, created, "setup: not eligible:") ==
         std::vector<std::string>{"created in a group ended by ncclGroupSimulateEnd"});
   CHECK(infoAbout(run.err, created, "released:") ==
-        std::vector<std::string>{"taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
+        std::vector<std::string>{"taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
   // The nonblocking communicator's all-reduce inside the simulated group was not ready yet.
   CHECK(infoAbout(run.err, madeComms(outputs, "s3.init").at(0), "released:") ==
-        std::vector<std::string>{"taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 2 "
+        std::vector<std::string>{"taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 2 "
                                  "(ineligible-comm=1 comm-not-ready=1)"});
 }

@@ -69,7 +69,7 @@ TEST_CASE("lifecycle: every communicator says why it is not eligible, and what i
     // One all-reduce each, forwarded because the communicator is not eligible; one
     // summary each, also for c1, which was finalized and then destroyed.
     CHECK(infoAbout(run.err, comm, "released:") ==
-          std::vector<std::string>{"taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
+          std::vector<std::string>{"taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 1 (ineligible-comm=1)"});
   }
   // c1 is released by ncclCommFinalize (its summary comes before that of c2, aborted right
   // after), not by the ncclCommDestroy that comes last.

@@ -37,7 +37,7 @@ TEST_CASE("newer API: grown communicators are set up like a split's child; ncclA
 
   // c1's side is released at the suspend, before NCCL's call: its released: line counts the
   // all-reduce before it (forwarded: no GPU here), and none after.
-  const std::string prefix = "taken 1shot=0 2shot=0 1stage=0 2stage=0 (0 bytes) forwarded ";
+  const std::string prefix = "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded ";
   CHECK(infoAbout(run.err, c1, "released:") == std::vector<std::string>{prefix + "1 (ineligible-comm=1)"});
   CHECK(linesWith(run.err, {"NCCL-CAR WARN", "ncclCommSuspend: our buffers are released"}).size() == 1);
   // Nothing of ours touches c1 once suspended: every later call on it is the caller's own.

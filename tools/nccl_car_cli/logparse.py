@@ -25,7 +25,7 @@ _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
                    r"(?P<event>setup|released): (?P<detail>.*)")
 # At TRACE, one line per call our kernels take: counts even for communicators never
 # released (JAX never destroys its own). Older libraries left the op out.
-_TRACED = re.compile(r"rank \d+ all-reduce \d+ x \S+(?: [a-z]+)? \(\d+ bytes\) -> (?P<kernel>\S+)")
+_TRACED = re.compile(r"rank \d+ (?P<collective>[a-z-]+) \d+ x \S+(?: [a-z]+)? \(\d+ bytes\) -> (?P<kernel>\S+)")
 _RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
 _REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")

@@ -30,6 +30,14 @@ bool elementType(const std::string& name, std::optional<car::ElementType>* type)
   return false;
 }
 
+bool collective(const std::string& name, car::Collective* collective) {
+  for (int c = 0; c < car::kCollectiveCount; ++c) {
+    const auto candidate = static_cast<car::Collective>(c);
+    if (name == car::collectiveName(candidate)) return *collective = candidate, true;
+  }
+  return false;
+}
+
 bool reduceOp(const std::string& name, std::optional<car::ReduceOp>* op) {
   for (int o = 0; o < car::kReduceOpCount; ++o) {
     const auto candidate = static_cast<car::ReduceOp>(o);
@@ -57,6 +65,8 @@ bool parse(const std::vector<std::string>& args, Question* question, std::string
     } else if (arg == "--type" && hasValue && elementType(args[i + 1], &question->call.type)) {
       question->typeName = args[++i];
     } else if (arg == "--op" && hasValue && reduceOp(args[i + 1], &question->call.op)) {
+      ++i;
+    } else if (arg == "--collective" && hasValue && collective(args[i + 1], &question->call.collective)) {
       ++i;
     } else if (number(arg, &value)) {
       question->sizes.push_back(value);
@@ -100,9 +110,13 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   if (!parse(args, &question, error)) return false;
   const std::uint64_t elementSize =
       question.call.type ? static_cast<std::uint64_t>(car::elementBytes(*question.call.type)) : 1;
+  // A size is the whole message: for the all-gather and the reduce-scatter, every rank's part.
+  const std::uint64_t parts =
+      question.call.collective == car::Collective::AllReduce ? 1 : static_cast<std::uint64_t>(question.comm.ranks);
   for (std::uint64_t bytes : question.sizes) {
-    if (bytes % elementSize != 0) {
-      *error = std::to_string(bytes) + " bytes is not a whole number of " + question.typeName + " elements";
+    if (bytes % (elementSize * parts) != 0) {
+      *error = std::to_string(bytes) + " bytes is not a whole number of " + question.typeName + " elements" +
+               (parts > 1 ? " per rank" : "");
       return false;
     }
   }
@@ -112,11 +126,12 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   json.key("full_nvlink").boolean(question.comm.fullNvlink);
   json.key("compute_capability").number(static_cast<std::uint64_t>(question.comm.computeCapability));
   json.key("type").string(question.typeName);
+  json.key("collective").string(car::collectiveName(question.call.collective));
   json.key("op").string(question.call.op ? car::reduceOpName(*question.call.op) : "other");
   json.key("decisions").beginArray();
   for (std::uint64_t bytes : question.sizes) {
     car::CallFacts call = question.call;
-    call.count = bytes / elementSize;
+    call.count = bytes / elementSize / parts;
     const car::CallPlan decision = car::planCall(question.comm, call, config);
     // NCCL_CAR_DISABLE: the hooks hand every call to NCCL before anything of ours sees it.
     const bool ours = decision.ours && !config.disable;
@@ -137,8 +152,10 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
 
 void writePolicy(JsonWriter& json) {
   json.beginObject();
-  // planCall decides all-reduces only; every other collective goes to NCCL.
-  json.key("collectives").beginArray().string("all-reduce").endArray();
+  // The collectives planCall decides, those some kernel serves; every other one goes to NCCL.
+  json.key("collectives").beginArray();
+  for (int c = 0; c < car::kCollectiveCount; ++c) json.string(car::collectiveName(static_cast<car::Collective>(c)));
+  json.endArray();
   json.key("max_ranks").number(car::kMaxRanks);
   json.key("algorithms").beginArray();
   for (int a = 0; a < car::kAlgorithmCount; ++a) json.string(car::algorithmName(static_cast<car::Algorithm>(a)));

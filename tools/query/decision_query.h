@@ -1,5 +1,6 @@
-// `nccl_car_query decide`: what plugin/policy.cc's planCall does with all-reduces of the
-// given sizes on a communicator of the given facts, under this environment's settings;
+// `nccl_car_query decide`: what plugin/policy.cc's planCall does with calls (all-reduces, or
+// `--collective NAME`) of the given sizes on a communicator of the given facts, under this
+// environment's settings;
 // `nccl_car_query policy`: the names and limits the policy works with.
 #pragma once
 

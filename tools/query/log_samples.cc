@@ -85,14 +85,19 @@ void takenCalls(Samples& samples, const Process& process, int rank) {
     const auto type = static_cast<car::ElementType>(t);
     const auto algorithm = static_cast<car::Algorithm>(t % car::kAlgorithmCount);
     const auto op = static_cast<car::ReduceOp>(t % car::kReduceOpCount);
+    const car::Collective collective = car::collectiveOf(algorithm);
+    const char* opName = car::reduces(collective) ? car::reduceOpName(op) : nullptr;
     const unsigned long long count = 1024ull << t;
-    const std::string text = car::logText(car::formatTakenCall, rank, count, car::elementTypeName(type),
-                                          car::reduceOpName(op), count * car::elementBytes(type),
+    const std::string text = car::logText(car::formatTakenCall, rank, car::collectiveName(collective), count,
+                                          car::elementTypeName(type), opName, count * car::elementBytes(type),
                                           car::algorithmName(algorithm));
-    samples.begin("taken-call", process, LogLevel::Trace, text)
-        .key("kernel").string(car::algorithmName(algorithm))
-        .key("type").string(car::elementTypeName(type))
-        .key("op").string(car::reduceOpName(op));
+    JsonWriter& json = samples.begin("taken-call", process, LogLevel::Trace, text)
+                           .key("kernel").string(car::algorithmName(algorithm))
+                           .key("collective").string(car::collectiveName(collective))
+                           .key("type").string(car::elementTypeName(type))
+                           .key("op");
+    if (opName != nullptr) json.string(opName);
+    else json.null();
     samples.end();
   }
 }

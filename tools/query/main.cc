@@ -22,10 +22,11 @@ constexpr const char* kUsage = R"(usage:
       what the policy works with: the collectives it decides, the most ranks, the kernels,
       the element types and ops, the reasons a call goes to NCCL
   nccl_car_query decide --ranks N [--full-nvlink] [--compute-capability CC]
-                        [--type TYPE|other] [--op OP|other] BYTES...
-      what the library does with an all-reduce of each size on such a communicator, under
-      this environment's settings (default: bf16, sum; TYPE and OP as `policy` names them),
-      and which types and ops it takes there at all
+                        [--collective NAME] [--type TYPE|other] [--op OP|other] BYTES...
+      what the library does with a call of each size on such a communicator, under this
+      environment's settings (default: all-reduce, bf16, sum; NAME, TYPE and OP as `policy`
+      names them; BYTES the whole message: every rank's part of an all-gather or a
+      reduce-scatter), and which types and ops it takes there at all
   nccl_car_query log-samples
       log lines of every kind nccl-car run reads, made by the library's formatter, each with
       the facts it was made from

@@ -192,7 +192,7 @@ class NcclTestsEveryTypeTest(unittest.TestCase):
         self.assertIn("not met: 2 ranks eligible", self.verdict(every_type_log(eligible=1)).detail)
         self.assertIn("not met: 2 ranks released", self.verdict(every_type_log(released_ranks=1)).detail)
         untaken = every_type_log().replace("taken 1shot=300 2shot=40 1stage=0 2stage=20",
-                                           "taken 1shot=0 2shot=0 1stage=0 2stage=0")
+                                           "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0")
         self.assertIn("not met: calls taken", self.verdict(untaken).detail)
         self.assertIn("not met: exit 0", self.verdict(every_type_log(), returncode=1).detail)
 
