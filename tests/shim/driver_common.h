@@ -33,6 +33,7 @@ int runLifecycle();
 int runGroups();
 int runGroupSimulate();
 int runAllReduceMatrix(const std::string& commKind);
+int runMoversMatrix();
 int runNonHooked();
 int runBadArguments();
 int runThreads(int threads, int iterations);

@@ -1,4 +1,5 @@
-// Scenario "newer-api": the functions of NCCL 2.29 to 2.32 that the library hooks, over a
+// Scenario "newer-api": the functions of NCCL 2.29 to 2.32 that the library hooks (the per-call
+// config forms of the all-reduce, the all-gather and the reduce-scatter among them), over a
 // stand-in of that NCCL. Setup traffic is expected in: init, grow, grow.join (a grown
 // communicator whose config says blocking = 1 is set up like a split's child, on the ranks
 // already in and on the joining ones); not grow.default (no config: the ranks could disagree
@@ -42,6 +43,13 @@ int runNewerApi() {
   config.maxCTAs = 3;
   step("arc.c1", standin::calls::allReduceConfig(gSend, gRecv, 1024, ncclFloat32, ncclSum, c1, fakeStream(), &config),
        [&] { return ncclAllReduceConfig(gSend, gRecv, 1024, ncclFloat32, ncclSum, c1, fakeStream(), &config); });
+  // The all-gather's and the reduce-scatter's config forms, likewise: NCCL gets the call as made.
+  step("agc.c1", standin::genericCall("ncclAllGatherConfig", gSend, gRecv, std::size_t{256}, ncclFloat32, c1,
+                                      fakeStream(), &config),
+       [&] { return ncclAllGatherConfig(gSend, gRecv, 256, ncclFloat32, c1, fakeStream(), &config); });
+  step("rsc.c1", standin::genericCall("ncclReduceScatterConfig", gSend, gRecv, std::size_t{256}, ncclFloat32, ncclMax,
+                                      c1, fakeStream(), &config),
+       [&] { return ncclReduceScatterConfig(gSend, gRecv, 256, ncclFloat32, ncclMax, c1, fakeStream(), &config); });
   for (const Grown& g : grown) allReduce(std::string("ar.") + g.label, gSend, gRecv, 1024, ncclFloat32, ncclSum, g.made);
 
   step("suspend.c1", standin::calls::suspend(c1, NCCL_SUSPEND_MEM), [&] { return ncclCommSuspend(c1, NCCL_SUSPEND_MEM); });

@@ -1,5 +1,6 @@
 // The functions of NCCL 2.29 to 2.32 that the library hooks (ncclCommGrow, ncclCommSuspend,
-// ncclAllReduceConfig), through the shim to a stand-in of that NCCL. Over an older NCCL they
+// ncclAllReduceConfig, ncclAllGatherConfig, ncclReduceScatterConfig), through the shim to a
+// stand-in of that NCCL. Over an older NCCL they
 // answer ncclInvalidUsage with one WARN each (test_shim_forwarded.cc).
 #include <catch2/catch.hpp>
 #include <nccl.h>
@@ -36,9 +37,9 @@ TEST_CASE("newer API: grown communicators are set up like a split's child; ncclA
   CHECK(linesWith(run.err, {"NCCL-CAR INFO", "ncclCommGrow whose config does not set blocking = 1"}).size() == 2);
 
   // c1's side is released at the suspend, before NCCL's call: its released: line counts the
-  // all-reduce before it (forwarded: no GPU here), and none after.
+  // three config calls before it (forwarded: no GPU here), and none after.
   const std::string prefix = "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded ";
-  CHECK(infoAbout(run.err, c1, "released:") == std::vector<std::string>{prefix + "1 (ineligible-comm=1)"});
+  CHECK(infoAbout(run.err, c1, "released:") == std::vector<std::string>{prefix + "3 (ineligible-comm=3)"});
   CHECK(linesWith(run.err, {"NCCL-CAR WARN", "ncclCommSuspend: our buffers are released"}).size() == 1);
   // Nothing of ours touches c1 once suspended: every later call on it is the caller's own.
   for (const char* label : {"ar.c1.suspended", "resume.c1", "ar.c1.resumed", "destroy.c1"}) {
@@ -46,6 +47,8 @@ TEST_CASE("newer API: grown communicators are set up like a split's child; ncclA
     REQUIRE(segment != nullptr);
     CHECK(viewOf(*segment).trafficCount() == 0);
   }
-  for (const char* label : {"arc.c1", "suspend.c1", "resume.c1"}) CHECK(outputs.at(label).get("result") == "0");
+  for (const char* label : {"arc.c1", "agc.c1", "rsc.c1", "suspend.c1", "resume.c1"}) {
+    CHECK(outputs.at(label).get("result") == "0");
+  }
 }
 #endif
