@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "log.h"
 
 namespace car {
+
+class ChoiceTable;
 
 constexpr std::size_t kDefaultMaxBytes = std::size_t{8} << 20;
 // Upper bound for NCCL_CAR_MAX_BYTES: each rank allocates 2x this on its GPU per communicator.
@@ -64,6 +67,13 @@ struct Config {
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr
+  // NCCL_CAR_TABLE: the choice table `nccl-car tune` wrote (plugin/choice_table.h); empty: the
+  // one for this machine's fingerprint in the cache folder, if there is one; "builtin": no table. The table is
+  // loaded at the first set-up (shim/exports/shim_config.h), when the machine can be asked;
+  // ranks compare its digest (0: none, the built-in rule), not the path.
+  std::string tablePath;
+  std::uint64_t tableDigest = 0;
+  std::shared_ptr<const ChoiceTable> table;
   // Not a setting (no row in the table): NCCL_CAR_TEST_FAULT=launch-error
   // (shim/exports/fault_injection.h). Every call our kernels take reports
   // cudaErrorLaunchFailure once its kernel is queued, as a failed event record would.
@@ -95,8 +105,9 @@ struct SharedSettings {
   std::int32_t symmetricNcclBytes;  // at most kLargestMaxBytes, which fits
   std::uint64_t allGatherMaxBytes;
   std::uint64_t reduceScatterMaxBytes;
+  std::uint64_t tableDigest;
 };
-static_assert(sizeof(SharedSettings) == 48 && std::is_trivially_copyable_v<SharedSettings> &&
+static_assert(sizeof(SharedSettings) == 56 && std::is_trivially_copyable_v<SharedSettings> &&
                   std::is_standard_layout_v<SharedSettings>,
               "SharedSettings travels in the handshake record: its size is part of the wire format");
 

@@ -4,6 +4,7 @@
 
 #include "../kernels/geometry.h"
 #include "../kernels/rank_signal.h"
+#include "choice_table.h"
 
 namespace car {
 namespace {
@@ -64,6 +65,7 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::Failed: return "failed";
     case ForwardReason::Requested: return "requested";
     case ForwardReason::NonblockingGroup: return "nonblocking-group";
+    case ForwardReason::Tuned: return "tuned";
     case ForwardReason::kCount: break;
   }
   return "?";
@@ -198,10 +200,17 @@ CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Co
   if (allReduce && call.symmetricBuffers && plan.bytes <= config.symmetricNcclBytes && !config.deterministic) {
     return forward(ForwardReason::SymmetricWindow);
   }
+  // The table measured here, where the caller asked for no kernel itself.
+  std::optional<Algorithm> preferred = call.requestedAlgorithm;
+  if (config.table && !preferred && !(allReduce && config.algorithm)) {
+    const ChoiceRow* row = config.table->find(call.collective, comm.ranks, *call.type, plan.bytes * parts);
+    const bool keepOurs = config.deterministic && reduces(call.collective) && !invariantOnNccl(call.type);
+    if (row != nullptr && !row->kernel && !keepOurs) return forward(ForwardReason::Tuned);
+    if (row != nullptr) preferred = row->kernel;
+  }
   const AlgorithmChoice choice =
       allReduce ? keepInvariant(comm, *call.type, plan.bytes, config,
-                                chooseAlgorithm(comm, plan.bytes, config, wirePacksPerPack(*call.type),
-                                                call.requestedAlgorithm))
+                                chooseAlgorithm(comm, plan.bytes, config, wirePacksPerPack(*call.type), preferred))
                 : chooseMover(call.collective, comm, plan.bytes, config, *call.type);
   if (!choice.algorithm) return forward(choice.reason);
   plan.ours = true;

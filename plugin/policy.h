@@ -29,6 +29,7 @@ enum class ForwardReason {
                     // "nccl", or a config only NCCL can judge)
   NonblockingGroup, // inside a group, on a nonblocking communicator: NCCL launches the group from its own
                     // thread after the end, so ours could not be ordered alike on every rank
+  Tuned,            // the choice table measured on this machine gives NCCL this size (plugin/choice_table.h)
   kCount,
 };
 
@@ -149,7 +150,10 @@ struct CallPlan {
 std::size_t collectiveMaxBytes(Collective collective, const Config& config);
 
 // Checks a call against the rule in docs/design.md ("Which calls are ours") and plans its
-// grid.
+// grid. Where config.table has a row for the call (and neither the call nor NCCL_CAR_ALGO asks
+// for a kernel), its winner replaces the built-in choice: a kernel of ours where it can run
+// the call, or NCCL (Tuned; kept ours under NCCL_CAR_DETERMINISTIC where NCCL's bits could
+// differ).
 CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config);
 
 // Who puts a pull kernel's input into this rank's staging: the rank's own choice, from its

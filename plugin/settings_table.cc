@@ -62,6 +62,18 @@ SettingSpec path(const char* name, std::string Config::*text, std::string help) 
   return spec;
 }
 
+// The choice table's path, which may differ between ranks, and its digest, which may not: the
+// row carries the digest that loading the table sets.
+SettingSpec tablePath() {
+  SettingSpec spec = path("NCCL_CAR_TABLE", &Config::tablePath,
+                          "the choice table nccl-car tune wrote; unset: the one for this machine in "
+                          "~/.cache/nccl-car (XDG_CACHE_HOME); builtin: the built-in rule; ranks must follow the "
+                          "same table");
+  spec.agreement = Agreement::Checked;
+  spec.field = numberField<&Config::tableDigest>();
+  return spec;
+}
+
 SettingSpec carriedIn(SettingSpec spec, NumberField<SharedSettings> shared) {
   spec.shared = shared;
   return spec;
@@ -130,6 +142,7 @@ const std::vector<SettingSpec>& settingsTable() {
              Agreement::PerRank, "log level; TRACE adds one line per call our kernels take"),
       path("NCCL_CAR_DEBUG_FILE", &Config::debugFile,
            "file for the log lines instead of stderr; %h is the host name, %p the process id"),
+      carriedIn(tablePath(), numberField<&SharedSettings::tableDigest>()),
       path("NCCL_CAR_NCCL_LIB", &Config::ncclLibrary,
            "the real libnccl.so.2, when it is neither the next library nor already loaded (under LD_AUDIT: "
            "instead of the one the program asked for)"),

@@ -58,6 +58,7 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->commUserRank, "ncclCommUserRank", true);
   load(table->commCuDevice, "ncclCommCuDevice", true);
   load(table->getErrorString, "ncclGetErrorString", true);
+  load(table->getVersion, "ncclGetVersion", true);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
   load(table->commGrow, "ncclCommGrow", false);
 #endif

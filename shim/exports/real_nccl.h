@@ -32,6 +32,7 @@ struct RealNccl {
   decltype(&::ncclCommUserRank) commUserRank;
   decltype(&::ncclCommCuDevice) commCuDevice;
   decltype(&::ncclGetErrorString) getErrorString;
+  decltype(&::ncclGetVersion) getVersion;
   // Functions of newer NCCLs that hooks.cc hooks, each under the same guard.
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
   decltype(&::ncclCommGrow) commGrow;  // may be null (before NCCL 2.29)

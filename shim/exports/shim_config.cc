@@ -1,12 +1,20 @@
 #include "exports/shim_config.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "choice_table.h"
 #include "exports/fault_injection.h"
+#include "exports/real_nccl.h"
 #include "log.h"
+#include "machine_fingerprint.h"
 
 namespace car {
 
@@ -28,6 +36,61 @@ const Config& shimConfig() {
     parsed.testLaunchFailure = faultActive(Fault::LaunchError);
     return parsed;
   }();
+  return config;
+}
+
+namespace {
+
+int realNcclVersion() {
+  const RealNccl* real = realNccl();
+  int version = 0;
+  if (real == nullptr || real->getVersion == nullptr || real->getVersion(&version) != ncclSuccess) return 0;
+  return version;
+}
+
+// The table for this machine, or null (said why, once).
+std::shared_ptr<const ChoiceTable> loadTable(const Config& config, int device) {
+  MachineDescription machine;
+  if (describeMachine(device, realNcclVersion(), &machine) != cudaSuccess) {
+    CAR_WARN(device, "cannot describe this machine for its choice table; the built-in rule applies");
+    return nullptr;
+  }
+  if (config.tablePath == kBuiltInTable) {
+    CAR_INFO(device, "NCCL_CAR_TABLE={}: the built-in rule applies", kBuiltInTable);
+    return nullptr;
+  }
+  const bool named = !config.tablePath.empty();
+  const std::string path = named ? config.tablePath : defaultTablePath(machine.fingerprint, [](const char* name) -> const char* { return secure_getenv(name); });
+  std::ifstream file(path);
+  if (path.empty() || !file) {
+    if (named) CAR_WARN(device, "NCCL_CAR_TABLE: cannot read {}; the built-in rule applies", path);
+    else CAR_INFO(device, "no choice table for this machine ({}); the built-in rule applies",
+                  path.empty() ? "no cache folder" : path);
+    return nullptr;
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  std::string why;
+  std::optional<ChoiceTable> table = ChoiceTable::parse(text.str(), machine.fingerprint, &why);
+  if (!table) {
+    CAR_WARN(device, "choice table {} not used: {}; the built-in rule applies", path, why);
+    return nullptr;
+  }
+  CAR_INFO(device, "choice table {} ({} rows, digest {}) for this machine: {}", path, table->rows().size(),
+           hex64(table->digest()), machine.text);
+  return std::make_shared<const ChoiceTable>(std::move(*table));
+}
+
+}  // namespace
+
+const Config& setupConfig(int device) {
+  static Config config;
+  static std::once_flag once;
+  std::call_once(once, [device] {
+    config = shimConfig();
+    config.table = loadTable(config, device);
+    config.tableDigest = config.table ? config.table->digest() : 0;
+  });
   return config;
 }
 

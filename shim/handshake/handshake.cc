@@ -77,7 +77,7 @@ void fillRecord(BatchMember& member) {
   record.cudaDevice = state.device();
   record.ipcNamespace = self.ipcNamespace;
   record.pidNamespace = self.pidNamespace;
-  record.settings = sharedSettingsOf(shimConfig());
+  record.settings = sharedSettingsOf(setupConfig(state.device()));
   record.p2pLimit = static_cast<std::int32_t>(ncclP2pLimit());
   record.boardId = -1;
   copyText(record.host, sizeof(record.host), self.host);
@@ -119,7 +119,7 @@ void createEngine(BatchMember& member) {
   options.device = state.device();
   options.rank = state.rank();
   options.ranks = state.ranks();
-  options.config = shimConfig();
+  options.config = setupConfig(state.device());
   std::unique_ptr<RankEngine> engine;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
                                                    : RankEngine::create(options, &state.counters(), &engine);

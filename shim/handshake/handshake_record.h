@@ -77,8 +77,8 @@ static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layou
 // ones. CAR5: PushState holds 256 area copies (was 128). CAR6: the records go twice, the
 // blocks only in the second (ranks of different versions may wait in an all-gather the
 // other never makes: every rank must load the same library). CAR7: the shared settings carry
-// the all-gather and reduce-scatter limits.
-static_assert(kHandshakeMagic == 0x43415237 && sizeof(HandshakeRecord) == 336 && sizeof(LinkReport) == 116,
+// the all-gather and reduce-scatter limits and the choice table's digest.
+static_assert(kHandshakeMagic == 0x43415237 && sizeof(HandshakeRecord) == 344 && sizeof(LinkReport) == 116,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
 static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "choice_table.h"
 #include "policy.h"
 
 namespace carquery {
@@ -150,15 +151,45 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   return true;
 }
 
-void writePolicy(JsonWriter& json) {
+void writePolicy(JsonWriter& json, const car::Config& config) {
   json.beginObject();
   // The collectives planCall decides, those some kernel serves; every other one goes to NCCL.
   json.key("collectives").beginArray();
   for (int c = 0; c < car::kCollectiveCount; ++c) json.string(car::collectiveName(static_cast<car::Collective>(c)));
   json.endArray();
+  json.key("max_bytes").beginObject();
+  for (int c = 0; c < car::kCollectiveCount; ++c) {
+    const auto collective = static_cast<car::Collective>(c);
+    json.key(car::collectiveName(collective)).number(car::collectiveMaxBytes(collective, config));
+  }
+  json.endObject();
+  json.key("pull_buffers").boolean(car::pullBufferBytes(config) > 0);
   json.key("max_ranks").number(car::kMaxRanks);
   json.key("algorithms").beginArray();
   for (int a = 0; a < car::kAlgorithmCount; ++a) json.string(car::algorithmName(static_cast<car::Algorithm>(a)));
+  json.endArray();
+  // Each kernel with the collective it serves (a kernel serves one), whether it is a push kernel
+  // (receive areas) or a pull kernel (buffers only where NCCL_CAR_PUSH_MAX_BYTES < NCCL_CAR_MAX_BYTES),
+  // and whether it moves bits unchanged (then the type's family cannot change its speed).
+  json.key("kernels").beginArray();
+  for (const car::AlgorithmSpec& spec : car::kAlgorithms) {
+    json.beginObject().key("name").string(spec.name);
+    json.key("collective").string(car::collectiveName(car::collectiveOf(spec.algorithm)));
+    json.key("family").string(spec.family == car::KernelFamily::Push ? "push" : "pull");
+    json.key("copies_bits").boolean(spec.copiesBits).endObject();
+  }
+  json.endArray();
+  // The families a choice table's rows name (plugin/choice_table.h), with their types.
+  json.key("type_families").beginArray();
+  for (int f = 0; f < static_cast<int>(car::TypeFamily::kCount); ++f) {
+    const auto family = static_cast<car::TypeFamily>(f);
+    json.beginObject().key("name").string(car::typeFamilyName(family)).key("types").beginArray();
+    for (int t = 0; t < car::kElementTypeCount; ++t) {
+      const auto type = static_cast<car::ElementType>(t);
+      if (car::typeFamilyOf(type) == family) json.string(car::elementTypeName(type));
+    }
+    json.endArray().endObject();
+  }
   json.endArray();
   json.key("element_types").beginArray();
   for (int t = 0; t < car::kElementTypeCount; ++t) {

@@ -19,8 +19,11 @@ namespace carquery {
 bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, const car::Config& config,
                     std::string* error);
 
-// Writes {"collectives", "max_ranks", "algorithms", "element_types": [{"name", "bytes"}], "ops",
-// "forward_reasons"}, from the library's own enums and names.
-void writePolicy(JsonWriter& json);
+// Writes {"collectives", "max_bytes": {collective: the largest message taken under `config`},
+// "pull_buffers" (whether `config` gives the pull kernels buffers), "max_ranks", "algorithms",
+// "kernels": [{"name", "collective", "family", "copies_bits"}], "type_families": [{"name",
+// "types"}], "element_types": [{"name", "bytes"}], "ops", "forward_reasons"}, from the
+// library's own tables and names.
+void writePolicy(JsonWriter& json, const car::Config& config);
 
 }  // namespace carquery
