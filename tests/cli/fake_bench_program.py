@@ -23,6 +23,13 @@ to $FAKE_BENCH_LOG. It prints canned times from $FAKE_BENCH_CONFIG, a JSON objec
     "nothing": [config]         print no result, as car_nccl_bench does without GPUs, and exit 0
     "silent": [config]          a run with the library that prints no library line
     "leaky": [config]           a run without the library that prints library lines
+    "takes": {config: bytes}    car_nccl_bench with the library: the largest message its kernel takes
+                                (default: every size); with NCCL_CAR_DEBUG=TRACE each call taken
+                                prints the library's TRACE line, naming the kernel forced by
+                                NCCL_CAR_ALGO, else the collective's own (allgather, reducescatter),
+                                else (all-reduce) 1shot; where NCCL_CAR_TABLE names a table file,
+                                the kernel its row gives (no row: as without it; "nccl": not taken)
+    "ignore_table": true        car_nccl_bench: never reads NCCL_CAR_TABLE
 A car_nccl_bench --probe run with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING prints NCCL's
 tuning lines: "RING/LL" below 4 KiB, "NVLS/Simple" from there (a symmetric kernel with -R2)."""
 
@@ -68,7 +75,7 @@ def record(role, config, args, dtype, op, mode):
             "env": {name: os.environ.get(name) for name in
                     ("LD_PRELOAD", "NCCL_CAR_DEBUG", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_CAR_PDL", "NCCL_CAR_ALGO",
                      "NCCL_CAR_MAX_BYTES", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_CAR_NCCL_LIB",
-                     "LD_LIBRARY_PATH")}}
+                     "LD_LIBRARY_PATH", "NCCL_CAR_TABLE")}}
     with open(log, "a") as stream:
         stream.write(json.dumps(seen) + "\n")
     return sum(1 for run in earlier
@@ -103,13 +110,54 @@ def tuning_lines(config, size):
     return [line + "channel{Lo..Hi}={0..1}"] * 2   # one per call: the same choice twice
 
 
+# The library's type families (plugin/choice_table.h), for the types the tests time.
+FAMILIES = {"bf16": "half", "fp16": "half", "fp32": "float", "fp8e4m3": "fp8", "fp8e5m2": "fp8", "int32": "split",
+            "int64": "split", "int8": "split", "uint8": "split", "uint32": "split", "uint64": "split", "fp64": "split"}
+OWN_KERNEL = {"all-reduce": "1shot", "all-gather": "allgather", "reduce-scatter": "reducescatter"}
+
+
+def table_winner(collective, ranks, dtype, size):
+    """The winner NCCL_CAR_TABLE's file gives this message, None without a row (or file)."""
+    path = os.environ.get("NCCL_CAR_TABLE")
+    if not path or path == "builtin" or not os.path.exists(path):
+        return None
+    with open(path) as stream:
+        for line in stream:
+            words = line.split()
+            if len(words) == 6 and words[0] == collective and int(words[1]) == ranks and \
+                    words[2] in (FAMILIES[dtype], "any") and int(words[3]) <= size <= int(words[4]):
+                return words[5]
+    return None
+
+
+def trace_lines(canned, config, args, size):
+    """The library's TRACE line for the call of `size` (the whole message) it takes."""
+    if not config.startswith("car") or os.environ.get("NCCL_CAR_DEBUG") != "TRACE":
+        return []
+    collective, ranks, dtype = option(args, "--collective", "all-reduce"), int(option(args, "--ranks")), option(args, "--type")
+    if size > canned.get("takes", {}).get(config, size):
+        return []
+    kernel = os.environ.get("NCCL_CAR_ALGO") or OWN_KERNEL[collective]
+    if not canned.get("ignore_table") and not os.environ.get("NCCL_CAR_ALGO"):
+        kernel = table_winner(collective, ranks, dtype, size) or kernel
+    if kernel == "nccl":
+        return []
+    part = size if collective == "all-reduce" else size // ranks
+    op = "" if collective == "all-gather" else " sum"
+    return [f"node:1:2 [0] NCCL-CAR TRACE rank 0 {collective} {part // LIBRARY_TYPE_BYTES[dtype]} x {dtype}{op} "
+            f"({part} bytes) -> {kernel}"]
+
+
 def car_nccl_bench(canned, config, args, eager_us):
     wrong_at = canned.get("wrong", {}).get(config)
     unchecked = canned.get("unchecked", {}).get(config, [])
     probe = "--probe" in args
-    print(f"# car_nccl_bench: {option(args, '--ranks')} ranks, one process each (fake)")
+    collective = option(args, "--collective", "all-reduce")
+    print(f"# car_nccl_bench: {option(args, '--ranks')} ranks, one process each (fake), NCCL 22809, {collective}")
     print("mode,workload,bytes,us,checked,wrong,samples_us")
     element_bytes = LIBRARY_TYPE_BYTES[option(args, "--type")]
+    if collective != "all-reduce":   # whole elements per rank
+        element_bytes *= int(option(args, "--ranks"))
     modes = row_modes(option(args, "--modes", "model,isolated").split(","))
     workloads = option(args, "--workloads", "plain").split(",")
     status = 0
@@ -120,6 +168,8 @@ def car_nccl_bench(canned, config, args, eager_us):
         status = 2 if wrong else status
         for line in tuning_lines(config, size):
             print(line)
+        for line in trace_lines(canned, config, args, size):
+            sys.stderr.write(line + "\n")
         print(f"probe,plain,{size},,1,{wrong},")
         if probe:
             continue

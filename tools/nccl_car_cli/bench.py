@@ -13,7 +13,7 @@ import shutil
 import socket
 import sys
 
-from . import gpu_probe, options, paths
+from . import gpu_probe, host_probe, library_query, options, paths
 from .bench_drivers import (COLLECTIVES, DEFAULT_OP, DTYPES, LIBRARY_NAMES, MODES, OPS, SPELLINGS, WORKLOADS,
                             AllReducePerf, CarNcclBench, default_program)
 from .bench_report import NO_MATPLOTLIB, format_tables, verdict_lines, write_chart, write_csv
@@ -21,6 +21,7 @@ from .bench_results import any_wrong, rows_of
 from .bench_runs import (NAMES, VARIANT_NAMES, SavedRuns, analyse, by_name, chosen, load, plan, run_all,
                          tail, with_nccl)
 from .errors import EXIT_FAILED, EXIT_OK, MissingPrerequisite, UsageError
+from .tune_table import winner_at
 from .units import format_size, short_size
 
 DESCRIPTION = """\
@@ -290,6 +291,32 @@ def _header(args, driver, library, configs, seed):
             "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
+def _choice_table(env, library, dtypes):
+    """The choice table the library's runs will follow ({path, rows, families: {dtype: the
+    library's family}}), None where none applies (or the library cannot say)."""
+    query, _unavailable = library_query.find(env, library)
+    nccl = host_probe.locate_nccl(env, sys.path, exclude=library)
+    table = library_query.applicable_table(env, query, host_probe.encode_version(nccl["version"]), True)
+    if not table["used"]:
+        return None
+    families = {library_type: entry["name"] for entry in query.policy(env)["type_families"]
+                for library_type in entry["types"]}
+    return {"path": table["path"], "rows": table["table_rows"],
+            "families": {dtype: families.get(LIBRARY_NAMES[dtype]) for dtype in dtypes}}
+
+
+def _table_winners(header, rows):
+    """{(dtype, size): what the choice table gives that size} for the report's table column."""
+    table = header.get("choice_table")
+    if not table:
+        return None
+    ranks = header.get("one_gpu") or header.get("gpus")
+    collective = header.get("collective", COLLECTIVES[0])
+    return {(row.dtype, row.size): winner_at(table["rows"], collective, ranks, table["families"].get(row.dtype),
+                                             row.size) or "built-in"
+            for row in rows}
+
+
 def _progress(repeats):
     def report(number, total, job, record, failure):
         if record is None:
@@ -343,7 +370,7 @@ def _report(header, records, driver, csv_path, chart_path):
     print(f"{title} ({header.get('host', '?')}, {header.get('started', '?')})")
     if header["repeats"] < 5:
         print(f"note: {header['repeats']} run(s) per configuration; a spread needs 5 or more")
-    print(format_tables(rows, configs, header["repeats"]))
+    print(format_tables(rows, configs, header["repeats"], _table_winners(header, rows)))
     print()
     for line in verdict_lines(rows):
         print(line)
@@ -381,6 +408,10 @@ def execute(args):
     probe = not args.no_probe and driver.name == CarNcclBench.name
     jobs = plan(configs, args.dtypes, args.ops, driver.row_modes if driver.runs_per_form else None, args.repeats,
                 seed, probe)
+    header["choice_table"] = _choice_table(with_nccl(os.environ, args.nccl), library, args.dtypes)
+    if header["choice_table"]:
+        print(f"the library follows the choice table {header['choice_table']['path']}: the table column says what "
+              "it gives each size", file=sys.stderr)
     saved = SavedRuns(args.save, header) if args.save else None
     records = run_all(jobs, driver, with_nccl(os.environ, args.nccl), library, args.timeout, _progress(args.repeats),
                       saved)

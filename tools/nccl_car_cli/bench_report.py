@@ -51,11 +51,11 @@ def _aligned(table):
     return lines
 
 
-def _section(rows, car_names):
+def _section(rows, car_names, table_winners):
     header = ["size", "NCCL", "NCCL best", "spread", "best is", "NCCL chose"]
     for name in car_names:
         header += [_short(name), "spread", "/best"]
-    header += ["#wrong", "checked"]
+    header += (["table"] if table_winners else []) + ["#wrong", "checked"]
     table = [header]
     for row in rows:
         best_name, best_us = row.best
@@ -63,13 +63,17 @@ def _section(rows, car_names):
                  _spread(row.figures.get(best_name)), best_name or "-", row.best_choice or "-"]
         for name in car_names:
             cells += [_number(row.median(name)), _spread(row.figures.get(name)), _number(row.over_best(name))]
+        if table_winners:
+            cells.append(table_winners[(row.dtype, row.size)])
         cells += [str(row.wrong_total(row.wrong)) if row.wrong_total(row.wrong) is not None else "N/A",
                   CHECK_WORDS[row.checked]]
         table.append(cells)
     return _aligned(table)
 
 
-def format_tables(rows, configs, repeats):
+def format_tables(rows, configs, repeats, table_winners=None):
+    """`table_winners`: {(dtype, size): what the choice table the library followed gives that
+    size (a kernel, "nccl", or "built-in" where no row covers it)}, a column; None: no table."""
     car_names = _car_names(configs)
     lines = []
     for _series, group in groupby(rows, key=lambda row: row.series):
@@ -78,7 +82,7 @@ def format_tables(rows, configs, repeats):
         lines += ["", f"{first.dtype} {first.op}, {first.workload} ({WORKLOAD_TITLES.get(first.workload, '')}), "
                       f"{first.mode}: {MODE_TITLES.get(first.mode, first.mode)}; us, median and lowest-highest "
                       f"of {repeats} run(s)"]
-        lines += _section(group, car_names)
+        lines += _section(group, car_names, table_winners)
     return "\n".join(lines[1:])
 
 

@@ -178,9 +178,10 @@ def _taken_note(policy, taken):
             f"rank on this host; other types may switch kernels, or go to NCCL, at other sizes)")
 
 
-def judge(gpus, effective, query, env):
+def judge(gpus, effective, query, env, table=None):
     """{"line", "accelerates" (None when not known), "communicators", "note"}: the verdict
-    on this machine under `env`'s settings (`effective`, from library_query.effective_settings)."""
+    on this machine under `env`'s settings (`effective`, from library_query.effective_settings)
+    and the choice table `table` ((path, fingerprint), None: the built-in rule)."""
     result = {"line": None, "accelerates": False, "communicators": [], "note": None}
     n = len(gpus["gpus"])
     if n == 0:
@@ -203,7 +204,7 @@ def judge(gpus, effective, query, env):
         sizes = sample_sizes(effective["values"]["NCCL_CAR_MAX_BYTES"])
         for candidate in candidates:
             answer = query.decide(env, candidate["ranks"], candidate["full_nvlink"], candidate["compute_capability"],
-                                  sizes, SAMPLE_TYPE)
+                                  sizes, SAMPLE_TYPE, table)
             candidate.update(decisions=answer["decisions"], types_taken=answer["types_taken"],
                              ops_taken=answer["ops_taken"])
     except QueryUnavailable as error:
@@ -215,6 +216,14 @@ def judge(gpus, effective, query, env):
     if taken:
         result["note"] = _taken_note(policy, taken)
     return result
+
+
+def table_line(table):
+    """The report's line on the choice table (library_query.applicable_table's answer)."""
+    if table["used"]:
+        return (f"table:     {table['path']} ({table['rows']} rows, digest {table['digest']}): the library "
+                "follows it; the verdict below does")
+    return f"table:     {table['why']}"
 
 
 def routes_report(library_path, command):
@@ -236,12 +245,16 @@ def collect(args, env):
     query, unavailable = library_query.find(env, library_path)
     effective = library_query.effective_settings(env, query, unavailable)
     gpus = gpu_probe.probe_gpus()
-    judged = judge(gpus, effective, query, env)
+    nccl = host_probe.locate_nccl(env, sys.path, exclude=library_path)
+    table = library_query.applicable_table(env, query, host_probe.encode_version(nccl["version"]),
+                                           bool(gpus["gpus"]))
+    judged = judge(gpus, effective, query, env, table["decide"])
     return {
         "library": {"path": library_path, "source": source, "exists": os.path.isfile(library_path),
                     "nccl_h": host_probe.header_version_of(library_path)},
         "cuda": gpus,
-        "nccl": host_probe.locate_nccl(env, sys.path, exclude=library_path),
+        "nccl": nccl,
+        "choice_table": {name: table[name] for name in ("path", "used", "why", "rows", "digest")},
         "routes": routes_report(library_path, command),
         "mps": host_probe.mps_status(env),
         "ipc": host_probe.ipc_facts(env),
@@ -353,6 +366,7 @@ def render_text(report):
     if report["settings"]["not_checked"]:
         lines.append(f"    values not checked: {report['settings']['not_checked']}")
 
+    lines.append(table_line(report["choice_table"]))
     lines.append(report["verdict"])
     if report["accelerates"]:
         lines.extend(communicator_line(candidate) for candidate in report["communicators"])

@@ -113,6 +113,15 @@ def decode_version(code):
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
+def encode_version(text):
+    """decode_version's inverse for 2.9 and later: "2.28.9" is 22809; None for anything else."""
+    parts = text.split(".") if text else []
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        return None
+    major, minor, patch = map(int, parts)
+    return major * 10000 + minor * 100 + patch if (major, minor) >= (2, 9) else None
+
+
 # What libnccl-car.so carries as text (shim/exports/real_nccl.cc): the nccl.h it was built against.
 _BUILT_AGAINST = re.compile(rb"nccl-car: built against nccl\.h ([0-9]+\.[0-9]+\.[0-9]+)")
 

@@ -60,17 +60,32 @@ class LibraryQuery:
         return self._ask(["settings"], env)
 
     def policy(self, env):
-        """collectives, max_ranks, algorithms (the kernels' names), element_types ([{name,
-        bytes}]), ops, forward_reasons: what the policy works with."""
+        """collectives, max_ranks, algorithms (the kernels' names), kernels ([{name,
+        collective, family, copies_bits}]), type_families ([{name, types}]), element_types
+        ([{name, bytes}]), ops, forward_reasons: what the policy works with."""
         return self._ask(["policy"], env)
 
-    def decide(self, env, ranks, full_nvlink, compute_capability, sizes, dtype):
+    def decide(self, env, ranks, full_nvlink, compute_capability, sizes, dtype, table=None):
         """planCall's answers for a sum of each size in bytes, on a communicator of these
-        facts, under `env`'s settings: decisions ([{bytes, ours, algorithm, reason}]),
-        types_taken (with sum) and ops_taken (with `dtype`) on that communicator."""
+        facts, under `env`'s settings and the choice table `table` ((path, fingerprint); None:
+        the built-in rule): decisions ([{bytes, ours, algorithm, reason}]), types_taken (with
+        sum) and ops_taken (with `dtype`) on that communicator."""
         args = ["decide", "--ranks", str(ranks), "--compute-capability", str(compute_capability),
                 "--type", dtype] + (["--full-nvlink"] if full_nvlink else [])
+        if table:
+            args += ["--table", table[0], "--fingerprint", table[1]]
         return self._ask(args + [str(size) for size in sizes], env)
+
+    def fingerprint(self, env, device=0, nccl_version=None):
+        """{description, fingerprint, default_path}: this machine as a choice table sees it,
+        under the real NCCL of that version code (ncclGetVersion's); needs the GPU."""
+        args = ["fingerprint", "--device", str(device)]
+        return self._ask(args + (["--nccl-version", str(nccl_version)] if nccl_version else []), env)
+
+    def table(self, env, path, fingerprint):
+        """{path, usable, why, digest, rows: [{collective, ranks, family, from, to, winner}]}:
+        whether the library would follow the table at `path` on the machine of `fingerprint`."""
+        return self._ask(["table", path, "--fingerprint", fingerprint], env)
 
     def log_samples(self):
         """[{kind, line, host, pid, level, facts...}]: lines of every kind the log parser
@@ -85,6 +100,42 @@ def find(env, library=None):
         return None, (f"the query program is not built (no {path}, from {how}): scripts/build.sh "
                       "builds it, NCCL_CAR_QUERY names another")
     return LibraryQuery(path), None
+
+
+# ---- The choice table the library would follow ----
+
+BUILT_IN_TABLE = "builtin"   # NCCL_CAR_TABLE's value for "no table" (plugin/choice_table.h)
+
+
+def applicable_table(env, query, nccl_version, have_gpu):
+    """Which choice table the library would follow under `env` with the real NCCL of version
+    code `nccl_version` (None: unknown): NCCL_CAR_TABLE's file, else this machine's in the
+    cache folder, read by the library's own parser. {"path", "used", "why" (a sentence when
+    not used), "rows" (a count), "digest", "table_rows" ([{collective, ranks, family, from,
+    to, winner}]), "decide" ((path, fingerprint) for LibraryQuery.decide, None: the built-in
+    rule)}."""
+    result = {"path": None, "used": False, "why": None, "rows": 0, "digest": None, "table_rows": [], "decide": None}
+    named = env.get("NCCL_CAR_TABLE")
+    if named == BUILT_IN_TABLE:
+        return dict(result, why=f"none (NCCL_CAR_TABLE={BUILT_IN_TABLE}): the built-in rule")
+    if query is None or not have_gpu:
+        return dict(result, why="not known (" + ("no query program" if query is None else
+                                                 "no GPU to fingerprint this machine") + ")")
+    try:
+        machine = query.fingerprint(env, 0, nccl_version)
+        path = named or machine["default_path"]
+        result["path"] = path
+        if not path or not os.path.exists(path):
+            where = path or "no cache folder: neither XDG_CACHE_HOME nor HOME is set"
+            return dict(result, why=f"none for this machine ({where}): the built-in rule; `nccl-car tune` measures "
+                                    "this machine and writes one")
+        answer = query.table(env, path, machine["fingerprint"])
+    except QueryUnavailable as error:
+        return dict(result, why=f"not known: {error}")
+    if not answer["usable"]:
+        return dict(result, why=f"{path} not used ({answer['why']}): the built-in rule; `nccl-car tune` again")
+    return dict(result, used=True, rows=len(answer["rows"]), digest=answer["digest"], table_rows=answer["rows"],
+                decide=(path, machine["fingerprint"]))
 
 
 # ---- The NCCL_CAR_* variables, as the library reads them ----

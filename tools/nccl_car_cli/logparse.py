@@ -15,6 +15,7 @@ typed here. Every rank logs its own lines, so calls are counted once per rank th
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from .units import format_size
 
@@ -25,12 +26,42 @@ _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
                    r"(?P<event>setup|released): (?P<detail>.*)")
 # At TRACE, one line per call our kernels take: counts even for communicators never
 # released (JAX never destroys its own). Older libraries left the op out.
-_TRACED = re.compile(r"rank \d+ (?P<collective>[a-z-]+) \d+ x \S+(?: [a-z]+)? \(\d+ bytes\) -> (?P<kernel>\S+)")
+_TRACED = re.compile(r"rank (?P<rank>\d+) (?P<collective>[a-z-]+) (?P<count>\d+) x (?P<type>\S+)(?: (?P<op>[a-z]+))? "
+                     r"\((?P<bytes>\d+) bytes\) -> (?P<kernel>\S+)")
 _RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
 _REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")
 
 _WARN_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class TakenCall:
+    """One TRACE line: a call our kernels took. `bytes` is one rank's part for the all-gather
+    and the reduce-scatter (NCCL's count), the whole message for the all-reduce."""
+    rank: int
+    collective: str
+    count: int
+    type: str
+    op: str | None
+    bytes: int
+    kernel: str
+
+    def message_bytes(self, ranks):
+        """The whole message: every rank's part where the line gives one rank's."""
+        return self.bytes if self.collective == "all-reduce" else self.bytes * ranks
+
+
+def taken_calls(text):
+    """The TakenCalls of every TRACE line in `text`, in order."""
+    calls = []
+    for line in text.splitlines():
+        match = _LINE.search(line.rstrip("\r"))
+        traced = _TRACED.fullmatch(match["text"]) if match and match["level"] == "TRACE" else None
+        if traced is not None:
+            calls.append(TakenCall(int(traced["rank"]), traced["collective"], int(traced["count"]), traced["type"],
+                                   traced["op"], int(traced["bytes"]), traced["kernel"]))
+    return calls
 
 
 class LogTally:

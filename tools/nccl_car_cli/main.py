@@ -3,13 +3,14 @@
 import argparse
 import sys
 
-from . import bench, doctor, run
+from . import bench, doctor, run, tune
 from .errors import EXIT_USAGE, CliError, UsageError
 
 SUBCOMMANDS = {
     "doctor": (doctor, "what this machine offers and what the library would do here"),
     "run": (run, "run a command with the library preloaded, then summarise what it did"),
     "bench": (bench, "nccl-car against NCCL's best configuration, side by side"),
+    "tune": (tune, "measure this machine and write the choice table the library follows"),
 }
 
 DESCRIPTION = """\

@@ -1,0 +1,388 @@
+"""nccl-car tune: on this machine, which kernel of ours, or NCCL, is fastest for each
+collective, world size, type family and size; written as the choice table the library then
+follows (plugin/choice_table.h). The measuring is bench's: car_nccl_bench in its isolated
+(or model-like) mode, every timed output checked, NCCL's default and each of our kernels
+alternating in a shuffled order; the rule that turns the medians into rows is tune_table's."""
+
+import argparse
+import os
+import re
+import shlex
+import sys
+import time
+
+from . import gpu_probe, library_query, options, paths
+from .bench import MISSING_MPS, MPS_PIPE_DEFAULT
+from .bench_drivers import LIBRARY_NAMES, CarNcclBench, default_program
+from .bench_results import rows_of
+from .bench_runs import Config, Job, analyse, car_forcing, plan, run_all, tail, with_nccl
+from .errors import EXIT_FAILED, EXIT_OK, MissingPrerequisite, UsageError
+from .logparse import taken_calls
+from .tune_table import ANY_FAMILY, NCCL, Group, decide, rows_of as table_rows_of, table_text, winner_at
+from .units import format_size
+
+DESCRIPTION = """\
+Measures, on this machine, each kernel of ours against NCCL's default for every collective
+the library takes, at each world size asked for, for each type family (16-bit floats, fp32,
+fp8, the types that travel split: integers and fp64), at sizes from 4 B to the library's
+limit; writes the winners as a choice table, reads it back through the library's parser,
+and checks with one more run per group that the library follows it (its TRACE lines).
+
+A size goes to a kernel of ours only where it was faster than NCCL in both the graph and
+the eager form of the mode; ties and everything else go to NCCL. The library finds the
+table in ~/.cache/nccl-car/ (XDG_CACHE_HOME), keyed by this machine's fingerprint (GPUs,
+NVLinks, driver, CUDA, NCCL and library build): after any of those change, tune again.
+NCCL_CAR_TABLE names another file; NCCL_CAR_TABLE=builtin ignores every table.
+
+Time: about 2 s a run here; the plan printed first says how many runs (the defaults: a few
+minutes per world size).
+
+exit codes: 0 table written and followed, 1 a run failed, a result was wrong or the library
+does not follow the table, 2 usage error, 3 the library, the benchmark program, the query
+program, GPUs or MPS are missing."""
+
+EPILOG = """\
+examples:
+  nccl-car tune                                   # every GPU, and 2 of them
+  nccl-car tune --ranks 8 --collectives all-reduce
+  nccl-car tune --one-gpu --ranks 2,4,8           # the one-GPU rig, under MPS
+  NCCL_CAR_TABLE=/shared/h200x8.table nccl-car tune --output /shared/h200x8.table"""
+
+MODES = ("isolated", "model")
+# The collective whose message is every rank's whole buffer (the others' sizes count every
+# rank's part), and the one whose kernels NCCL_CAR_ALGO forces.
+ALL_REDUCE = "all-reduce"
+# The type each family is timed with, where the family has it (else its first type).
+PREFERRED_TYPES = ("bf16", "fp32", "fp8e4m3", "int32")
+SECONDS_PER_RUN = 2.0    # for the plan's estimate only
+_NCCL_VERSION = re.compile(r"^# car_nccl_bench: .*NCCL (\d+)", re.MULTILINE)
+
+
+def add_arguments(parser):
+    parser.description = DESCRIPTION
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--ranks", type=_rank_list, metavar="LIST",
+                        help="world sizes, comma-separated (default: every visible GPU, and 2; --one-gpu: 2)")
+    parser.add_argument("--one-gpu", action="store_true",
+                        help="every rank a process on GPU 0, for the one-GPU rig: needs MPS (tests/e2e/mps.sh start)")
+    parser.add_argument("--collectives", type=_word_list, metavar="LIST",
+                        help="some of the collectives the library takes (default: all of them)")
+    parser.add_argument("--families", type=_word_list, metavar="LIST",
+                        help="some of the library's type families: half, float, fp8, split (default: all)")
+    parser.add_argument("--mode", choices=MODES, default="isolated",
+                        help="isolated: a plain kernel writes each call's input (default); model: a GEMM before "
+                             "each call, slower to measure")
+    parser.add_argument("--repeats", type=options.positive_int, default=3, metavar="N",
+                        help="runs of each configuration per group, in shuffled order (default 3)")
+    parser.add_argument("--samples", type=options.positive_int, default=9, metavar="N",
+                        help="timed samples per size and run (default 9)")
+    parser.add_argument("--seed", type=options.int_between(0, 1 << 31), metavar="N",
+                        help="seed of the shuffled order (default: a new one, printed)")
+    parser.add_argument("--output", metavar="PATH",
+                        help="where the table goes (default: this machine's in the cache folder, where the "
+                             "library looks)")
+    parser.add_argument("--lib", metavar="PATH",
+                        help="libnccl-car.so (default: $NCCL_CAR_LIB, else the one built or installed here)")
+    parser.add_argument("--car-nccl-bench", metavar="PATH",
+                        help="the benchmark program (default: the one built or installed with the library)")
+    parser.add_argument("--nccl", metavar="PATH",
+                        help="the real libnccl.so.2 to measure and tune for (default: the one the program finds)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="skip the last runs that check the library follows the table")
+    parser.add_argument("--timeout", type=options.positive_int, default=300, metavar="SECONDS",
+                        help="a run taking longer is killed and counted as failed (default 300)")
+
+
+def _rank_list(text):
+    try:
+        values = sorted({int(word) for word in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of world sizes: '{text}'") from None
+    if not values or values[0] < 2:
+        raise argparse.ArgumentTypeError("world sizes start at 2")
+    return values
+
+
+def _word_list(text):
+    words = [word.strip() for word in text.split(",") if word.strip()]
+    if not words:
+        raise argparse.ArgumentTypeError("an empty list")
+    return list(dict.fromkeys(words))
+
+
+def _chosen(given, known, what):
+    if given is None:
+        return list(known)
+    unknown = [word for word in given if word not in known]
+    if unknown:
+        raise UsageError(f"unknown {what} {', '.join(unknown)}: the library has {', '.join(known)}")
+    return [word for word in known if word in given]
+
+
+def _sizes(limit, smallest):
+    """4 B, 16 B, ... (times 4) up to the limit, and the limit itself; none under `smallest`."""
+    sizes, size = [], 4
+    while size < limit:
+        if size >= smallest:
+            sizes.append(size)
+        size *= 4
+    return sizes + [limit] if limit >= smallest else sizes
+
+
+class Setup:
+    """What tune works with: the library, the programs, the library's policy and limits."""
+
+    def __init__(self, args, env):
+        self.library, source = paths.library_location(args.lib, env)
+        if not os.path.isfile(self.library):
+            raise MissingPrerequisite(paths.library_missing_message(self.library, source))
+        self.program = os.path.abspath(args.car_nccl_bench or default_program(self.library))
+        if not (os.path.isfile(self.program) and os.access(self.program, os.X_OK)):
+            raise MissingPrerequisite(f"no benchmark program at {self.program}: scripts/build.sh builds "
+                                      "car_nccl_bench beside the library, --car-nccl-bench names another")
+        self.query, unavailable = library_query.find(env, self.library)
+        if self.query is None:
+            raise MissingPrerequisite(unavailable)
+        if args.nccl and (not os.path.isfile(args.nccl) or os.path.basename(args.nccl) != "libnccl.so.2"):
+            raise MissingPrerequisite(f"--nccl {args.nccl}: not a file named libnccl.so.2")
+        self.env = with_nccl(env, args.nccl)
+        try:
+            self.policy = self.query.policy(self.env)
+        except library_query.QueryUnavailable as error:
+            raise MissingPrerequisite(str(error)) from None
+        types = {entry["name"]: entry["bytes"] for entry in self.policy["element_types"]}
+        self.type_bytes = {name: types[library] for name, library in LIBRARY_NAMES.items() if library in types}
+        self.tests_name = {library: name for name, library in LIBRARY_NAMES.items()}
+
+    def kernels(self, collective):
+        """The kernels that serve `collective` and can run under the caller's settings: the
+        pull kernels only where the settings give them buffers."""
+        return [kernel for kernel in self.policy["kernels"] if kernel["collective"] == collective
+                and (kernel["family"] == "push" or self.policy["pull_buffers"])]
+
+    def configs(self, collective):
+        """NCCL's default, then ours: each kernel forced, where NCCL_CAR_ALGO can force it (the
+        all-reduce's), else the library's own choice (its TRACE lines name the kernel). Every
+        run of ours ignores any table already there."""
+        builtin = (("NCCL_CAR_TABLE", library_query.BUILT_IN_TABLE),)
+        ours = [car_forcing(kernel["name"]) for kernel in self.kernels(collective)] if collective == ALL_REDUCE else [
+            Config("car", with_car=True)]
+        return [Config(NCCL)] + [Config(c.name, with_car=True, car_variables=c.car_variables + builtin) for c in ours]
+
+    def groups(self, args, ranks):
+        collectives = _chosen(args.collectives, self.policy["collectives"], "collective")
+        families = {entry["name"]: entry["types"] for entry in self.policy["type_families"]}
+        chosen_families = _chosen(args.families, list(families), "type family")
+        groups = []
+        for world in ranks:
+            for collective in collectives:
+                kernels = self.kernels(collective)
+                if not kernels or self.policy["max_bytes"][collective] == 0:
+                    continue   # nothing of ours to measure: the built-in rule forwards it anyway
+                if all(kernel["copies_bits"] for kernel in kernels):
+                    groups.append(Group(collective, world, ANY_FAMILY, "bfloat16"))
+                    continue
+                for family in chosen_families:
+                    types = families[family]
+                    timed = next((t for t in PREFERRED_TYPES if t in types), types[0])
+                    groups.append(Group(collective, world, family, self.tests_name[timed]))
+        return groups
+
+    def sizes(self, group):
+        smallest = self.type_bytes[group.dtype] * (1 if group.collective == ALL_REDUCE else group.ranks)
+        return _sizes(self.policy["max_bytes"][group.collective], smallest)
+
+
+def _default_ranks(args):
+    if args.one_gpu:
+        pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_DEFAULT)
+        if not os.path.exists(os.path.join(pipe, "control")):
+            raise MissingPrerequisite(MISSING_MPS.format(pipe=pipe))
+        return args.ranks or [2]
+    visible = gpu_probe.visible_gpu_count()
+    if visible < 2:
+        raise MissingPrerequisite(f"tune needs 2 or more GPUs; {visible} visible (see nccl-car doctor); on one "
+                                  "GPU, --one-gpu runs the ranks there under MPS")
+    ranks = args.ranks or sorted({2, visible})
+    if ranks[-1] > visible:
+        raise UsageError(f"--ranks {ranks[-1]}: only {visible} GPUs visible (--one-gpu for the rig)")
+    return ranks
+
+
+class Progress:
+    """One line per run, with a bar and the time left, on stderr."""
+
+    def __init__(self, total):
+        self.total, self.done, self.started = total, 0, time.monotonic()
+
+    def __call__(self, label):
+        def report(_number, _count, job, record, failure):
+            if record is None:
+                return
+            self.done += 1
+            width = 30
+            filled = width * self.done // self.total
+            left = (time.monotonic() - self.started) / self.done * (self.total - self.done)
+            state = f"FAILED: {failure}" if failure else f"{record.seconds:.1f} s"
+            print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {label}: "
+                  f"{job.config.name}{', probe' if job.probe else ''} {state} (about {left / 60:.1f} min left)",
+                  file=sys.stderr, flush=True)
+            if failure:
+                print(f"    command: {shlex.join(record.command)}", file=sys.stderr)
+                print("\n".join(tail("stdout", record.stdout) + tail("stderr", record.stderr)), file=sys.stderr)
+        return report
+
+
+def _traced(probe_config):
+    """The configuration with TRACE lines: one per call it took, naming the kernel."""
+    return Config(probe_config.name, with_car=True, car_variables=probe_config.car_variables +
+                  (("NCCL_CAR_DEBUG", "TRACE"),))
+
+
+class Tuner:
+    def __init__(self, args, setup):
+        self.args, self.setup = args, setup
+        self.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
+        self.nccl_version = None
+
+    def driver(self, group, sizes):
+        return CarNcclBench(self.setup.program, sizes, [self.args.mode], ["plain"], group.ranks, self.args.one_gpu,
+                            ["--samples", str(self.args.samples)], group.collective)
+
+    def jobs(self, group):
+        configs = self.setup.configs(group.collective)
+        probes = [Job(_traced(config), group.dtype, "sum", None, -1, True) for config in configs[1:]]
+        return configs, probes + plan(configs, [group.dtype], ["sum"], None, self.args.repeats, self.seed, False)
+
+    def run(self, group, jobs, driver, progress):
+        records = run_all(jobs, driver, self.setup.env, self.setup.library, self.args.timeout, progress)
+        analysis = analyse(records, driver, self.args.repeats)
+        if analysis.failures:
+            raise RunFailed(group, analysis.failures)
+        if self.nccl_version is None:
+            found = next((m for m in map(_NCCL_VERSION.search, (r.stdout for r in records)) if m), None)
+            self.nccl_version = int(found.group(1)) if found else None
+        return records, analysis
+
+    def measure(self, group, progress):
+        """The group's Verdicts, one per size measured."""
+        sizes = self.setup.sizes(group)
+        configs, jobs = self.jobs(group)
+        driver = self.driver(group, sizes)
+        records, analysis = self.run(group, jobs, driver, progress(group.describe()))
+        library_type = LIBRARY_NAMES[group.dtype]
+        kernel_at = {record.job.config.name: {call.message_bytes(group.ranks): call.kernel
+                                               for call in taken_calls(record.stderr)
+                                               if call.rank == 0 and call.collective == group.collective
+                                               and call.type == library_type}
+                     for record in records if record.job.probe}
+        forms = [f"{self.args.mode}-graph", f"{self.args.mode}-eager"]
+        rows = rows_of(analysis.samples, {}, configs, [group.dtype], ["sum"], ["plain"], forms)
+        measured = sorted({row.size for row in rows})
+        verdicts = []
+        for size in measured:
+            medians = {config.name: {row.mode: row.median(config.name) for row in rows if row.size == size}
+                       for config in configs}
+            took = {name: sizes_taken[size] for name, sizes_taken in kernel_at.items() if size in sizes_taken}
+            verdicts.append(decide(size, medians, took, forms))
+        return verdicts
+
+    def verify(self, group, path, table, progress):
+        """The sizes where the library, following the table, did not do what it says."""
+        sizes = self.setup.sizes(group)
+        config = _traced(Config("car-table", with_car=True, car_variables=(("NCCL_CAR_TABLE", path),)))
+        records, _analysis = self.run(group, [Job(config, group.dtype, "sum", None, -1, True)],
+                                      self.driver(group, sizes), progress(group.describe() + ", following the table"))
+        library_type = LIBRARY_NAMES[group.dtype]
+        taken = {call.message_bytes(group.ranks): call.kernel for call in taken_calls(records[0].stderr)
+                 if call.rank == 0 and call.collective == group.collective and call.type == library_type}
+        family = group.family if group.family != ANY_FAMILY else None
+        wrong = []
+        for size in sizes:
+            whole = _whole_message(size, group, self.setup)
+            expected = winner_at(table["rows"], group.collective, group.ranks, family or ANY_FAMILY, whole)
+            seen = taken.get(whole, NCCL)
+            if expected is not None and expected != seen:
+                wrong.append(f"{format_size(whole)}: the table says {expected}, the library ran {seen}")
+        return wrong
+
+
+def _whole_message(size, group, setup):
+    """The bytes car_nccl_bench calls with for a requested size: whole elements per rank."""
+    element = setup.type_bytes[group.dtype]
+    per_rank = 1 if group.collective == ALL_REDUCE else group.ranks
+    return size // (element * per_rank) * element * per_rank
+
+
+class RunFailed(Exception):
+    def __init__(self, group, failures):
+        super().__init__(f"{group.describe()}: " + "; ".join(failures))
+
+
+def execute(args):
+    env = dict(os.environ)
+    ranks = _default_ranks(args)
+    setup = Setup(args, env)
+    groups = setup.groups(args, ranks)
+    if not groups:
+        raise UsageError("nothing to measure: the library takes none of the collectives asked for under these settings")
+    tuner = Tuner(args, setup)
+    runs = sum(len(tuner.jobs(group)[1]) + (0 if args.no_verify else 1) for group in groups)
+    print(f"tune: {len(groups)} groups ({', '.join(map(str, ranks))} ranks{', on GPU 0' if args.one_gpu else ''}), "
+          f"{runs} runs of car_nccl_bench in the {args.mode} mode, about {runs * SECONDS_PER_RUN / 60:.0f} min; "
+          f"order seed {tuner.seed}")
+    progress = Progress(runs)
+    rows, started = [], time.monotonic()
+    try:
+        for group in groups:
+            verdicts = tuner.measure(group, progress)
+            rows += table_rows_of(group, verdicts)
+    except RunFailed as error:
+        print(f"nccl-car tune: {error}; no table written", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        machine = setup.query.fingerprint(setup.env, 0, tuner.nccl_version)
+    except library_query.QueryUnavailable as error:
+        raise MissingPrerequisite(f"cannot fingerprint this machine: {error}") from None
+    path = os.path.abspath(args.output or machine["default_path"])
+    if not path:
+        raise UsageError("no cache folder (neither XDG_CACHE_HOME nor HOME is set): pass --output")
+    notes = [f"written by nccl-car tune on {time.strftime('%Y-%m-%d %H:%M %Z')}: the {args.mode} mode, "
+             f"{args.repeats} runs per configuration, {args.samples} samples each, order seed {tuner.seed}",
+             f"NCCL {tuner.nccl_version}, every kernel of ours forced in turn against NCCL's default configuration"]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".new", "w") as out:
+        out.write(table_text(machine["fingerprint"], machine["description"], notes, rows))
+    table = setup.query.table(setup.env, path + ".new", machine["fingerprint"])
+    if not table["usable"]:
+        print(f"nccl-car tune: the library would not follow the table it was given: {table['why']}", file=sys.stderr)
+        return EXIT_FAILED
+    os.replace(path + ".new", path)
+    table["path"] = path
+    print(f"table: {path} ({len(table['rows'])} rows, digest {table['digest']}, {(time.monotonic() - started) / 60:.1f} "
+          "min)")
+    _print_summary(rows)
+    if args.no_verify:
+        return EXIT_OK
+    try:
+        problems = [f"{group.describe()}: {problem}" for group in groups
+                    for problem in tuner.verify(group, path, table, progress)]
+    except RunFailed as error:
+        print(f"nccl-car tune: checking the table: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    if problems:
+        print("the library does not follow the table:\n  " + "\n  ".join(problems))
+        return EXIT_FAILED
+    print(f"the library follows the table at every size measured ({len(groups)} groups)")
+    return EXIT_OK
+
+
+def _print_summary(rows):
+    for row in rows:
+        label = f"{row.group.describe()}: {format_size(row.low)} to {format_size(row.high)}"
+        if row.winner == NCCL:
+            print(f"  {label}: NCCL")
+        else:
+            ratios = [v.ratio for v in row.verdicts]
+            print(f"  {label}: {row.winner}, {min(ratios):.2f}x to {max(ratios):.2f}x of NCCL's time")
