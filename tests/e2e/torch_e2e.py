@@ -107,6 +107,8 @@ def fresh_store(name):
 def main():
     torch.cuda.set_device(DEVICE)
     dist.init_process_group("nccl")
+    # The NCCL PyTorch runs on (its wheel's, or the one nccl-version-check.sh preloads).
+    print(f"rank {RANK}/{WORLD}: NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}", flush=True)
     run("eager", phase_eager)
     run("graph", phase_graph)
     run("groups", phase_groups)

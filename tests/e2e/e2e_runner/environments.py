@@ -6,6 +6,8 @@ machine"): several ranks as processes on one GPU, under MPS so that their kernel
 once, each with its own NCCL_HOSTID so that NCCL accepts two ranks on one GPU, talking over
 sockets on loopback."""
 
+import os
+
 # Blocks a pull kernel uses at most; the rig gives no rank more.
 _PULL_KERNEL_BLOCKS = 36
 # Where the rig's MPS daemon keeps its pipe and log, unless the caller chose.
@@ -40,6 +42,18 @@ def rig_blocks(multiprocessors, ranks):
     """NCCL_CAR_MAX_BLOCKS for `ranks` processes on one GPU: every rank's blocks must be
     resident at once, since a kernel of ours waits for its peers' kernels."""
     return max(1, min(_PULL_KERNEL_BLOCKS, multiprocessors // ranks))
+
+
+def with_nccl_home_first(env, base):
+    """PyTorch's and JAX's libraries load the NCCL of their own wheel by its path (RPATH),
+    before LD_LIBRARY_PATH. Where NCCL_HOME names another NCCL (nccl-version-check.sh), it is
+    preloaded after the library: the loader then finds a libnccl.so.2 already loaded, and
+    every NCCL call of the framework reaches the library, then that NCCL."""
+    home = base.get("NCCL_HOME")
+    real = os.path.join(home, "lib", "libnccl.so.2") if home else None
+    if not real or not os.path.isfile(real):
+        return env
+    return dict(env, LD_PRELOAD=" ".join(part for part in (env.get("LD_PRELOAD"), real) if part))
 
 
 def with_library(env, library, **settings):

@@ -30,6 +30,7 @@ def _torch_rig_run(context, name, ranks, script):
     """`script` under torchrun, `ranks` processes on GPU 0 under MPS, the library loaded."""
     env = environments.with_library(context.rig_env(), context.build.library,
                                     NCCL_CAR_MAX_BLOCKS=context.rig_blocks(ranks), PYTHONUNBUFFERED=1)
+    env = environments.with_nccl_home_first(env, context.machine.env)
     with context.mps():
         context.restart_mps()
         return context.run_one(name, _torchrun(ranks, script), env, 400)
@@ -39,6 +40,7 @@ def _torch_gpus_run(context, name, processes, script):
     """`script` under torchrun, one process on each of the first `processes` GPUs."""
     env = environments.with_library(context.gpu_env(), context.build.library, E2E_ONE_GPU_PER_RANK=1,
                                     PYTHONUNBUFFERED=1)
+    env = environments.with_nccl_home_first(env, context.machine.env)
     return context.run_one(name, _torchrun(processes, script), env, 300)
 
 
