@@ -213,6 +213,20 @@ in {pipe}. Start it and point the runs at it:
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe"""
 
 
+def require_mps(env):
+    """--one-gpu's prerequisite: an MPS control pipe where the runs will look for it."""
+    pipe = env.get("CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_DEFAULT)
+    if not os.path.exists(os.path.join(pipe, "control")):
+        raise MissingPrerequisite(MISSING_MPS.format(pipe=pipe))
+
+
+def require_nccl_file(path):
+    """--nccl's value, None or a file the programs can load NCCL from."""
+    if path and (not os.path.isfile(path) or os.path.basename(path) != "libnccl.so.2"):
+        raise MissingPrerequisite(f"--nccl {path}: not a file named libnccl.so.2 (the programs load NCCL by "
+                                  "that name)")
+
+
 def _executable(path, option):
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise MissingPrerequisite(f"{option}: no executable at {path}")
@@ -249,14 +263,10 @@ def prerequisites(args):
     name, program = _choose_program(args, library)
     if not os.path.isfile(library):
         raise MissingPrerequisite(paths.library_missing_message(library, source))
-    if args.nccl and (not os.path.isfile(args.nccl) or os.path.basename(args.nccl) != "libnccl.so.2"):
-        raise MissingPrerequisite(f"--nccl {args.nccl}: not a file named libnccl.so.2 (the programs load NCCL by "
-                                  "that name)")
+    require_nccl_file(args.nccl)
     if name == CarNcclBench.name:
         if args.one_gpu:
-            pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_DEFAULT)
-            if not os.path.exists(os.path.join(pipe, "control")):
-                raise MissingPrerequisite(MISSING_MPS.format(pipe=pipe))
+            require_mps(os.environ)
         elif args.gpus is None:
             args.gpus = gpu_probe.visible_gpu_count()
             if args.gpus < 2:

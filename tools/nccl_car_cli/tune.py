@@ -12,7 +12,7 @@ import sys
 import time
 
 from . import gpu_probe, library_query, options, paths
-from .bench import MISSING_MPS, MPS_PIPE_DEFAULT
+from .bench import require_mps, require_nccl_file
 from .bench_drivers import LIBRARY_NAMES, CarNcclBench, default_program
 from .bench_results import rows_of
 from .bench_runs import Config, Job, analyse, car_forcing, plan, run_all, tail, with_nccl
@@ -144,8 +144,7 @@ class Setup:
         self.query, unavailable = library_query.find(env, self.library)
         if self.query is None:
             raise MissingPrerequisite(unavailable)
-        if args.nccl and (not os.path.isfile(args.nccl) or os.path.basename(args.nccl) != "libnccl.so.2"):
-            raise MissingPrerequisite(f"--nccl {args.nccl}: not a file named libnccl.so.2")
+        require_nccl_file(args.nccl)
         self.env = with_nccl(env, args.nccl)
         try:
             self.policy = self.query.policy(self.env)
@@ -196,9 +195,7 @@ class Setup:
 
 def _default_ranks(args):
     if args.one_gpu:
-        pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE_DEFAULT)
-        if not os.path.exists(os.path.join(pipe, "control")):
-            raise MissingPrerequisite(MISSING_MPS.format(pipe=pipe))
+        require_mps(os.environ)
         return args.ranks or [2]
     visible = gpu_probe.visible_gpu_count()
     if visible < 2:
@@ -240,6 +237,14 @@ def _traced(probe_config):
                   (("NCCL_CAR_DEBUG", "TRACE"),))
 
 
+def _taken_by_size(record, group):
+    """{whole-message bytes: kernel} of the calls of `group`'s collective and type that rank 0
+    of the run traced (the bench's own barriers use other types or sizes)."""
+    library_type = LIBRARY_NAMES[group.dtype]
+    return {call.message_bytes(group.ranks): call.kernel for call in taken_calls(record.stderr)
+            if call.rank == 0 and call.collective == group.collective and call.type == library_type}
+
+
 class Tuner:
     def __init__(self, args, setup):
         self.args, self.setup = args, setup
@@ -271,12 +276,7 @@ class Tuner:
         configs, jobs = self.jobs(group)
         driver = self.driver(group, sizes)
         records, analysis = self.run(group, jobs, driver, progress(group.describe()))
-        library_type = LIBRARY_NAMES[group.dtype]
-        kernel_at = {record.job.config.name: {call.message_bytes(group.ranks): call.kernel
-                                               for call in taken_calls(record.stderr)
-                                               if call.rank == 0 and call.collective == group.collective
-                                               and call.type == library_type}
-                     for record in records if record.job.probe}
+        kernel_at = {record.job.config.name: _taken_by_size(record, group) for record in records if record.job.probe}
         forms = [f"{self.args.mode}-graph", f"{self.args.mode}-eager"]
         rows = rows_of(analysis.samples, {}, configs, [group.dtype], ["sum"], ["plain"], forms)
         measured = sorted({row.size for row in rows})
@@ -294,9 +294,7 @@ class Tuner:
         config = _traced(Config("car-table", with_car=True, car_variables=(("NCCL_CAR_TABLE", path),)))
         records, _analysis = self.run(group, [Job(config, group.dtype, "sum", None, -1, True)],
                                       self.driver(group, sizes), progress(group.describe() + ", following the table"))
-        library_type = LIBRARY_NAMES[group.dtype]
-        taken = {call.message_bytes(group.ranks): call.kernel for call in taken_calls(records[0].stderr)
-                 if call.rank == 0 and call.collective == group.collective and call.type == library_type}
+        taken = _taken_by_size(records[0], group)
         family = group.family if group.family != ANY_FAMILY else None
         wrong = []
         for size in sizes:
