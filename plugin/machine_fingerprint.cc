@@ -32,6 +32,17 @@ std::string gpusAndLinks() {
   return text;
 }
 
+// The kernel driver's own version ("580.159.04"): cudaDriverGetVersion gives only the CUDA
+// version it supports, which stays the same across driver updates that can change timings.
+std::string driverRelease() {
+  const nvml::Api& api = nvml::api();
+  char version[96] = {};
+  if (!api.ok || api.driverVersion == nullptr || api.driverVersion(version, sizeof(version)) != nvml::kSuccess) {
+    return "unknown";
+  }
+  return version;
+}
+
 }  // namespace
 
 const char* libraryBuild() { return NCCL_CAR_BUILD_ID; }
@@ -45,8 +56,9 @@ cudaError_t describeMachine(int device, int ncclVersion, MachineDescription* out
     cudaGetLastError();
     return err;
   }
-  out->text = fmt::format("nccl-car {}; {} sm_{}{}; {}; driver {}; cuda {}; nccl {}", libraryBuild(), properties.name,
-                          properties.major, properties.minor, gpusAndLinks(), driver, CUDART_VERSION, ncclVersion);
+  out->text = fmt::format("nccl-car {}; {} sm_{}{}; {}; driver {} (cuda {}); cuda runtime {}; nccl {}", libraryBuild(),
+                          properties.name, properties.major, properties.minor, gpusAndLinks(), driverRelease(), driver,
+                          CUDART_VERSION, ncclVersion);
   out->fingerprint = fnv1a64(out->text);
   return cudaSuccess;
 }

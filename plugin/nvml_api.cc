@@ -18,6 +18,7 @@ const Api& api() {
     loaded.count = reinterpret_cast<decltype(loaded.count)>(dlsym(lib, "nvmlDeviceGetCount_v2"));
     loaded.handleByIndex = reinterpret_cast<decltype(loaded.handleByIndex)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
     loaded.nvLinkState = reinterpret_cast<decltype(loaded.nvLinkState)>(dlsym(lib, "nvmlDeviceGetNvLinkState"));
+    loaded.driverVersion = reinterpret_cast<decltype(loaded.driverVersion)>(dlsym(lib, "nvmlSystemGetDriverVersion"));
     loaded.ok = init != nullptr && loaded.handleByBusId != nullptr && loaded.p2pStatus != nullptr &&
                 loaded.count != nullptr && loaded.handleByIndex != nullptr && init() == kSuccess;
   });

@@ -1,6 +1,6 @@
 // The few NVML functions the library uses, loaded at run time (nvml.h is not always installed,
 // and a machine without NVML must still work): peer status for the handshake's topology, and
-// the GPUs and their NVLinks for a machine's fingerprint. One loader for both.
+// the GPUs, their NVLinks and the driver for a machine's fingerprint. One loader for both.
 #pragma once
 
 namespace car::nvml {
@@ -19,6 +19,7 @@ struct Api {
   Return (*count)(unsigned*) = nullptr;
   Return (*handleByIndex)(unsigned, Device*) = nullptr;
   Return (*nvLinkState)(Device, unsigned, int*) = nullptr;  // may be null (an old NVML)
+  Return (*driverVersion)(char*, unsigned) = nullptr;       // "580.159.04"; may be null
   bool ok = false;  // loaded and initialised; then all but nvLinkState are set
 };
 
