@@ -210,4 +210,17 @@ inline std::size_t wrongElements(const TypeInfo& type, ncclRedOp_t op, int ranks
   return wrong;
 }
 
+// The elements of `output` (count elements) that differ from `rank`'s input of the call with
+// seed `seed`: an all-gather's block of that rank, which must arrive exactly as it was sent.
+inline std::size_t wrongCopies(const TypeInfo& type, ncclRedOp_t op, int rank, int ranks, unsigned long long seed,
+                               const unsigned char* output, std::size_t count) {
+  const unsigned period = valuePeriod(ranks);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double got = decode(type, &output[i * type.bytes]);
+    wrong += !(got == inputValue(type, op, rank, ranks, (i + seed) % period));
+  }
+  return wrong;
+}
+
 }  // namespace bench

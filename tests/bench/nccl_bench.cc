@@ -1,6 +1,6 @@
-// The side-by-side benchmark program: drives ncclAllReduce through the real NCCL, one
-// process per rank (forked here, no MPI), and prints per mode, workload and size the
-// microseconds per call, checked. Run it as is for NCCL alone, under
+// The side-by-side benchmark program: drives ncclAllReduce (or, with --collective,
+// ncclAllGather or ncclReduceScatter) through the real NCCL, one process per rank (forked
+// here, no MPI), and prints per mode, workload and size the microseconds per call, checked. Run it as is for NCCL alone, under
 // LD_PRELOAD=libnccl-car.so for NCCL with nccl-car; `tools/nccl-car bench` runs the
 // configurations in alternation and prints the table (docs/cli.md).
 //
@@ -70,14 +70,16 @@ void printRow(const Row& row) {
 void printHeader(const Options& options, int ranks, int gpus) {
   int version = 0;
   ncclGetVersion(&version);
-  std::printf("# car_nccl_bench: %d ranks, one process each, on %s, NCCL %d, all-reduce, %s %s, %s buffers\n", ranks,
-              options.oneGpu ? "GPU 0 (the one-GPU rig: under MPS)" : (std::to_string(gpus) + " GPUs").c_str(),
-              version, options.type->name, options.op->name,
-              options.symmetric ? "symmetric-window" : "cudaMalloc");
+  const bool reduces = options.collective != Collective::AllGather;
+  std::printf("# car_nccl_bench: %d ranks, one process each, on %s, NCCL %d, %s, %s%s%s, %s buffers; bytes: the "
+              "whole message\n",
+              ranks, options.oneGpu ? "GPU 0 (the one-GPU rig: under MPS)" : (std::to_string(gpus) + " GPUs").c_str(),
+              version, collectiveName(options.collective), options.type->name, reduces ? " " : "",
+              reduces ? options.op->name : "", options.symmetric ? "symmetric-window" : "cudaMalloc");
   if (options.probe) {
     std::printf("# probe: one call per size, checked on the host; nothing timed\n");
   } else {
-    std::printf("# model: %d layers of a %dx%dx%d bf16 GEMM, the all-reduce, an elementwise kernel; isolated and "
+    std::printf("# model: %d layers of a %dx%dx%d bf16 GEMM, the collective, an elementwise kernel; isolated and "
                 "chain: %d calls; after-large: a %zu-byte call before each; %d samples per row, each the largest "
                 "over ranks; the last call of every timed sample checked\n",
                 options.layers, options.gemm.m, options.gemm.n, options.gemm.k, options.calls, options.largeBytes,
@@ -119,8 +121,9 @@ int runRank(const Options& options, int rank, int ranks, int gpus, const std::st
   if (rank == 0) printHeader(options, ranks, gpus);
   bool wrong = false;
   for (std::size_t size : options.sizes) {
-    const std::size_t count = size / options.type->bytes;  // rounded down; under one element: skipped
-    if (count == 0) continue;
+    std::size_t count = size / options.type->bytes;  // rounded down, per rank but for all-reduce
+    if (options.collective != Collective::AllReduce) count -= count % ranks;
+    if (count == 0) continue;  // under one element (per rank): skipped
     std::vector<Row> rows = {self.probe(count)};
     if (!options.probe) {
       for (Workload workload : options.workloads) {

@@ -9,17 +9,19 @@ namespace bench {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: car_nccl_bench [--ranks N] [--one-gpu] [--collective all-reduce] [--type NAME] [--op NAME]\n"
+    "usage: car_nccl_bench [--ranks N] [--one-gpu] [--collective NAME] [--type NAME] [--op NAME]\n"
     "                      [--sizes LIST | --min-bytes B --max-bytes B] [--modes LIST] [--workloads LIST]\n"
     "                      [--layers N] [--gemm MxNxK] [--calls N] [--samples N] [--large-bytes B]\n"
     "                      [--symmetric] [--probe]\n"
     "  --ranks N      ranks, one process each (default: one per visible GPU; --gpus N is the same)\n"
     "  --one-gpu      every rank on GPU 0, for the one-GPU rig: run it under MPS\n"
+    "  --collective   all-reduce, all-gather, reduce-scatter (default all-reduce)\n"
     "  --type         int8 uint8 int32 uint32 int64 uint64 fp16 bf16 fp32 fp64 fp8e4m3 fp8e5m2 (default bf16);\n"
     "                 nccl-tests' names too: half bfloat16 float double f8e4m3 f8e5m2 (fp8 needs sm_90)\n"
-    "  --op           sum prod min max avg (default sum)\n"
-    "  --sizes        bytes, comma-separated (1K, 3000, 2M, ...); else doubling from --min-bytes to\n"
-    "                 --max-bytes (default 1K, 8M); each rounded down to whole elements, under one: skipped\n"
+    "  --op           sum prod min max avg (default sum; all-gather has none)\n"
+    "  --sizes        bytes of the whole message, comma-separated (1K, 3000, 2M, ...); else doubling\n"
+    "                 from --min-bytes to --max-bytes (default 1K, 8M); each rounded down to whole\n"
+    "                 elements (all-gather, reduce-scatter: per rank), under one: skipped\n"
     "  --modes        model, isolated, chain (default model,isolated)\n"
     "  --workloads    plain, in-place, two-streams, after-large (default plain)\n"
     "  --layers N     model: layers per step, even (default 4)\n"
@@ -100,10 +102,20 @@ Gemm parseGemm(const std::string& text) {
   return gemm;
 }
 
+constexpr Collective kCollectives[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter};
 constexpr Mode kModes[] = {Mode::Model, Mode::Isolated, Mode::Chain};
 constexpr Workload kWorkloads[] = {Workload::Plain, Workload::InPlace, Workload::TwoStreams, Workload::AfterLarge};
 
 }  // namespace
+
+const char* collectiveName(Collective collective) {
+  switch (collective) {
+    case Collective::AllReduce: return "all-reduce";
+    case Collective::AllGather: return "all-gather";
+    case Collective::ReduceScatter: return "reduce-scatter";
+  }
+  return "?";
+}
 
 const char* modeName(Mode mode) {
   switch (mode) {
@@ -137,7 +149,9 @@ Options parseOptions(int argc, char** argv) {
     const std::string value = argv[++i];
     if (arg == "--ranks" || arg == "--gpus") options.ranks = parseCount(value, arg.c_str(), 2, 64);
     else if (arg == "--collective") {
-      if (value != "all-reduce") usage("--collective: only all-reduce is measured, not '" + value + "'");
+      const std::vector<Collective> chosen = namedList(value, "--collective", kCollectives, collectiveName);
+      if (chosen.size() != 1) usage("--collective: one collective per run, not '" + value + "'");
+      options.collective = chosen.front();
     }
     else if (arg == "--type") options.type = typeNamed(value);
     else if (arg == "--op") options.op = opNamed(value);

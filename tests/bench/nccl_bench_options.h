@@ -9,10 +9,12 @@
 
 namespace bench {
 
-// The collectives the program can time. One place per collective: its call
-// (RankBench::collective), its buffers and its expected output; issue 26's all-gather and
-// reduce-scatter come in here.
-enum class Collective { AllReduce };
+// The collectives the program can time. A size is always the whole message, as nccl-tests
+// counts it: all-reduce's buffer, all-gather's output, reduce-scatter's input; rounded down
+// to a whole number of elements per rank. One place per collective: its call
+// (RankBench::collective), its buffers' layout (RankBench::sendOf, recvOf) and its expected
+// output (RankBench::writeExpected, deviceCheck, hostChecked).
+enum class Collective { AllReduce, AllGather, ReduceScatter };
 
 // How the calls are placed, each a row of its own (docs/cli.md, "The modes"):
 //   model:    per layer a cuBLAS GEMM, the all-reduce, an elementwise kernel; per call: the
@@ -27,6 +29,7 @@ enum class Mode { Model, Isolated, Chain };
 // after a large call (the small call pays for what the large one left behind).
 enum class Workload { Plain, InPlace, TwoStreams, AfterLarge };
 
+const char* collectiveName(Collective collective);  // as --collective takes it
 const char* modeName(Mode mode);
 const char* workloadName(Workload workload);
 

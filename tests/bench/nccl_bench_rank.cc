@@ -35,7 +35,7 @@ RankBench::RankBench(const Options& options, int rank, int ranks, int device, co
   for (cudaEvent_t* event : {&fork_, &join_}) CUDA_OK(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
 
   for (std::size_t size : options.sizes) maxCount_ = std::max(maxCount_, size / type.bytes);
-  maxCount_ = std::max<std::size_t>(maxCount_, 1);
+  maxCount_ = rounded(std::max<std::size_t>(maxCount_, ranks));
   const std::size_t maxBytes = maxCount_ * type.bytes;
   for (int i = 0; i < 2; ++i) {
     in_[i] = allocate(maxBytes);
@@ -44,7 +44,7 @@ RankBench::RankBench(const Options& options, int rank, int ranks, int device, co
   const bool afterLarge =
       std::find(options.workloads.begin(), options.workloads.end(), Workload::AfterLarge) != options.workloads.end();
   if (afterLarge) {
-    largeCount_ = std::max<std::size_t>(1, options.largeBytes / type.bytes);
+    largeCount_ = rounded(std::max<std::size_t>(ranks, options.largeBytes / type.bytes));
     largeIn_ = allocate(largeCount_ * type.bytes);
     largeOut_ = allocate(largeCount_ * type.bytes);
   }
@@ -69,9 +69,14 @@ RankBench::RankBench(const Options& options, int rank, int ranks, int device, co
 
   input_ = upload(patternTable(type, options.op->op, rank, ranks), type, ranks);
   expected_ = upload(patternTable(type, options.op->op, -1, ranks), type, ranks);
-  checkOnHost_ = tolerance(type, options.op->op, ranks) > 0;
+  if (options.collective == Collective::AllGather) {
+    for (int q = 0; q < ranks; ++q) inputOfRank_.push_back(upload(patternTable(type, options.op->op, q, ranks), type, ranks));
+  }
+  checkOnHost_ = options.collective != Collective::AllGather && tolerance(type, options.op->op, ranks) > 0;
   floating_ = type.kind == Kind::Float;
-  if (largeIn_ != nullptr) CUDA_OK(writePattern(largeIn_, largeCount_, input_, Seed{}, main_));  // seed 0, once
+  if (largeIn_ != nullptr) {
+    CUDA_OK(writePattern(largeIn_, inputCount(largeCount_), input_, Seed{}, main_));  // seed 0, once
+  }
   CUDA_OK(cudaStreamSynchronize(main_));
 }
 
@@ -109,7 +114,19 @@ void* RankBench::deviceMemory(std::size_t bytes) {
   return pointer;
 }
 
-// The one place a collective is called: issue 26's collectives add their case here.
+std::size_t RankBench::inputCount(std::size_t count) const {
+  return options_.collective == Collective::AllGather ? count / ranks_ : count;
+}
+
+std::size_t RankBench::outputCount(std::size_t count) const {
+  return options_.collective == Collective::ReduceScatter ? count / ranks_ : count;
+}
+
+std::size_t RankBench::rounded(std::size_t count) const {
+  return options_.collective == Collective::AllReduce ? count : count - count % ranks_;
+}
+
+// The one place a collective is called.
 void RankBench::collective(const void* send, void* recv, std::size_t count, bool twoStreams, double* hostMicros) {
   cudaStream_t stream = main_;
   if (twoStreams) {
@@ -121,6 +138,12 @@ void RankBench::collective(const void* send, void* recv, std::size_t count, bool
   switch (options_.collective) {
     case Collective::AllReduce:
       NCCL_OK(ncclAllReduce(send, recv, count, options_.type->type, options_.op->op, comm_, stream));
+      break;
+    case Collective::AllGather:
+      NCCL_OK(ncclAllGather(send, recv, count / ranks_, options_.type->type, comm_, stream));
+      break;
+    case Collective::ReduceScatter:
+      NCCL_OK(ncclReduceScatter(send, recv, count / ranks_, options_.type->type, options_.op->op, comm_, stream));
       break;
   }
   if (hostMicros != nullptr) {
@@ -141,32 +164,41 @@ void RankBench::gemm() {
 
 // Model: layer l reads in_[l % 2] and writes out_[l % 2] (in place: in_[l % 2] itself), and
 // its elementwise kernel writes the next layer's input; the last one writes the next step's
-// first input. Isolated: in_[0] to out_[0]. Chain: in_[call % 2] to out_[0].
+// first input. Isolated: in_[0] to out_[0]. Chain: in_[call % 2] to out_[0]. In place as NCCL
+// defines it: an all-gather's input is the rank's block of its output, a reduce-scatter's
+// output the rank's block of its input.
 const void* RankBench::sendOf(const Plan& plan, int call) const {
-  return plan.mode == Mode::Isolated ? in_[0] : in_[call % 2];
+  char* buffer = static_cast<char*>(plan.mode == Mode::Isolated ? in_[0] : in_[call % 2]);
+  const bool inPlaceGather = plan.workload == Workload::InPlace && options_.collective == Collective::AllGather;
+  return inPlaceGather ? buffer + rank_ * (plan.count / ranks_) * options_.type->bytes : buffer;
 }
 
 void* RankBench::recvOf(const Plan& plan, int call) const {
-  if (plan.workload == Workload::InPlace) return const_cast<void*>(sendOf(plan, call));
+  if (plan.workload == Workload::InPlace) {
+    char* buffer = static_cast<char*>(plan.mode == Mode::Isolated ? in_[0] : in_[call % 2]);
+    const bool scatter = options_.collective == Collective::ReduceScatter;
+    return scatter ? buffer + rank_ * (plan.count / ranks_) * options_.type->bytes : buffer;
+  }
   return plan.mode == Mode::Model ? out_[call % 2] : out_[0];
 }
 
 double RankBench::issueStep(const Plan& plan, bool withCalls) {
   const bool twoStreams = plan.workload == Workload::TwoStreams;
-  const std::size_t bytes = plan.count * options_.type->bytes;
+  const std::size_t outputBytes = outputCount(plan.count) * options_.type->bytes;
+  const std::size_t inputs = inputCount(plan.count);
   double host = 0;
   for (int call = 0; call < plan.callsPerStep; ++call) {
     switch (plan.mode) {
       case Mode::Model:
         gemm();
         if (withCalls) collective(sendOf(plan, call), recvOf(plan, call), plan.count, twoStreams, &host);
-        CUDA_OK(consumeAndWritePattern(recvOf(plan, call), bytes, sink_, const_cast<void*>(sendOf(plan, call + 1)),
-                                       plan.count, input_, Seed{seedCounter_, static_cast<unsigned long long>(call) + 1},
+        CUDA_OK(consumeAndWritePattern(recvOf(plan, call), outputBytes, sink_,
+                                       const_cast<void*>(sendOf(plan, call + 1)), inputs, input_, Seed{seedCounter_, static_cast<unsigned long long>(call) + 1},
                                        main_));
         break;
       case Mode::Isolated:
         if (plan.workload == Workload::AfterLarge) collective(largeIn_, largeOut_, largeCount_, false, nullptr);
-        CUDA_OK(writePattern(const_cast<void*>(sendOf(plan, call)), plan.count, input_,
+        CUDA_OK(writePattern(const_cast<void*>(sendOf(plan, call)), inputs, input_,
                              Seed{seedCounter_, static_cast<unsigned long long>(call)}, main_));
         if (withCalls) collective(sendOf(plan, call), recvOf(plan, call), plan.count, twoStreams, &host);
         break;
@@ -201,20 +233,73 @@ cudaGraphExec_t RankBench::capture(const Plan& plan, bool withCalls) {
 // Model and isolated steps write their inputs themselves; the model's first one comes from
 // the step before, so the first step of a row needs it written.
 void RankBench::writeFirstInput(const Plan& plan) {
-  if (plan.mode == Mode::Model) CUDA_OK(writePattern(in_[0], plan.count, input_, Seed{seedCounter_, 0}, main_));
+  if (plan.mode == Mode::Model) {
+    CUDA_OK(writePattern(const_cast<void*>(sendOf(plan, 0)), inputCount(plan.count), input_, Seed{seedCounter_, 0},
+                         main_));
+  }
 }
 
 // Chain: both inputs new before each sample, outside the timed part.
 void RankBench::writeChainInputs(const Plan& plan) {
-  for (int i = 0; i < 2; ++i) CUDA_OK(writePattern(in_[i], plan.count, input_, Seed{nullptr, seedBase_ + i}, main_));
+  for (int i = 0; i < 2; ++i) {
+    CUDA_OK(writePattern(in_[i], inputCount(plan.count), input_, Seed{nullptr, seedBase_ + i}, main_));
+  }
   seedBase_ += 2;
 }
 
+// A rank's output, per collective: all-reduce, the reduced message; reduce-scatter, block
+// `rank` of it (the expected pattern seen from that block's first element); all-gather, each
+// rank's input in its block.
+void RankBench::writeExpected(void* output, std::size_t count, unsigned long long seed) {
+  const std::size_t part = count / ranks_, partBytes = part * options_.type->bytes;
+  switch (options_.collective) {
+    case Collective::AllReduce:
+      CUDA_OK(writePattern(output, count, expected_, Seed{nullptr, seed}, main_));
+      break;
+    case Collective::ReduceScatter:
+      CUDA_OK(writePattern(output, part, expected_, Seed{nullptr, seed + rank_ * part}, main_));
+      break;
+    case Collective::AllGather:
+      for (int q = 0; q < ranks_; ++q) {
+        CUDA_OK(writePattern(static_cast<char*>(output) + q * partBytes, part, inputOfRank_[q], Seed{nullptr, seed}, main_));
+      }
+      break;
+  }
+}
+
+void RankBench::deviceCheck(const void* output, std::size_t count, unsigned long long seed) {
+  const std::size_t part = count / ranks_, partBytes = part * options_.type->bytes;
+  switch (options_.collective) {
+    case Collective::AllReduce:
+      CUDA_OK(countMismatches(output, count, expected_, Seed{nullptr, seed}, floating_, wrong_, main_));
+      break;
+    case Collective::ReduceScatter:
+      CUDA_OK(countMismatches(output, part, expected_, Seed{nullptr, seed + rank_ * part}, floating_, wrong_, main_));
+      break;
+    case Collective::AllGather:
+      for (int q = 0; q < ranks_; ++q) {
+        CUDA_OK(countMismatches(static_cast<const char*>(output) + q * partBytes, part, inputOfRank_[q],
+                                Seed{nullptr, seed}, floating_, wrong_, main_));
+      }
+      break;
+  }
+}
+
 unsigned long long RankBench::hostChecked(const void* output, std::size_t count, unsigned long long seed) {
-  std::vector<unsigned char> data(count * options_.type->bytes);
+  const TypeInfo& type = *options_.type;
+  const ncclRedOp_t op = options_.op->op;
+  const std::size_t part = count / ranks_;
+  std::vector<unsigned char> data(outputCount(count) * type.bytes);
   CUDA_OK(cudaMemcpyAsync(data.data(), output, data.size(), cudaMemcpyDeviceToHost, main_));
   CUDA_OK(cudaStreamSynchronize(main_));
-  return wrongElements(*options_.type, options_.op->op, ranks_, seed, data.data(), count);
+  switch (options_.collective) {
+    case Collective::AllReduce: return wrongElements(type, op, ranks_, seed, data.data(), count);
+    case Collective::ReduceScatter: return wrongElements(type, op, ranks_, seed + rank_ * part, data.data(), part);
+    case Collective::AllGather: break;
+  }
+  unsigned long long wrong = 0;
+  for (int q = 0; q < ranks_; ++q) wrong += wrongCopies(type, op, q, ranks_, seed, &data[q * part * type.bytes], part);
+  return wrong;
 }
 
 void RankBench::checkLastCall(const Plan& plan, unsigned long long sampleSeed) {
@@ -224,12 +309,12 @@ void RankBench::checkLastCall(const Plan& plan, unsigned long long sampleSeed) {
   if (checkOnHost_) {
     hostWrong_ += hostChecked(output, plan.count, seed);
   } else {
-    CUDA_OK(countMismatches(output, plan.count, expected_, Seed{nullptr, seed}, floating_, wrong_, main_));
+    deviceCheck(output, plan.count, seed);
   }
   // The call before each timed one: its input never changes (seed 0), its output is checked too.
   if (plan.workload == Workload::AfterLarge) {
     if (checkOnHost_) hostWrong_ += hostChecked(largeOut_, largeCount_, 0);
-    else CUDA_OK(countMismatches(largeOut_, largeCount_, expected_, Seed{}, floating_, wrong_, main_));
+    else deviceCheck(largeOut_, largeCount_, 0);
   }
 }
 
@@ -304,20 +389,35 @@ std::vector<Row> RankBench::measure(Mode mode, Workload workload, std::size_t co
 
 Row RankBench::probe(std::size_t count) {
   const Plan plan{Mode::Isolated, Workload::Plain, count, 1};
-  CUDA_OK(cudaMemsetAsync(out_[0], 0xFF, count * options_.type->bytes, main_));  // poisoned: not last call's
+  CUDA_OK(cudaMemsetAsync(out_[0], 0xFF, outputCount(count) * options_.type->bytes, main_));  // not last call's
   const unsigned long long seed = seedBase_;
   runStep(plan, true, nullptr);
   const double wrong = largestOverRanks({static_cast<double>(hostChecked(out_[0], count, seed))})[0];
   return Row{"probe", Workload::Plain, count * options_.type->bytes, -1, 1, wrong, {}};
 }
 
+// The collective's right output passes both checks, and one with its first, middle and last
+// elements changed (each the bitwise complement of the right one) fails both, by exactly those.
 bool RankBench::checkerSeesErrors() {
   const unsigned long long seed = 7;
-  const std::vector<unsigned char> table = patternTable(*options_.type, options_.op->op, -1, ranks_);
+  const int bytes = options_.type->bytes;
+  writeExpected(out_[0], maxCount_, seed);
+  std::vector<unsigned char> data(outputCount(maxCount_) * bytes);
+  CUDA_OK(cudaMemcpyAsync(data.data(), out_[0], data.size(), cudaMemcpyDeviceToHost, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+  const std::size_t last = outputCount(maxCount_) - 1;
+  bool right = hostChecked(out_[0], maxCount_, seed) == 0;
+  std::vector<std::size_t> planted = {0, last / 2, last};
+  planted.erase(std::unique(planted.begin(), planted.end()), planted.end());
+  for (std::size_t at : planted)
+    for (int b = 0; b < bytes; ++b) data[at * bytes + b] ^= 0xFF;
+  CUDA_OK(cudaMemcpyAsync(out_[0], data.data(), data.size(), cudaMemcpyHostToDevice, main_));
+  CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
+  deviceCheck(out_[0], maxCount_, seed);
   unsigned long long seen = 0;
-  const std::size_t planted =
-      plantErrorsAndCount(out_[0], maxCount_, expected_, table.data(), seed, floating_, wrong_, main_, &seen);
-  const bool right = planted > 0 && seen == planted && hostChecked(out_[0], maxCount_, seed) == planted;
+  CUDA_OK(cudaMemcpyAsync(&seen, wrong_, sizeof seen, cudaMemcpyDeviceToHost, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+  right = right && seen == planted.size() && hostChecked(out_[0], maxCount_, seed) == planted.size();
   return largestOverRanks({right ? 0.0 : 1.0})[0] == 0.0;
 }
 

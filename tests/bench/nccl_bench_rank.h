@@ -60,7 +60,16 @@ class RankBench {
   void* allocate(std::size_t bytes);      // a collective's buffer: a symmetric window with --symmetric
   void* deviceMemory(std::size_t bytes);  // anything else
   Pattern upload(const std::vector<unsigned char>& table, const TypeInfo& type, int ranks);
+  // `count` is always the whole message (nccl_bench_options.h), a multiple of the ranks but
+  // for all-reduce; a rank's input and output are the parts of it its collective gives it.
+  std::size_t inputCount(std::size_t count) const;
+  std::size_t outputCount(std::size_t count) const;
+  std::size_t rounded(std::size_t count) const;  // down to a whole number of elements per rank
   void collective(const void* send, void* recv, std::size_t count, bool twoStreams, double* hostMicros);
+  // The right output of the call with seed `seed`, written; compared on the device (adds to
+  // *wrong_); compared on the host (returns the wrong elements).
+  void writeExpected(void* output, std::size_t count, unsigned long long seed);
+  void deviceCheck(const void* output, std::size_t count, unsigned long long seed);
   void gemm();
   double issueStep(const Plan& plan, bool withCalls);  // returns the host time in the all-reduce calls
   double runStep(const Plan& plan, bool withCalls, cudaGraphExec_t exec);
@@ -103,6 +112,7 @@ class RankBench {
   unsigned long long seedBase_ = 0;
   unsigned long long hostWrong_ = 0;           // the host's share of the current row's mismatches
   Pattern input_, expected_;
+  std::vector<Pattern> inputOfRank_;           // all-gather: what each rank's block must hold
   bool checkOnHost_ = false;                   // a tolerance: the device check is bytewise
   bool floating_ = false;
 };

@@ -67,7 +67,7 @@ class UsageErrors(BenchCase):
                         ["--ops", "mulsum"], ["--ops", ""], ["--ops", "sum,"],
                         ["--modes", "lazy"], ["--modes", "host"], ["--modes", "eager"], ["--workloads", "odd"],
                         ["--sizes", "1K,x"], ["--sizes", "0"], ["--sizes", "1K", "--max-bytes", "2K"],
-                        ["--repeats", "0"], ["--graph-iters", "-1"], ["--seed", "-1"], ["--collective", "all-gather"],
+                        ["--repeats", "0"], ["--graph-iters", "-1"], ["--seed", "-1"], ["--collective", "all-to-all"],
                         ["--min-bytes", "1X"], ["--max-bytes", "0"], ["--gpus", "2", "--launcher", "mpirun"],
                         ["--one-gpu", "2", "--gpus", "2"], ["--one-gpu", "1"],
                         ["--launcher", ""], ["--timeout", "0"], ["--extra-args", "'unclosed"],
@@ -76,6 +76,8 @@ class UsageErrors(BenchCase):
                         ["--car-nccl-bench", "a", "--graph-iters", "5"], ["--gpus", "1"],
                         ["--all-reduce-perf", "a", "--modes", "model"], ["--all-reduce-perf", "a", "--sizes", "1K"],
                         ["--in-place", "--workloads", "plain"], ["--all-reduce-perf", "a", "--one-gpu", "2"],
+                        ["--all-reduce-perf", "a", "--collective", "all-gather"],
+                        ["--collective", "all-gather", "--ops", "max"],
                         ["--save", "a", "--from", "b"]):
             with self.subTest(options=options):
                 result = self.bench(*options)

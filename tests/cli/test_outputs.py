@@ -152,6 +152,9 @@ class CsvTest(unittest.TestCase):
                          ("0", "", "1", "0"))
 
 
+CAR_NCCL_BENCH = CarNcclBench("car_nccl_bench", [1024], ["model"], ["plain"], 2)
+
+
 class CarNcclBenchOutputTest(unittest.TestCase):
     JOB = Job(bench_runs.CAR, "bfloat16", "sum", None, 0)
 
@@ -164,7 +167,7 @@ class CarNcclBenchOutputTest(unittest.TestCase):
                   "host,two-streams,1024,3.100,15,0,3.1\n"
                   "isolated-eager,in-place,2048,8.5,0,0,8.5\n"
                   "model-graph,plain,4096,8.9\n")
-        result = CarNcclBench.parse(self.JOB, output, "")
+        result = CAR_NCCL_BENCH.parse(self.JOB, output, "")
         self.assertIsNone(result.problem)
         self.assertEqual([(s.mode, s.workload, s.size, s.time_us, s.wrong, s.checked) for s in result.samples],
                          [("model-graph", "plain", 1024, 5.12, 0, "every"), ("host", "two-streams", 1024, 3.1, 0, "every"),
@@ -172,17 +175,17 @@ class CarNcclBenchOutputTest(unittest.TestCase):
         self.assertEqual({(s.config, s.dtype, s.op) for s in result.samples}, {("car", "bfloat16", "sum")})
 
     def test_wrong_rows(self):
-        result = CarNcclBench.parse(self.JOB, "probe,plain,2048,,1,17,\nmodel-eager,plain,2048,4.0,15,51,4\n", "")
+        result = CAR_NCCL_BENCH.parse(self.JOB, "probe,plain,2048,,1,17,\nmodel-eager,plain,2048,4.0,15,51,4\n", "")
         self.assertEqual(result.problem, "wrong results at 2048 bytes probe plain (17 element(s)), "
                                          "2048 bytes model-eager plain (51 element(s))")
         self.assertEqual([(s.mode, s.wrong) for s in result.samples], [("model-eager", 51)])
 
     def test_nothing_measured(self):
-        result = CarNcclBench.parse(self.JOB, "car_nccl_bench: needs 2 or more GPUs, or --one-gpu (found 1 GPUs)\n", "")
+        result = CAR_NCCL_BENCH.parse(self.JOB, "car_nccl_bench: needs 2 or more GPUs, or --one-gpu (found 1 GPUs)\n", "")
         self.assertEqual((result.samples, result.problem), ([], "printed no result rows"))
 
     def test_the_program_of_before_the_modes(self):
-        result = CarNcclBench.parse(self.JOB, "bytes,eager_us,graph_us,host_us\n1024,8.12,5.40,3.10\n"
+        result = CAR_NCCL_BENCH.parse(self.JOB, "bytes,eager_us,graph_us,host_us\n1024,8.12,5.40,3.10\n"
                                               "# wrong: 2048 bytes, 17 element(s) differ on the worst rank\n", "")
         self.assertEqual([(s.mode, s.size, s.time_us, s.wrong, s.checked) for s in result.samples],
                          [("chain-eager", 1024, 8.12, 0, "once"), ("chain-graph", 1024, 5.40, None, "no"),
@@ -202,11 +205,22 @@ class TuningLogTest(unittest.TestCase):
         self.assertEqual(nccl_choices(log), {1024: "RING/LL", 8: "RING/LL+TREE/LL",
                                              65536: "symmetric AllReduce_AGxLL_R"})
 
+    def test_only_the_collective_measured(self):
+        log = ("h:1:1 [0] NCCL INFO AllReduce: 4 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n"
+               "h:1:1 [0] NCCL INFO AllGather: 2048 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}\n"
+               "h:1:1 [0] NCCL INFO ReduceScatter [Symmetric]: 4096 Bytes -> Kernel ReduceScatter_LL nchannels 2\n")
+        self.assertEqual(nccl_choices(log, "all-gather"), {2048: "RING/SIMPLE"})
+        self.assertEqual(nccl_choices(log, "reduce-scatter"), {4096: "symmetric ReduceScatter_LL"})
+        self.assertEqual(nccl_choices(log), {4: "RING/LL"})
+        gather = CarNcclBench("car_nccl_bench", [2048], ["model"], ["plain"], 2, collective="all-gather")
+        probe = Job(bench_runs.NCCL_CONFIGS[0], "bfloat16", "sum", None, -1, True)
+        self.assertEqual(gather.parse(probe, "probe,plain,2048,,1,0,\n", log).choices, {2048: "RING/SIMPLE"})
+
     def test_a_probe_reads_them_a_timed_run_does_not(self):
         log = "h:1:1 [0] NCCL INFO AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}\n"
         probe = Job(bench_runs.NCCL_CONFIGS[0], "bfloat16", "sum", None, -1, True)
-        self.assertEqual(CarNcclBench.parse(probe, "probe,plain,1024,,1,0,\n", log).choices, {1024: "RING/LL"})
-        self.assertEqual(CarNcclBench.parse(CarNcclBenchOutputTest.JOB, "probe,plain,1024,,1,0,\n", log).choices, {})
+        self.assertEqual(CAR_NCCL_BENCH.parse(probe, "probe,plain,1024,,1,0,\n", log).choices, {1024: "RING/LL"})
+        self.assertEqual(CAR_NCCL_BENCH.parse(CarNcclBenchOutputTest.JOB, "probe,plain,1024,,1,0,\n", log).choices, {})
 
 
 if __name__ == "__main__":

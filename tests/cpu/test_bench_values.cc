@@ -230,3 +230,21 @@ TEST_CASE("bench values: wrongElements counts errors at the call's own seed", "[
     CHECK(wrongElements(type, ncclSum, ranks, seed, output.data(), count) == 3);
   }
 }
+
+TEST_CASE("bench values: wrongCopies compares with one rank's input at the call's own seed", "[bench-values]") {
+  for (const TypeInfo& type : kTypes) {
+    const int ranks = 4, rank = 2;
+    const std::size_t count = 1000;
+    const unsigned long long seed = 777;
+    std::vector<unsigned char> output(count * type.bytes);
+    for (std::size_t i = 0; i < count; ++i)
+      encode(type, inputValue(type, ncclSum, rank, ranks, i + seed), &output[i * type.bytes]);
+    CAPTURE(type.name);
+    CHECK(wrongCopies(type, ncclSum, rank, ranks, seed, output.data(), count) == 0);
+    CHECK(wrongCopies(type, ncclSum, rank + 1, ranks, seed, output.data(), count) >= count / 2);  // another rank's block
+    CHECK(wrongCopies(type, ncclSum, rank, ranks, seed + 1, output.data(), count) >= count / 2);  // the previous call's
+    for (std::size_t at : {std::size_t{0}, std::size_t{500}, count - 1})
+      for (int b = 0; b < type.bytes; ++b) output[at * type.bytes + b] ^= 0xFF;
+    CHECK(wrongCopies(type, ncclSum, rank, ranks, seed, output.data(), count) == 3);
+  }
+}

@@ -41,8 +41,9 @@ place, one stream), in-place, two-streams, after-large. Every timed sample's las
 checked exactly; a row that was not checked says so.
 
 The driver is car_nccl_bench (built beside the library by scripts/build.sh), or nccl-tests'
-all_reduce_perf with --all-reduce-perf (the chain mode only). Sizes are in bytes: a size that
-is not a whole number of elements is rounded down.
+all_reduce_perf with --all-reduce-perf (the chain mode only). Sizes are in bytes of the whole
+message, as nccl-tests counts them (all-gather's output, reduce-scatter's input): a size that
+is not a whole number of elements (per rank, but for all-reduce) is rounded down.
 
 exit codes: 0 all runs passed with no wrong result, 1 a run failed or a result was wrong,
 2 usage error, 3 the driver, the library, GPUs or MPS are missing."""
@@ -73,7 +74,7 @@ RUN_DEFAULTS = {"all_reduce_perf": None, "car_nccl_bench": None, "lib": None,
 # Only nccl-tests has these: given without a driver option, they choose all_reduce_perf.
 NCCL_TESTS_ONLY = ("launcher", "in_place", "graph_iters")
 # Only our program has these.
-CAR_NCCL_BENCH_ONLY = ("sizes", "modes", "workloads", "one_gpu")
+CAR_NCCL_BENCH_ONLY = ("sizes", "modes", "workloads", "one_gpu", "collective")
 MPS_PIPE_DEFAULT = "/tmp/nvidia-mps"
 
 
@@ -116,7 +117,8 @@ def add_arguments(parser):
                              "against another NCCL than the one the program finds, e.g. 2.32.3's")
     parser.add_argument("--configs", type=_list_of(NAMES, "configuration"), metavar="LIST",
                         help=f"variants of nccl-car to run as well: {', '.join(VARIANT_NAMES)}")
-    parser.add_argument("--collective", choices=COLLECTIVES, help="what is measured (default all-reduce)")
+    parser.add_argument("--collective", choices=COLLECTIVES,
+                        help="what is measured (default all-reduce; the others: car_nccl_bench only)")
     parser.add_argument("--dtypes", type=_list_of(SPELLINGS, "dtype"), metavar="LIST",
                         help=f"comma-separated, nccl-tests' names: {', '.join(DTYPES)}; or the library's: "
                              f"{', '.join(sorted(set(LIBRARY_NAMES.values()) - set(DTYPES)))} (default bfloat16)")
@@ -186,6 +188,8 @@ def check_usage(args):
     low, high = args.min_bytes or ALL_REDUCE_PERF_SIZES[0], args.max_bytes or ALL_REDUCE_PERF_SIZES[1]
     if low > high:
         raise UsageError(f"--min-bytes ({format_size(low)}) is above --max-bytes ({format_size(high)})")
+    if args.collective == "all-gather" and args.ops != RUN_DEFAULTS["ops"]:
+        raise UsageError("--ops: an all-gather reduces nothing")
     if args.car_nccl_bench and _given(args, NCCL_TESTS_ONLY):
         raise UsageError(f"{', '.join(map(_option, _given(args, NCCL_TESTS_ONLY)))}: all_reduce_perf only, "
                          "not car_nccl_bench")
@@ -343,7 +347,8 @@ def _progress(repeats):
 def _reader(header):
     """A driver that reads the runs of a saved folder (it runs nothing)."""
     if header["driver"] == CarNcclBench.name:
-        return CarNcclBench(header.get("program") or "", [], [], [], 2)
+        return CarNcclBench(header.get("program") or "", [], [], [], 2,
+                            collective=header.get("collective", COLLECTIVES[0]))
     if header["driver"] == AllReducePerf.name:
         return AllReducePerf("", 0, 0, 0, None, 0, header["workloads"] == ["in-place"], [], None)
     raise UsageError(f"unknown driver {header['driver']!r} in bench.json")

@@ -43,8 +43,10 @@ LIBRARY_NAMES = {name: library for name, library, _others in _TYPES}
 SPELLINGS = {spelling: name for name, library, others in _TYPES for spelling in (name, library, *others)}
 OPS = ("sum", "prod", "min", "max", "avg")
 DEFAULT_OP = "sum"
-# What can be measured; issue 26's all-gather and reduce-scatter join here and in the program.
-COLLECTIVES = ("all-reduce",)
+# What car_nccl_bench --collective measures (all_reduce_perf: the first only), and NCCL's own
+# name of each, as its tuning log spells it.
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter")
+NCCL_NAMES = {"all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter"}
 
 # How a row's outputs were checked.
 CHECKED_EVERY = "every"   # the last call of every timed sample, exactly
@@ -87,21 +89,25 @@ class Output:
     problem: str | None
 
 
-# NCCL's tuning log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), rank 0, one line per call.
-_TUNING = re.compile(r"NCCL INFO AllReduce: (\d+) Bytes -> Algo (\S+) proto (\S+)")
-_SYMMETRIC = re.compile(r"NCCL INFO AllReduce \[Symmetric\]: (\d+) Bytes -> Kernel (\S+)")
+# NCCL's tuning log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), rank 0, one line per call;
+# the sizes are NCCL's own count of the call's bytes.
 TUNING_LOG = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "TUNING"}
 
 
-def nccl_choices(text):
-    """{size: what NCCL chose} from its tuning log; several choices at one size are joined."""
+def nccl_choices(text, collective=COLLECTIVES[0]):
+    """{size: what NCCL chose} for `collective`'s calls in its tuning log (a run of another
+    collective also logs the program's own small all-reduces); several choices at one size
+    are joined."""
+    name = NCCL_NAMES[collective]
+    tuning = re.compile(rf"NCCL INFO {name}: (\d+) Bytes -> Algo (\S+) proto (\S+)")
+    symmetric = re.compile(rf"NCCL INFO {name} \[Symmetric\]: (\d+) Bytes -> Kernel (\S+)")
     seen = {}
     for line in text.splitlines():
-        match = _TUNING.search(line)
+        match = tuning.search(line)
         if match:
             choice = f"{match.group(2)}/{match.group(3)}"
         else:
-            match = _SYMMETRIC.search(line)
+            match = symmetric.search(line)
             if not match:
                 continue
             choice = f"symmetric {match.group(2)}"
@@ -140,8 +146,7 @@ class CarNcclBench:
     def launched(command, changes):
         return command, changes
 
-    @staticmethod
-    def parse(job, stdout, stderr):
+    def parse(self, job, stdout, stderr):
         samples, problems, wrong_at = [], [], []
         legacy = "bytes,eager_us,graph_us,host_us" in stdout
         for line in stdout.splitlines():
@@ -154,7 +159,7 @@ class CarNcclBench:
             problems.append("wrong results at " + ", ".join(wrong_at))
         if not samples:
             problems.append("printed no result rows")
-        choices = nccl_choices(stdout + "\n" + stderr) if job.probe else {}
+        choices = nccl_choices(stdout + "\n" + stderr, self.collective) if job.probe else {}
         return Output([s for s in samples if s.mode != PROBE_MODE], choices, "; ".join(problems) or None)
 
 
