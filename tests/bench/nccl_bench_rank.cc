@@ -239,12 +239,14 @@ void RankBench::writeFirstInput(const Plan& plan) {
   }
 }
 
-// Chain: both inputs new before each sample, outside the timed part.
+// Chain: both inputs new before each sample, outside the timed part. The device counter
+// moves on with seedBase_, which it mirrors: the next model or isolated row seeds from it.
 void RankBench::writeChainInputs(const Plan& plan) {
   for (int i = 0; i < 2; ++i) {
     CUDA_OK(writePattern(in_[i], inputCount(plan.count), input_, Seed{nullptr, seedBase_ + i}, main_));
   }
   seedBase_ += 2;
+  CUDA_OK(advanceSeeds(seedCounter_, 2, main_));
 }
 
 // A rank's output, per collective: all-reduce, the reduced message; reduce-scatter, block

@@ -565,6 +565,19 @@ std::vector<Expected> expectedResults(const std::vector<HostBuffer>& inputs, Red
   return expected;
 }
 
+std::vector<Expected> gatheredResults(const std::vector<HostBuffer>& inputs) {
+  std::vector<Expected> expected;
+  for (const HostBuffer& input : inputs) {
+    for (std::size_t i = 0; i < input.count(); ++i) {
+      Expected element;
+      element.exact = true;
+      element.bits = input.bitsAt(i);
+      expected.push_back(element);
+    }
+  }
+  return expected;
+}
+
 bool matches(const Expected& expected, ElementType type, const HostBuffer& out, std::size_t i) {
   if (expected.exact) return out.bitsAt(i) == expected.bits;
   const FloatFormat format = floatFormat(type);

@@ -135,6 +135,9 @@ struct Expected {
 
 Expected expectedElement(const std::vector<HostBuffer>& inputs, std::size_t i, ReduceOp op);
 std::vector<Expected> expectedResults(const std::vector<HostBuffer>& inputs, ReduceOp op);
+// An all-gather's output: every rank's input in rank order, bit for bit (NaN payloads and
+// the sign of zero included): nothing is computed.
+std::vector<Expected> gatheredResults(const std::vector<HostBuffer>& inputs);
 // Whether element i of `out` (of `type`) satisfies `expected`.
 bool matches(const Expected& expected, ElementType type, const HostBuffer& out, std::size_t i);
 // The bits of an element of `type` that are no right answer for `expected`: all ones (NaN in

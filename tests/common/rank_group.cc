@@ -75,12 +75,13 @@ RankGroup::~RankGroup() {
   for (cudaStream_t stream : streams_) cudaStreamDestroy(stream);
 }
 
-bool RankGroup::allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv,
-                          std::size_t count, ElementType type, ReduceOp op, std::string* why, Algorithm* ran) {
+bool RankGroup::submit(Collective collective, const std::vector<const void*>& send, const std::vector<void*>& recv,
+                       std::size_t count, ElementType type, ReduceOp op, std::string* why, Algorithm* ran) {
   bool allLaunched = true;
   std::optional<Algorithm> first;
   for (int r = 0; r < ranks(); ++r) {
     CollectiveCall call;
+    call.collective = collective;
     call.send = send[r];
     call.recv = recv[r];
     call.count = count;

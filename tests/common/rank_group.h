@@ -49,7 +49,12 @@ class RankGroup {
     return allReduce(send, recv, count, type, ReduceOp::Sum, why, ran);
   }
   bool allReduce(const std::vector<const void*>& send, const std::vector<void*>& recv, std::size_t count,
-                 ElementType type, ReduceOp op, std::string* why = nullptr, Algorithm* ran = nullptr);
+                 ElementType type, ReduceOp op, std::string* why = nullptr, Algorithm* ran = nullptr) {
+    return submit(Collective::AllReduce, send, recv, count, type, op, why, ran);
+  }
+  // The same for any collective; `count` is NCCL's (kernels/algorithms.h, Collective).
+  bool submit(Collective collective, const std::vector<const void*>& send, const std::vector<void*>& recv,
+              std::size_t count, ElementType type, ReduceOp op, std::string* why = nullptr, Algorithm* ran = nullptr);
   void synchronize();
 
  private:

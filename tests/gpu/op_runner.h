@@ -1,8 +1,9 @@
-// One all-reduce of any (type, op) on every rank of a RankGroup, checked end to end: each
-// rank's buffers start at its own byte offset, everything around the output is guarded, an
-// out-of-place output starts with no right answer in any element, the output is compared
-// with the host reference (host_data.h), every rank's bits with rank 0's,
-// the bytes around the output and (out of place) the input must be left alone. A call that
+// One collective (an all-reduce, all-gather or reduce-scatter) of any (type, op) on every rank
+// of a RankGroup, checked end to end: each rank's buffers start at its own byte offset,
+// everything around the output is guarded, every element of the output starts with no right
+// answer, the output is compared with the host reference (host_data.h), every rank's bits
+// with rank 0's where the ranks' outputs are the same, and every byte the call must not write
+// (around the output, the input, in place the input's other blocks) must be left alone. A call that
 // only some ranks launched, that the ranks ran on different kernels, or that does not finish
 // in time is aborted, and the next call gets a new group: one broken (type, op) does not
 // take the rest of a sweep down with it.
@@ -20,9 +21,12 @@
 namespace car::testing {
 
 struct OpCall {
+  Collective collective = Collective::AllReduce;
   ElementType type = ElementType::Float32;
-  ReduceOp op = ReduceOp::Sum;
-  std::size_t count = 0;
+  ReduceOp op = ReduceOp::Sum;  // not read for an all-gather
+  std::size_t count = 0;        // NCCL's count (kernels/algorithms.h, Collective)
+  // NCCL's in-place forms: an all-gather's input is the rank's block of its output, a
+  // reduce-scatter's output the rank's block of its input.
   bool inPlace = false;
   // Byte offsets of each rank's send (and, out of place, receive) buffer, below kMaxShift.
   std::vector<std::size_t> sendShift;
@@ -56,11 +60,14 @@ class OpRunner {
   // Guard bytes checked after the output.
   static constexpr std::size_t kGuardBytes = 32;
 
-  // Buffers hold messages of up to maxMessageBytes at any shift.
+  // Buffers hold messages of up to maxMessageBytes (the whole message: an all-gather's
+  // output, a reduce-scatter's input) at any shift.
   OpRunner(int device, int ranks, std::function<Config(int rank)> configOfRank, std::size_t maxMessageBytes);
   ~OpRunner();
 
   int ranks() const { return ranks_; }
+  // inputs[r]: rank r's send buffer (an all-reduce's or all-gather's `count` elements, a
+  // reduce-scatter's ranks x count).
   OpOutcome run(const OpCall& call, const std::vector<HostBuffer>& inputs);
 
  private:

@@ -5,8 +5,9 @@
 #   GPU_TESTS_SKIP="sanitizer-memcheck ops-pull" skips steps by name (the names printed).
 # The ops-* steps run the matrix of every op and type ([ops], tests/gpu/test_ops.cc): the
 # push kernels' part in one lane, the pull kernels' in the other, compute-sanitizer on its
-# small share ([sanitizer-ops]). Every step runs Catch2 with -w NoTests: a step that matches
-# no test fails.
+# small share ([sanitizer-ops]); collectives the all-gather and reduce-scatter sweeps and the
+# run that mixes them with all-reduces ([collectives], tests/gpu/test_collectives.cc). Every
+# step runs Catch2 with -w NoTests: a step that matches no test fails.
 set -uo pipefail
 build=${1:-build}
 logs=${OUT:-gpu-logs}
@@ -47,6 +48,7 @@ lane0() {
   step push-sweep "$first" 420 "$tests" "[push]" -w NoTests --durations yes
   step long-runs "$first" 300 "$tests" "[long],[graph],[wrap]" -w NoTests --durations yes
   step ops-push "$first" 300 "$tests" "[ops][1shot],[ops][2shot]" -w NoTests --durations yes
+  step collectives "$first" 300 "$tests" "[collectives]" -w NoTests --durations yes
   step ops-thresholds-special "$first" 240 "$tests" "[ops]~[matrix]" -w NoTests --durations yes
   step invariance "$first" 240 "$tests" "[invariance]" -w NoTests --durations yes
 }
@@ -61,6 +63,10 @@ lane1() {
   for tool in memcheck racecheck synccheck; do
     step "sanitizer-ops-$tool" "$second" 240 env CAR_GPU_TEST_HANG_SECONDS=200 \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" "[sanitizer-ops]" -w NoTests
+  done
+  for tool in memcheck racecheck synccheck; do
+    step "sanitizer-collectives-$tool" "$second" 240 env CAR_GPU_TEST_HANG_SECONDS=200 \
+      compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" "[sanitizer-collectives]" -w NoTests
   done
   step sanitizer-invariance-memcheck "$second" 300 env CAR_GPU_TEST_HANG_SECONDS=200 \
     compute-sanitizer --tool memcheck --error-exitcode 3 "$tests" "[sanitizer-invariance]" -w NoTests

@@ -1,5 +1,6 @@
-// Long runs: 100,000 back-to-back calls mixing every kernel, eager calls and graph replays
-// alternating on one communicator; CUDA graph capture with 1,000 replays; the pull kernels'
+// Long runs: 100,000 back-to-back calls mixing every kernel (the all-gather's and the
+// reduce-scatter's among the all-reduce's), eager calls and graph replays alternating on one
+// communicator; CUDA graph capture with 1,000 replays; the pull kernels'
 // barrier counters running through their 32-bit wrap-around (and read back past it). Every
 // call's output is compared on the device with the expected bits and poisoned again. (The
 // push kernels' area index cycles 0, 1, 2 and has no wrap-around.)
@@ -21,34 +22,51 @@ namespace {
 
 constexpr int kDevice = 0;
 
-// One message size of a long run, with the exact expected result on every rank.
+// One call of a long run, with the exact expected output of every rank. `count` is NCCL's
+// (kernels/algorithms.h); `outCount` the elements of each rank's output.
 struct SizedSlot {
-  std::size_t count;
+  Collective collective;
+  std::size_t count, outCount;
   std::unique_ptr<DeviceBuffers> in, out, expected;
 };
 
+struct SlotShape {
+  Collective collective;
+  std::size_t bytes;  // the whole message: an all-gather's output, a reduce-scatter's input
+};
+
 // Inputs are small integers, so the fp32 sum is exact in any order and every rank must
-// produce exactly the bits computed here.
-std::vector<SizedSlot> makeSlots(int ranks, const std::vector<std::size_t>& bytesList, Random& random) {
+// produce exactly the bits computed here. A whole message is a multiple of 4 x ranks bytes.
+std::vector<SizedSlot> makeSlots(int ranks, const std::vector<SlotShape>& shapes, Random& random) {
   std::vector<SizedSlot> slots;
-  for (std::size_t bytes : bytesList) {
-    SizedSlot slot;
-    slot.count = bytes / 4;
-    slot.in = std::make_unique<DeviceBuffers>(ranks, bytes);
-    slot.out = std::make_unique<DeviceBuffers>(ranks, bytes);
-    slot.expected = std::make_unique<DeviceBuffers>(ranks, bytes);
-    HostBuffer sum{ElementType::Float32, std::vector<std::uint8_t>(bytes)};
-    for (std::size_t i = 0; i < slot.count; ++i) sum.set(i, 0);
+  for (const SlotShape& shape : shapes) {
+    const std::size_t whole = shape.collective == Collective::AllReduce ? shape.bytes / 4 : shape.bytes / 4 / ranks * ranks;
+    const std::size_t part = shape.collective == Collective::AllReduce ? whole : whole / ranks;
+    const std::size_t inCount = shape.collective == Collective::AllGather ? part : whole;
+    SizedSlot slot{shape.collective, part, shape.collective == Collective::ReduceScatter ? part : whole, {}, {}, {}};
+    slot.in = std::make_unique<DeviceBuffers>(ranks, inCount * 4);
+    slot.out = std::make_unique<DeviceBuffers>(ranks, slot.outCount * 4);
+    slot.expected = std::make_unique<DeviceBuffers>(ranks, slot.outCount * 4);
+    HostBuffer sum{ElementType::Float32, std::vector<std::uint8_t>(whole * 4)};  // all-gather: the inputs in rank order
+    for (std::size_t i = 0; i < whole; ++i) sum.set(i, 0);
     for (int r = 0; r < ranks; ++r) {
-      HostBuffer input{ElementType::Float32, std::vector<std::uint8_t>(bytes)};
-      for (std::size_t i = 0; i < slot.count; ++i) {
+      HostBuffer input{ElementType::Float32, std::vector<std::uint8_t>(inCount * 4)};
+      for (std::size_t i = 0; i < inCount; ++i) {
         const double value = static_cast<double>(random.next() % 2001) - 1000.0;
         input.set(i, value);
-        sum.set(i, sum.at(i) + value);
+        const std::size_t at = shape.collective == Collective::AllGather ? r * part + i : i;
+        sum.set(at, sum.at(at) + value);
       }
       slot.in->upload(r, input);
     }
-    for (int r = 0; r < ranks; ++r) slot.expected->upload(r, sum);
+    for (int r = 0; r < ranks; ++r) {
+      if (shape.collective != Collective::ReduceScatter) {
+        slot.expected->upload(r, sum);
+      } else {
+        const auto block = sum.bytes.begin() + static_cast<long>(r * part * 4);
+        slot.expected->upload(r, HostBuffer{ElementType::Float32, std::vector<std::uint8_t>(block, block + part * 4)});
+      }
+    }
     slot.out->poison();
     slots.push_back(std::move(slot));
   }
@@ -76,25 +94,33 @@ class ErrorCounters {
   unsigned long long* counters_ = nullptr;
 };
 
-// Enqueues one all-reduce per rank for `slot`, then each rank's compare-and-poison.
+// Enqueues one call per rank for `slot`, then each rank's compare-and-poison.
 void callAndCheck(RankGroup& group, SizedSlot& slot, ErrorCounters& errors) {
   std::string why;
-  const bool launched = group.allReduce(slot.in->constPointers(), slot.out->pointers(), slot.count,
-                                        ElementType::Float32, &why);
-  INFO("not launched: " << why);
+  const bool launched = group.submit(slot.collective, slot.in->constPointers(), slot.out->pointers(), slot.count,
+                                     ElementType::Float32, ReduceOp::Sum, &why);
+  INFO(collectiveName(slot.collective) << " of " << slot.count << " not launched: " << why);
   REQUIRE(launched);
   for (int r = 0; r < group.ranks(); ++r) {
-    CHECK_CUDA(compareAndPoison(slot.out->at(r), slot.expected->at(r), slot.count * 4, errors.of(r),
+    CHECK_CUDA(compareAndPoison(slot.out->at(r), slot.expected->at(r), slot.outCount * 4, errors.of(r),
                                 group.stream(r)));
   }
 }
 
-// With the push kernels limited to 64 KiB, these sizes run every kernel at 5 to 8 ranks (at 2
-// ranks all but 2shot and 2stage):
+// With the push kernels limited to 64 KiB, these all-reduce sizes run every kernel at 5 to 8
+// ranks (at 2 ranks all but 2shot and 2stage):
 // 1shot (up to about 16 KiB, what 8 copies in one area allow), 2shot (to 64 KiB), then the
 // pull rule, 1stage below 256 KiB and 2stage above. Grids change from one call to the next.
-// 1004 bytes is not a whole number of packs.
-const std::vector<std::size_t> kMixedSizes = {16, 1004, 4096 + 16, 48 * 1024, 65536 + 16, 300 * 1024, 1048576};
+// 1004 bytes is not a whole number of packs. The all-gathers and reduce-scatters between them
+// share the push areas with 1shot and 2shot (each a part per rank of at most a few KiB, what
+// those areas hold at 8 ranks).
+const std::vector<SlotShape> kMixedShapes = {
+    {Collective::AllReduce, 16},          {Collective::AllGather, 8 * 12},
+    {Collective::AllReduce, 1004},        {Collective::ReduceScatter, 8 * 4 * 1001},
+    {Collective::AllReduce, 4096 + 16},   {Collective::AllGather, 8 * 4 * 1000},
+    {Collective::AllReduce, 48 * 1024},   {Collective::ReduceScatter, 8 * 12},
+    {Collective::AllReduce, 65536 + 16},  {Collective::AllReduce, 300 * 1024},
+    {Collective::AllReduce, 1048576}};
 
 Config mixedConfig(int ranks) {
   Config config;
@@ -134,7 +160,7 @@ TEST_CASE("100,000 back-to-back calls mixing every kernel and size, eager and gr
   for (int ranks : {2, 5, 8}) {
     Random random(ranks);
     RankGroup group(kDevice, ranks, mixedConfig(ranks));
-    auto slots = makeSlots(ranks, kMixedSizes, random);
+    auto slots = makeSlots(ranks, kMixedShapes, random);
     ErrorCounters errors(ranks);
     std::vector<cudaGraphExec_t> graphs = captureSlots(group, slots, errors);
     const std::uint64_t capturedCalls = takenCalls(group.engine(0));
@@ -158,6 +184,8 @@ TEST_CASE("100,000 back-to-back calls mixing every kernel and size, eager and gr
     CHECK(takenCalls(engine) - capturedCalls == static_cast<std::uint64_t>((issued / slots.size() + 1) / 2 * slots.size()));
     CHECK(engine.stats().taken(Algorithm::OneShotPush) > 0);
     CHECK(engine.stats().taken(Algorithm::OneStage) > 0);
+    CHECK(engine.stats().taken(Algorithm::AllGatherPush) > 0);
+    CHECK(engine.stats().taken(Algorithm::ReduceScatterPush) > 0);
     // Two ranks' copies of 48 KiB still fit one area (1shot), and 2 ranks pull with 1stage only.
     if (ranks > 4) CHECK(engine.stats().taken(Algorithm::TwoShotPush) > 0);
     if (ranks > 4) CHECK(engine.stats().taken(Algorithm::TwoStage) > 0);
@@ -168,7 +196,7 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
   for (int ranks : {2, 4, 8}) {
     Random random(100 + ranks);
     RankGroup group(kDevice, ranks, mixedConfig(ranks));
-    auto slots = makeSlots(ranks, kMixedSizes, random);
+    auto slots = makeSlots(ranks, kMixedShapes, random);
     ErrorCounters errors(ranks);
     // Capture itself must not run anything: outputs poisoned with a byte that neither the
     // all-reduce (the sums) nor the check (0xFF) writes must keep it, and the check, had it
@@ -180,7 +208,7 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
     CHECK(errors.total() == 0);
     for (auto& slot : slots) {
       for (int r = 0; r < ranks; ++r) {
-        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.count);
+        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.outCount);
         CHECK(std::all_of(seen.bytes.begin(), seen.bytes.end(), [](std::uint8_t b) { return b == kNeverWritten; }));
       }
     }
@@ -196,7 +224,7 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
     // poisons every output, so poisoned outputs prove the replays ran.
     for (auto& slot : slots) {
       for (int r = 0; r < ranks; ++r) {
-        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.count);
+        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.outCount);
         CHECK(std::all_of(seen.bytes.begin(), seen.bytes.end(), [](std::uint8_t b) { return b == 0xFF; }));
       }
     }
@@ -216,7 +244,7 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
       RankGroup group(kDevice, ranks, config);
       for (int r = 0; r < ranks; ++r) REQUIRE(group.engine(r).presetRound(kStart) == cudaSuccess);
-      auto slots = makeSlots(ranks, kMixedSizes, random);
+      auto slots = makeSlots(ranks, kMixedShapes, random);
       ErrorCounters errors(ranks);
       for (int call = 0; call < kCalls; ++call) callAndCheck(group, slots[call % slots.size()], errors);
       group.synchronize();

@@ -10,12 +10,11 @@
 // [sanitizer-ops] is compute-sanitizer's small share (tests/gpu/run-gpu-tests.sh).
 #include <catch2/catch.hpp>
 
-#include <map>
 #include <set>
-#include <sstream>
 
 #include "op_runner.h"
 #include "policy.h"
+#include "sweep_log.h"
 
 using namespace car;
 using namespace car::testing;
@@ -75,85 +74,6 @@ std::optional<Algorithm> expectedKernel(Algorithm forced, int ranks, ElementType
 }
 constexpr ForwardReason kExpectedForward = ForwardReason::Type;
 
-std::string shiftsText(const std::vector<std::size_t>& shifts) {
-  std::ostringstream text;
-  for (std::size_t i = 0; i < shifts.size(); ++i) text << (i ? "," : "") << shifts[i];
-  return text.str();
-}
-
-std::string describeCall(int ranks, const char* kernel, const OpCall& call) {
-  std::ostringstream text;
-  text << ranks << " ranks, " << kernel << ", " << elementTypeName(call.type) << " " << reduceOpName(call.op) << ", "
-       << call.count << " elements (" << call.count * elementBytes(call.type) << " B), "
-       << (call.inPlace ? "in place" : "out of place") << ", send at +[" << shiftsText(call.sendShift) << "]";
-  if (!call.inPlace) text << ", recv at +[" << shiftsText(call.recvShift) << "]";
-  return text.str();
-}
-
-// Collects what went wrong over a sweep of thousands of calls: the first failures in full,
-// then a count per (op, type), so that a missing kernel does not bury the report.
-class FailureLog {
- public:
-  static constexpr int kShownInFull = 40;
-
-  // Checks one outcome: taken by `kernel` (nullopt: forwarded with `reason`), right, identical
-  // on every rank, nothing else written. Returns whether it passed.
-  bool check(const std::string& where, const OpCall& call, const OpOutcome& outcome, std::optional<Algorithm> kernel,
-             ForwardReason reason = ForwardReason::kCount) {
-    ++calls_;
-    std::string failure;
-    if (!outcome.problem.empty()) {
-      failure = outcome.problem;
-    } else if (!kernel) {
-      if (!outcome.forwarded || outcome.reason != reason) {
-        failure = std::string("the policy forwards it (") + forwardReasonName(reason) + "), but it was " +
-                  (outcome.forwarded ? std::string("forwarded: ") + forwardReasonName(outcome.reason) : "taken");
-      }
-    } else if (!outcome.launched) {
-      failure = std::string("not taken: ") + forwardReasonName(outcome.reason);
-    } else if (outcome.ran != *kernel) {
-      failure = std::string("ran on ") + algorithmName(outcome.ran) + ", not on " + algorithmName(*kernel);
-    }
-    if (failure.empty() && outcome.launched) {
-      if (outcome.mismatches != 0) {
-        failure = std::to_string(outcome.mismatches) + " wrong elements; first: " + outcome.firstMismatch;
-      } else if (outcome.differingRank >= 0) {
-        failure = "rank " + std::to_string(outcome.differingRank) + "'s output differs from rank 0's";
-      } else if (!outcome.damage.empty()) {
-        failure = "wrote outside its output: " + outcome.damage;
-      }
-    }
-    if (failure.empty()) return true;
-    if (failures_++ < kShownInFull) FAIL_CHECK(where << ": " << failure);
-    ++perCombination_[std::string(elementTypeName(call.type)) + " " + reduceOpName(call.op)];
-    return false;
-  }
-
-  // Fails once more with the count per (type, op) when there were failures; checks that the
-  // sweep ran at all.
-  void report() {
-    CHECK(calls_ > 0);
-    if (failures_ == 0) return;
-    std::ostringstream text;
-    text << failures_ << " of " << calls_ << " calls failed; per type and op:";
-    for (const auto& [combination, count] : perCombination_) text << "\n  " << combination << ": " << count;
-    FAIL_CHECK(text.str());
-  }
-
-  int calls() const { return calls_; }
-
- private:
-  int calls_ = 0;
-  int failures_ = 0;
-  std::map<std::string, int> perCombination_;
-};
-
-std::vector<HostBuffer> drawInputs(ElementType type, ReduceOp op, std::size_t count, int ranks, Random& random) {
-  std::vector<HostBuffer> inputs;
-  for (int r = 0; r < ranks; ++r) inputs.push_back(randomInputs(type, op, count, random));
-  return inputs;
-}
-
 // The element counts of one (world size, kernel, type, op) combination: 1, 3, 7, 1001 always;
 // one middle size, rotating: 4097, 65537, each side of the 1shot/2shot switch of this world
 // size (2 MiB at 2 ranks down to 128 KiB), just past where pull calls stop copying inside the
@@ -166,20 +86,6 @@ std::vector<std::size_t> matrixCounts(int ranks, ElementType type, int rotor) {
   std::vector<std::size_t> counts = {1, 3, 7, 1001, middles[(rotor / 3) % 6]};
   if (rotor % 3 == 0) counts.push_back(MiB / size - 1);
   return counts;
-}
-
-// The i-th call of a sweep: in place every other pair of triples, its offsets cycling through
-// aligned, element-aligned and byte-aligned.
-OpCall makeCall(ElementType type, ReduceOp op, std::size_t count, int ranks, int callIndex) {
-  OpCall call;
-  call.type = type;
-  call.op = op;
-  call.count = count;
-  const int pattern = callIndex % 3;
-  call.inPlace = (callIndex / 3) % 2 == 1;
-  call.sendShift = shiftsFor(ranks, type, pattern, callIndex);
-  call.recvShift = shiftsFor(ranks, type, pattern, callIndex + 7);
-  return call;
 }
 
 void runMatrix(Algorithm forced, std::uint64_t seed) {
