@@ -1,13 +1,14 @@
 """Verdicts on the runs of other people's programs through the library: nccl-tests'
-all_reduce_perf (read with the command-line tool's parser, tools/nccl_car_cli/nccl_tests.py),
-PyTorch, a ctypes client as vLLM's PyNccl, JAX. Pure functions of exit codes and logs."""
+all_reduce_perf, all_gather_perf and reduce_scatter_perf (read with the command-line tool's
+parser, tools/nccl_car_cli/nccl_tests.py), PyTorch, a ctypes client as vLLM's PyNccl, JAX.
+Pure functions of exit codes and logs."""
 
 import math
 import re
 from collections import Counter
 
 from .verdict import (EMPTY, INELIGIBLE, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes, counts,
-                      judged, lines_matching, lines_with, rank_tally, tally)
+                      judged, lines_matching, lines_with, rank_tally, tally, taken_by, took_only)
 from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on the path: .verdict)
 
 # What nccl-tests' -d all runs at least (newer builds add f8e4m3 and f8e5m2, where NCCL and
@@ -15,10 +16,12 @@ from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on th
 NCCL_TESTS_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16")
 # nccl-tests' name for the op it makes with ncclRedOpCreatePreMulSum (-o all runs it too).
 MULSUM = "mulsum"
+# What its redop column says for a collective without an op (all_gather_perf).
+NO_OP = "none"
 
 
 def _table_conditions(returncode, output):
-    """What every all_reduce_perf -c 1 run must show in its own output: its number of wrong
+    """What every nccl-tests -c 1 run must show in its own output: its number of wrong
     elements and the conditions. A row of N/A was not checked (-c 0, or nothing to check):
     it proves nothing, so it fails."""
     rows = output.rows
@@ -33,7 +36,9 @@ def _table_conditions(returncode, output):
 
 def _allowed_forwards(rows):
     """The forward reasons a table explains: sizes above the library's limit; count 0, where a
-    size holds no whole element of a type; mulsum, an op that is not NCCL's own."""
+    size holds no whole element of a type (all_gather_perf and reduce_scatter_perf round each
+    rank's part down to whole 16 bytes, so that sizes below 16 bytes a rank count 0 too);
+    mulsum, an op that is not NCCL's own."""
     allowed = [TOO_LARGE]
     if any(row.count == 0 for row in rows):
         allowed.append(EMPTY)
@@ -42,26 +47,40 @@ def _allowed_forwards(rows):
     return tuple(allowed)
 
 
-def nccl_tests(returncode, log, ranks):
-    """all_reduce_perf -c 1 on `ranks` communicator ranks through the library: it ran to its
-    end, every row checked and none wrong, its own bounds check passed; every rank eligible
-    and released, calls taken by our kernels, and no call forwarded for a reason the table
-    does not explain."""
+def _library_conditions(seen, ranks, allowed, collective):
+    """What a nccl-tests run of `collective` requires of the library's lines (`seen`): as
+    every accelerated run (verdict.accelerated, forwards for `allowed` reasons only), and the
+    calls taken by that collective's kernels, by no other's. The conditions, and the notes
+    on forwards and kernels that should not be there."""
+    ours, unexpected = accelerated(seen, ranks, allowed)
+    mine, others = took_only(seen, collective)
+    notes = [f"forwarded for other reasons: {counts(unexpected)}"] if unexpected else []
+    if others:
+        notes.append(f"taken by kernels of other collectives: {counts(others)}")
+    return ours + mine, notes
+
+
+def nccl_tests(returncode, log, ranks, collective="all-reduce"):
+    """all_reduce_perf, all_gather_perf or reduce_scatter_perf (`collective`) -c 1 on `ranks`
+    communicator ranks through the library: it ran to its end, every row checked and none
+    wrong, its own bounds check passed; every rank eligible and released, calls taken by that
+    collective's kernels, and no call forwarded for a reason the table does not explain."""
     output = parse_output(log)
     seen = tally(log)
     wrong, conditions = _table_conditions(returncode, output)
-    ours, unexpected = accelerated(seen, ranks, _allowed_forwards(output.rows))
-    notes = [f"forwarded for other reasons: {counts(unexpected)}"] if unexpected else []
+    ours, notes = _library_conditions(seen, ranks, _allowed_forwards(output.rows), collective)
     return judged(conditions + ours, f"exit {returncode}, {len(output.rows)} sizes, #wrong {wrong}, {seen.eligible} "
-                                     f"communicator ranks eligible, {seen.taken_calls} calls taken, {seen.forwarded} "
-                                     f"forwarded ({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
+                                     f"communicator ranks eligible, {taken_by(seen, collective)} calls taken, "
+                                     f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})",
+                  notes + seen.warnings[:3])
 
 
-def nccl_tests_every_type(returncode, log, op, sizes, ranks):
-    """all_reduce_perf -c 1 -d all -o OP over one sweep of `sizes` sizes, on `ranks` ranks
-    through the library: nccl_tests' conditions, and every type at every size and only OP
-    (so nothing may be forwarded but too-large calls, and empty ones where a size holds no
-    whole element of a type)."""
+def nccl_tests_every_type(returncode, log, op, sizes, ranks, collective="all-reduce"):
+    """all_reduce_perf or reduce_scatter_perf -c 1 -d all -o OP (all_gather_perf -d all, its
+    rows' op NO_OP) over one sweep of `sizes` sizes, on `ranks` ranks through the library:
+    nccl_tests' conditions, and every type at every size and only OP (so nothing may be
+    forwarded but too-large calls, and empty ones where a size holds no whole element of a
+    type)."""
     output = parse_output(log)
     rows = output.rows
     per_type = Counter(row.dtype for row in rows)
@@ -70,13 +89,13 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks):
     seen = tally(log)
     wrong, conditions = _table_conditions(returncode, output)
     allowed = tuple(reason for reason in _allowed_forwards(rows) if reason != OP)
-    ours, unexpected = accelerated(seen, ranks, allowed)
+    ours, library_notes = _library_conditions(seen, ranks, allowed, collective)
     conditions += [(f"{sizes} sizes of each of {', '.join(NCCL_TESTS_TYPES)}", not short),
                    (f"only {op} rows", not other_ops)] + ours
     extra = sorted(set(per_type) - set(NCCL_TESTS_TYPES))
     also = f": also {' '.join(extra)}" if extra else ""
     detail = (f"exit {returncode}, {len(rows)} rows ({len(per_type)} types{also}"
-              f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {seen.taken_calls} calls taken, "
+              f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {taken_by(seen, collective)} calls taken, "
               f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})")
     notes = [f"{row.size} B {row.dtype} {row.redop}: #wrong {row.out_of_place.wrong} out of place, "
              f"{row.in_place.wrong} in place" for row in rows
@@ -85,9 +104,7 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks):
         notes.append("rows per type: " + " ".join(f"{dtype}={per_type[dtype]}" for dtype in NCCL_TESTS_TYPES))
     if other_ops:
         notes.append(f"rows of other ops: {' '.join(other_ops)}")
-    if unexpected:
-        notes.append(f"forwarded for other reasons: {counts(unexpected)}")
-    return judged(conditions, detail, notes[:8] + seen.warnings[:3])
+    return judged(conditions, detail, notes[:8] + library_notes + seen.warnings[:3])
 
 
 def torch_every_op(ranks, returncode, log):
