@@ -7,8 +7,8 @@ import math
 import re
 from collections import Counter
 
-from .verdict import (EMPTY, INELIGIBLE, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes, counts,
-                      judged, lines_matching, lines_with, rank_tally, tally, taken_by, took_only)
+from .verdict import (EMPTY, INELIGIBLE, KERNELS, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes,
+                      counts, judged, lines_matching, lines_with, rank_tally, tally, taken_by, took_only)
 from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on the path: .verdict)
 
 # What nccl-tests' -d all runs at least (newer builds add f8e4m3 and f8e5m2, where NCCL and
@@ -107,30 +107,66 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks, collective="all-red
     return judged(conditions, detail, notes[:8] + library_notes + seen.warnings[:3])
 
 
+# torch_ops_e2e.py's matrices, by the noun its PASS lines count their calls by, and the
+# collective each calls (PyTorch makes the list form of all_gather one ncclAllGather).
+TORCH_MATRICES = {"all-reduces": "all-reduce", "reduce-scatters": "reduce-scatter", "all-gathers": "all-gather",
+                  "list all-gathers": "all-gather"}
+
+
+def _torch_passes(log, ranks):
+    """torch_ops_e2e.py's PASS lines: {noun: {rank: (calls made, the whole matrix)}}. A line
+    counts wherever it starts: the ranks share torchrun's output."""
+    passes = {noun: {} for noun in TORCH_MATRICES}
+    shape = r"\d+ [a-z]+(?: x \d+ [a-z]+)*"
+    for rank, count, noun, shape in re.findall(rf"rank (\d+)/{ranks}: PASS (\d+) ([a-z -]+?) \(({shape})\), 0 wrong",
+                                               log):
+        if noun in passes:
+            passes[noun][rank] = (int(count), math.prod(int(n) for n in re.findall(r"(\d+) [a-z]+", shape)))
+    return passes
+
+
+def _torch_taken_conditions(seen, made):
+    """That the calls each collective's matrices made ({collective: calls}) were taken by its
+    kernels; all-reduces may be forwarded as too-large instead (the largest tensor of an
+    integer or fp64 type may be), some taken; the others' sizes are all within the library's
+    limits."""
+    conditions = []
+    for collective, calls in made.items():
+        taken = taken_by(seen, collective)
+        if collective == "all-reduce":
+            conditions.append((f"the {calls} all-reduces made taken or {TOO_LARGE}, some taken",
+                               calls > 0 and taken > 0 and taken + seen.forward_reasons[TOO_LARGE] >= calls))
+        else:
+            conditions.append((f"the {calls} {collective}s made taken by {'/'.join(KERNELS[collective])}",
+                               calls > 0 and taken >= calls))
+    return conditions
+
+
 def torch_every_op(ranks, returncode, log):
-    """tests/e2e/torch_ops_e2e.py under torchrun: every rank made every all-reduce of its
-    matrix (a combination PyTorch refused is a failure, not one fewer) and every one right;
-    every rank eligible and released, calls taken, and every all-reduce the ranks made either
-    taken or forwarded as too-large (the largest of an integer or fp64 type may be), none
-    forwarded for another reason. A rank's PASS line counts wherever it starts: the ranks
-    share torchrun's output."""
-    shape = r"\((\d+) types x (\d+) ops x (\d+) lengths x (\d+) placements\)"
-    passes = {rank: (int(count), math.prod(int(n) for n in matrix)) for rank, count, *matrix in
-              re.findall(rf"rank (\d+)/{ranks}: PASS (\d+) all-reduces {shape}", log)}
-    made = sum(count for count, _ in passes.values())
+    """tests/e2e/torch_ops_e2e.py under torchrun: every rank made every call of each of its
+    matrices (TORCH_MATRICES; a combination PyTorch refused is a failure, not one fewer) and
+    every one right; every rank eligible and released, and every call the ranks made taken by
+    its collective's kernels (all-reduces: or forwarded as too-large), none forwarded for
+    another reason."""
+    passes = _torch_passes(log, ranks)
+    passed = len(set.intersection(*(set(by_rank) for by_rank in passes.values())))
+    made = {collective: 0 for collective in TORCH_MATRICES.values()}
+    for noun, by_rank in passes.items():
+        made[TORCH_MATRICES[noun]] += sum(count for count, _ in by_rank.values())
     seen = tally(log)
     ours, unexpected = accelerated(seen, ranks)
-    conditions = [("exit 0", returncode == 0),
-                  (f"all {ranks} ranks pass", len(passes) == ranks),
-                  ("each made its whole matrix", all(count == whole for count, whole in passes.values())),
-                  (f"the {made} all-reduces made taken or {TOO_LARGE}",
-                   made > 0 and seen.taken_calls + seen.forward_reasons[TOO_LARGE] >= made)] + ours
+    conditions = [("exit 0", returncode == 0)]
+    conditions += [(f"all {ranks} ranks pass their {noun}", len(by_rank) == ranks) for noun, by_rank in passes.items()]
+    conditions.append(("each made its whole matrices",
+                       all(count == whole for by_rank in passes.values() for count, whole in by_rank.values())))
+    conditions += _torch_taken_conditions(seen, made) + ours
     notes = lines_matching([log], rf"rank \d+/{ranks}: (WRONG|FAIL)")[:8]
     if unexpected:
         notes.append(f"forwarded for other reasons: {counts(unexpected)}")
-    return judged(conditions, f"exit {returncode}, {len(passes)}/{ranks} ranks passed, {made} all-reduces made, "
-                              f"{seen.eligible} eligible, {seen.taken_calls} calls taken, {seen.forwarded} forwarded "
-                              f"({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
+    calls = "; ".join(f"{collective}: {calls} made, {taken_by(seen, collective)} taken"
+                      for collective, calls in made.items())
+    return judged(conditions, f"exit {returncode}, {passed}/{ranks} ranks passed, {seen.eligible} eligible; {calls}; "
+                              f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
 
 
 def torch_ranks(ranks, returncode, log):

@@ -233,7 +233,9 @@ def fake_launchers(folder):
 
 
 # A stand-in for tests/e2e/torch_ops_e2e.py as one torchrun rank: the variables it was given,
-# the library's lines (taking FAKE_TAKEN calls, forwarding FAKE_REASONS) and its PASS line.
+# the library's lines (taking FAKE_TAKEN calls by the all-reduce's kernels, FAKE_SCATTERED by
+# reducescatter, FAKE_GATHERED by allgather; forwarding FAKE_REASONS) and a PASS line for each
+# of its matrices.
 _TORCH_OPS = """#!{python}
 import os, sys
 sys.path.insert(0, {support!r})
@@ -247,9 +249,14 @@ shown = ("LOCAL_RANK", "E2E_ONE_GPU_PER_RANK", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_
 os.write(1, (f"rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, "-") for name in shown) + "\\n").encode())
 os.write(2, log(setup(rank, ranks),
                 released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),
+                         reducescatter=int(os.environ.get("FAKE_SCATTERED", "480")),
+                         allgather=int(os.environ.get("FAKE_GATHERED", "160")),
                          forwarded=forwarded, reasons=reasons)).encode())
-os.write(1, f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements), "
-            "0 wrong\\n".encode())
+for made, noun, shape in ((400, "all-reduces", "8 types x 5 ops x 5 lengths x 2 placements"),
+                          (480, "reduce-scatters", "8 types x 5 ops x 4 lengths x 3 placements"),
+                          (96, "all-gathers", "8 types x 4 lengths x 3 placements"),
+                          (64, "list all-gathers", "8 types x 4 lengths x 2 placements")):
+    os.write(1, f"rank {{rank}}/{{ranks}}: PASS {{made}} {{noun}} ({{shape}}), 0 wrong\\n".encode())
 """
 
 

@@ -190,8 +190,8 @@ class ScenarioTest(unittest.TestCase):
         for rank in range(4):
             self.assertIn(f"# rank {rank} env NCCL_HOSTID=nt-rank-{rank} NCCL_TESTS_DEVICE=0 NCCL_CAR_MAX_BLOCKS=33 ",
                           log)
-        self.assertIn("nccl-tests-all-gather-4ranks: 4 ranks half -G 0: PASS (exit 0, 11 sizes, #wrong 0, 4 communicator "
-                      "ranks eligible, 96 calls taken, 0 forwarded (none))", self.said)
+        self.assertIn("nccl-tests-all-gather-4ranks: 4 ranks half -G 0: PASS (exit 0, 11 sizes, #wrong 0, "
+                      "4 communicator ranks eligible, 96 calls taken, 0 forwarded (none))", self.said)
         self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 6 + ["stop"])
 
     def test_all_gather_perf_fails_on_a_wrong_element_or_no_call_taken(self):
@@ -217,8 +217,8 @@ class ScenarioTest(unittest.TestCase):
         log = self.scenario_log("nccl-tests-reduce-scatter-all-ops-2ranks", "nt-ops-n2-unaligned-prod")
         self.assertIn("# Collective test starting: reduce_scatter_perf\n", log)
         self.assertIn("# argv -b 4 -e 1048576 -i 16411 -u 1 -d all -o prod -n 1 -w 0 -c 1\n", log)
-        self.assertIn("2 ranks, small sizes, min: PASS (exit 0, 1200 rows (12 types: also f8e4m3 f8e5m2; min), #wrong 0, "
-                      "2 ranks eligible, 48 calls taken, 24 forwarded (too-large=24))", said)
+        self.assertIn("2 ranks, small sizes, min: PASS (exit 0, 1200 rows (12 types: also f8e4m3 f8e5m2; min), "
+                      "#wrong 0, 2 ranks eligible, 48 calls taken, 24 forwarded (too-large=24))", said)
         self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 15 + ["stop"])
         self.said.clear()
         untaken = self.launching_machine(1, FAKE_TAKEN="0")
@@ -278,9 +278,12 @@ class ScenarioTest(unittest.TestCase):
             self.assertEqual(self.run_scenario("multi-gpu-torch-all-ops", machine=self.launching_machine(8)), PASS)
             fewer = self.launching_machine(1, FAKE_TAKEN="399")
             self.assertEqual(self.run_scenario("torch-all-ops-2ranks", machine=fewer), FAIL)
+            ungathered = self.launching_machine(1, FAKE_GATHERED="0")
+            self.assertEqual(self.run_scenario("torch-all-ops-3ranks", machine=ungathered), FAIL)
         said = "\n".join(self.said)
-        self.assertIn("torch-all-ops-4ranks: 4 ranks: PASS (exit 0, 4/4 ranks passed, 1600 all-reduces made, "
-                      "4 eligible, 1600 calls taken, 0 forwarded (none))", said)
+        self.assertIn("torch-all-ops-4ranks: 4 ranks: PASS (exit 0, 4/4 ranks passed, 4 eligible; all-reduce: 1600 "
+                      "made, 1600 taken; reduce-scatter: 1920 made, 1920 taken; all-gather: 640 made, 640 taken; "
+                      "0 forwarded (none))", said)
         self.assertIn("not met: the 800 all-reduces made taken or too-large", said)
         rig = self.scenario_log("torch-all-ops-4ranks", "torch-ops-n4")
         self.assertIn("# torchrun --standalone --nproc-per-node 4 ", rig)
@@ -289,7 +292,9 @@ class ScenarioTest(unittest.TestCase):
         gpus = self.scenario_log("multi-gpu-torch-all-ops", "torch-ops-gpus2")
         self.assertIn("# torchrun --standalone --nproc-per-node 2 ", gpus)  # 2 of the 8 GPUs
         self.assertIn("rank 1 env LOCAL_RANK=1 E2E_ONE_GPU_PER_RANK=1 NCCL_CAR_MAX_BLOCKS=- ", gpus)
-        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"] * 2)
+        self.assertIn("torch-all-ops-3ranks: 3 ranks: FAIL (", said)
+        self.assertIn("not met: the 480 all-gathers made taken by allgather", said)
+        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"] * 3)
 
     def test_a_ctypes_client_per_rank_brought_in_by_audit(self):
         client = fake_build(os.path.join(self.folder, "client"), programs=("ctypes_allreduce",))

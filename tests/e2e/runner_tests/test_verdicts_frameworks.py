@@ -267,23 +267,36 @@ class NcclTestsEveryTypeOtherCollectivesTest(unittest.TestCase):
         self.assertIn("1000000 B half avg: #wrong 5 out of place, 0 in place", verdict.notes)
 
 
-def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False, made=400):
-    """torch_ops_e2e.py under torchrun, with the library's lines of every rank."""
+# torch_ops_e2e.py's matrices: noun, calls, shape.
+TORCH_MATRICES = (("all-reduces", 400, "8 types x 5 ops x 5 lengths x 2 placements"),
+                  ("reduce-scatters", 480, "8 types x 5 ops x 4 lengths x 3 placements"),
+                  ("all-gathers", 96, "8 types x 4 lengths x 3 placements"),
+                  ("list all-gathers", 64, "8 types x 4 lengths x 2 placements"))
+
+
+def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False, made=None, scattered=480,
+                  gathered=160, matrices=TORCH_MATRICES):
+    """torch_ops_e2e.py under torchrun, with the library's lines of every rank: each rank's
+    released: line counts `taken` calls by the all-reduce's kernels, `scattered` by
+    reducescatter, `gathered` by allgather; its PASS line for each of `matrices` counts the
+    calls made[noun] says (the whole matrix by default); ranks from `passing` on fail their
+    reduce-scatters."""
     passing = ranks if passing is None else passing
+    made = made or {}
     forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
     lines, results = [], []
     for rank in range(ranks):
         lines += [setup(rank, ranks), released(rank, ranks, taken=(taken - 100, 60, 40, 0) if taken else (0, 0, 0, 0),
-                                               forwarded=forwarded,
+                                               reducescatter=scattered, allgather=gathered, forwarded=forwarded,
                                                reasons=reasons)]
-        if rank < passing:
-            results.append(f"rank {rank}/{ranks}: PASS {made} all-reduces (8 types x 5 ops x 5 lengths x 2 "
-                           "placements), 0 wrong")
-        else:
-            lines.append(f"rank {rank}/{ranks}: WRONG int32 avg n=1001 at +1: 334 of 1001 elements "
-                         "(first at 2: got -1, want 0)")
-            results.append(f"rank {rank}/{ranks}: FAIL 1 of 400 all-reduces wrong (8 types x 5 ops x 5 lengths x 2 "
-                           "placements): ['int32 avg n=1001 at +1']")
+        for noun, calls, shape in matrices:
+            if rank >= passing and noun == "reduce-scatters":
+                lines.append(f"rank {rank}/{ranks}: WRONG reduce-scatter int32 avg n=1001 at +1: 334 of 1001 elements "
+                             "(first at 2: got -1, want 0)")
+                results.append(f"rank {rank}/{ranks}: FAIL 1 of 480 reduce-scatters wrong, 480 to make ({shape}): "
+                               "['reduce-scatter int32 avg n=1001 at +1']")
+            else:
+                results.append(f"rank {rank}/{ranks}: PASS {made.get(noun, calls)} {noun} ({shape}), 0 wrong")
     # Two ranks' lines run into one when each writes its line and newline apart.
     return log(*lines, *(["".join(results)] if interleaved else results))
 
@@ -292,16 +305,26 @@ class TorchEveryOpTest(unittest.TestCase):
     def test_every_rank_passing_with_every_call_taken_passes(self):
         verdict = verdicts.torch_every_op(3, 0, torch_ops_log(3))
         self.assertEqual(verdict.status, PASS, verdict.detail)
-        self.assertEqual(verdict.detail, "exit 0, 3/3 ranks passed, 1200 all-reduces made, 3 eligible, 1200 calls "
-                                         "taken, 0 forwarded (none)")
+        self.assertEqual(verdict.detail, "exit 0, 3/3 ranks passed, 3 eligible; all-reduce: 1200 made, 1200 taken; "
+                                         "reduce-scatter: 1440 made, 1440 taken; all-gather: 480 made, 480 taken; "
+                                         "0 forwarded (none)")
         self.assertEqual(verdicts.torch_every_op(3, 0, torch_ops_log(3, interleaved=True)).status, PASS)
         self.assertEqual(verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="too-large=1")).status, PASS)
 
     def test_a_wrong_rank_fails_and_is_shown(self):
         verdict = verdicts.torch_every_op(2, 1, torch_ops_log(2, passing=1))
-        self.assertIn("not met: exit 0, all 2 ranks pass", verdict.detail)
-        self.assertIn("rank 1/2: WRONG int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: got -1, want 0)",
-                      verdict.notes)
+        self.assertIn("not met: exit 0, all 2 ranks pass their reduce-scatters", verdict.detail)
+        self.assertIn("1/2 ranks passed", verdict.detail)
+        self.assertIn("rank 1/2: WRONG reduce-scatter int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: "
+                      "got -1, want 0)", verdict.notes)
+
+    def test_a_script_without_the_other_collectives_fails(self):
+        # The script as it was: all-reduces only, every one right and taken.
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, matrices=TORCH_MATRICES[:1], scattered=0, gathered=0))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: all 2 ranks pass their reduce-scatters, all 2 ranks pass their all-gathers, "
+                      "all 2 ranks pass their list all-gathers", verdict.detail)
+        self.assertIn("0/2 ranks passed", verdict.detail)
 
     def test_forwarded_or_untaken_calls_fail(self):
         verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="op=80"))
@@ -310,13 +333,24 @@ class TorchEveryOpTest(unittest.TestCase):
         verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=399))
         self.assertIn("not met: the 800 all-reduces made taken or too-large", verdict.detail)
         untaken = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=0, reasons="too-large=400"))
-        self.assertIn("not met: calls taken", untaken.detail)
+        self.assertIn("not met: the 800 all-reduces made taken or too-large", untaken.detail)
+
+    def test_gathers_and_scatters_not_taken_by_their_kernels_fail(self):
+        # Every check right, and NCCL did the gathering: PyTorch cannot tell, the counts can.
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, gathered=0, reasons="too-large=160"))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: the 320 all-gathers made taken by allgather", verdict.detail)
+        self.assertIn("all-gather: 320 made, 0 taken", verdict.detail)
+        # too-large may excuse an all-reduce, never one of these (all within the limits).
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, scattered=479, reasons="too-large=1"))
+        self.assertIn("not met: the 960 reduce-scatters made taken by reducescatter", verdict.detail)
 
     def test_the_largest_calls_may_go_to_nccl_as_too_large(self):
         # Integers and fp64 travel split, twice their bytes in the push areas: their largest tensors may not fit.
         verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=396, reasons="too-large=4"))
         self.assertEqual(verdict.status, PASS, verdict.detail)
-        self.assertIn("792 calls taken, 8 forwarded (too-large=8)", verdict.detail)
+        self.assertIn("all-reduce: 800 made, 792 taken;", verdict.detail)
+        self.assertIn("8 forwarded (too-large=8)", verdict.detail)
 
     def test_lines_of_another_world_size_do_not_count(self):
         self.assertEqual(verdicts.torch_every_op(4, 0, torch_ops_log(2) + torch_ops_log(2)).status, FAIL)
@@ -326,9 +360,9 @@ class TorchEveryOpTest(unittest.TestCase):
         skipped = torch_ops_log(2, taken=380).replace("PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 "
                                                       "placements)", "PASS 380 all-reduces (8 types x 5 ops x 5 "
                                                       "lengths x 2 placements, 20 skipped)")
-        self.assertIn("not met: all 2 ranks pass", verdicts.torch_every_op(2, 0, skipped).detail)
-        fewer = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=380, made=380))
-        self.assertIn("not met: each made its whole matrix", fewer.detail)
+        self.assertIn("not met: all 2 ranks pass their all-reduces", verdicts.torch_every_op(2, 0, skipped).detail)
+        fewer = verdicts.torch_every_op(2, 0, torch_ops_log(2, made={"reduce-scatters": 470}, scattered=470))
+        self.assertIn("not met: each made its whole matrices", fewer.detail)
 
 
 def torch_log(ranks, passing=None, taken=(10, 2, 0, 0), forwarded=0, reasons="", extra=()):
