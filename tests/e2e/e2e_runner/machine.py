@@ -31,6 +31,10 @@ print(count.value)
 """
 # Multiprocessors assumed when the driver cannot say (an H200 has 132).
 _DEFAULT_MULTIPROCESSORS = 132
+# The nccl-tests programs the scenarios run; the others are found beside all_reduce_perf
+# (Machine.nccl_tests_path).
+ALL_REDUCE_PERF = "all_reduce_perf"
+NCCL_TESTS_PROGRAMS = (ALL_REDUCE_PERF, "all_gather_perf", "reduce_scatter_perf")
 
 
 def _python_answers(python, code, env):
@@ -120,27 +124,40 @@ class Machine:
         return self._once("module " + module,
                           lambda: _python_answers(self.python, f"import {module}", self.env) is not None)
 
-    @property
-    def all_reduce_perf(self):
-        """nccl-tests' all_reduce_perf (an MPI build): ALL_REDUCE_PERF, else the CMake cache
-        variable of the same name; None when neither names an executable."""
-        path = self._all_reduce_perf
+    def nccl_tests_path(self, program):
+        """Where nccl-tests' `program` (all_reduce_perf, all_gather_perf, reduce_scatter_perf)
+        is looked for: the variable of its name in capitals (ALL_GATHER_PERF), else for
+        all_reduce_perf the CMake cache variable, for the others the file of that name beside
+        all_reduce_perf (nccl-tests builds them all into one folder); None when nothing names
+        it."""
+        if program == ALL_REDUCE_PERF:
+            return self._all_reduce_perf
+        named = self.env.get(program.upper())
+        if named or not self._all_reduce_perf:
+            return named or None
+        return os.path.join(os.path.dirname(self._all_reduce_perf), program)
+
+    def nccl_tests_program(self, program):
+        """nccl-tests' `program` (an MPI build) as an absolute path, or None where
+        nccl_tests_path names no executable."""
+        path = self.nccl_tests_path(program)
         return os.path.abspath(path) if path and os.access(path, os.X_OK) else None
 
-    def all_reduce_perf_has(self, option):
-        """Whether all_reduce_perf's usage (-h, printed before MPI or NCCL starts) names the
-        long option `option` (nccl-tests 2.19.6 has "unalign"; older ones may not)."""
-        return self._once("all_reduce_perf option " + option, lambda: f"--{option} " in self._all_reduce_perf_usage())
+    def nccl_tests_has(self, program, option):
+        """Whether `program`'s usage (-h, printed before MPI or NCCL starts) names the long
+        option `option` (nccl-tests 2.19.6 has "unalign"; older ones may not)."""
+        return self._once(f"{program} option {option}", lambda: f"--{option} " in self._nccl_tests_usage(program))
 
-    def _all_reduce_perf_usage(self):
-        return self._once("all_reduce_perf usage", self._read_all_reduce_perf_usage)
+    def _nccl_tests_usage(self, program):
+        return self._once(f"{program} usage", lambda: self._read_nccl_tests_usage(program))
 
-    def _read_all_reduce_perf_usage(self):
+    def _read_nccl_tests_usage(self, program):
         env = dict(self.env)
         if self.nccl_lib_dir:  # it asks NCCL for its version first
             env["LD_LIBRARY_PATH"] = ":".join(part for part in (self.nccl_lib_dir, env.get("LD_LIBRARY_PATH")) if part)
         try:
-            shown = subprocess.run([self.all_reduce_perf, "-h"], env=env, capture_output=True, text=True, timeout=60)
+            shown = subprocess.run([self.nccl_tests_program(program), "-h"], env=env, capture_output=True, text=True,
+                                   timeout=60)
         except (OSError, subprocess.TimeoutExpired, TypeError):
             return ""
         return shown.stdout + shown.stderr

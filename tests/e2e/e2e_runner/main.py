@@ -29,7 +29,9 @@ def _arguments(argv):
     parser.add_argument("--logs", help="where each scenario's logs go, one folder each (default: $E2E_LOGS, "
                                        "else BUILD/e2e-logs)")
     parser.add_argument("--all-reduce-perf", metavar="PATH",
-                        help="nccl-tests' all_reduce_perf, an MPI build (the variable ALL_REDUCE_PERF wins)")
+                        help="nccl-tests' all_reduce_perf, an MPI build (the variable ALL_REDUCE_PERF wins); "
+                             "all_gather_perf and reduce_scatter_perf are looked for beside it (ALL_GATHER_PERF, "
+                             "REDUCE_SCATTER_PERF name others)")
     parser.add_argument("--label", help="only scenarios with this ctest label (e2e, gpu, multi-gpu)")
     parser.add_argument("--list", action="store_true", help="list the scenarios, their labels and what they need")
     parser.add_argument("--ctest-list", action="store_true", help=argparse.SUPPRESS)  # NAME LIMIT LABEL,LABEL

@@ -4,6 +4,8 @@ without one says just that."""
 
 import os
 
+from .machine import ALL_REDUCE_PERF, NCCL_TESTS_PROGRAMS
+
 
 def _at_least_gpus(count):
     def check(machine, build):
@@ -45,9 +47,17 @@ def _programs(machine, build):
                                                      "when it configured the build)")
 
 
-def _all_reduce_perf(machine, build):
-    return None if machine.all_reduce_perf else ("no nccl-tests: set ALL_REDUCE_PERF (or the CMake cache "
-                                                 "variable) to an MPI build's all_reduce_perf")
+def _nccl_tests(program):
+    def check(machine, build):
+        if machine.nccl_tests_program(program):
+            return None
+        where = machine.nccl_tests_path(program)
+        if where:
+            return f"no {program}: {where} is not an executable (set {program.upper()} to an MPI build's {program})"
+        beside = "" if program == ALL_REDUCE_PERF else ", or ALL_REDUCE_PERF to the all_reduce_perf it was built beside"
+        return (f"no nccl-tests: set {program.upper()} to an MPI build's {program}{beside} (or the CMake cache "
+                "variable ALL_REDUCE_PERF)")
+    return check
 
 
 CHECKS = {
@@ -59,7 +69,8 @@ CHECKS = {
     "nccl 2.32": _nccl_at_least(23200, "2.32"),
     "e2e programs": _programs,
     "mpirun": _command("mpirun", "an MPI such as Open MPI"),
-    "nccl-tests": _all_reduce_perf,
+    # nccl-tests' programs (machine.py: each by its variable, or beside all_reduce_perf).
+    **{program: _nccl_tests(program) for program in NCCL_TESTS_PROGRAMS},
     "torch": _module("torch", "PyTorch with CUDA"),
     "torchrun": _command("torchrun", "PyTorch's launcher"),
     "jax": _module("jax", "python3 -m pip install 'jax[cuda12]'"),

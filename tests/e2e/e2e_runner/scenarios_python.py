@@ -1,6 +1,7 @@
 """Python programs through the library: PyTorch under torchrun (on the one-GPU rig, and one
-process per GPU; its phases, and every op on every type), PyTorch's watchdog abort, a ctypes
-client as vLLM's PyNccl (each way of bringing the library in), and JAX through `nccl-car run`."""
+process per GPU; its phases, and all-reduce, reduce-scatter and all-gather on every type, with
+every op), PyTorch's watchdog abort, a ctypes client as vLLM's PyNccl (each way of bringing the
+library in), and JAX through `nccl-car run`."""
 
 import functools
 import os
@@ -51,7 +52,8 @@ def torch_rig(context, ranks):
 
 
 def torch_every_op_rig(context, ranks):
-    """torch_ops_e2e.py: SUM, AVG, MAX, MIN, PRODUCT on 8 types, odd lengths and addresses."""
+    """torch_ops_e2e.py: all_reduce and reduce_scatter_tensor with SUM, AVG, MAX, MIN, PRODUCT,
+    all_gather_into_tensor and all_gather, on 8 types, odd lengths and addresses."""
     run = _torch_rig_run(context, f"torch-ops-n{ranks}", ranks, TORCH_OPS)
     yield f"{ranks} ranks", verdicts.torch_every_op(ranks, run.returncode, run.text)
 
@@ -152,7 +154,8 @@ for _ranks in (2, 4, 8):
              functools.partial(torch_rig, ranks=_ranks))
 for _ranks in (2, 3, 4, 8):
     register(f"torch-all-ops-{_ranks}ranks",
-             f"PyTorch all_reduce, every op on 8 types at odd lengths, {_ranks} ranks on one GPU", TORCH_RIG, 600,
+             f"PyTorch all_reduce, reduce_scatter_tensor (every op), all_gather_into_tensor, all_gather on 8 types "
+             f"at odd lengths, {_ranks} ranks on one GPU", TORCH_RIG, 600,
              functools.partial(torch_every_op_rig, ranks=_ranks))
 register("torch-watchdog-abort", "PyTorch's watchdog aborts a communicator whose peer never joins", TORCH_RIG, 120,
          torch_watchdog_abort)
@@ -172,7 +175,7 @@ register("ctypes-config", "a ctypes client calling ncclAllReduceConfig (completi
          "on one GPU", ("gpu", "mps", "nccl", "nccl 2.32"), 600, ctypes_config)
 register("multi-gpu-torch", "PyTorch torchrun, one process per GPU", ("2 gpus", "nccl", "torch", "torchrun"), 400,
          torch_gpus)
-register("multi-gpu-torch-all-ops", "PyTorch all_reduce, every op on 8 types at odd lengths, one process on each of "
-         "2 GPUs", ("2 gpus", "nccl", "torch", "torchrun"), 400, torch_every_op_gpus)
+register("multi-gpu-torch-all-ops", "PyTorch all_reduce, reduce_scatter_tensor (every op), all_gather_into_tensor, "
+         "all_gather on 8 types at odd lengths, one process on each of 2 GPUs", ("2 gpus", "nccl", "torch", "torchrun"), 400, torch_every_op_gpus)
 register("multi-gpu-jax", "JAX psum across the GPUs through nccl-car run (auto: LD_AUDIT; and preload)",
          ("2 gpus", "nccl", "jax"), 1900, jax_gpus)

@@ -81,6 +81,30 @@ def accelerated(seen, ranks, allowed=(TOO_LARGE,), most=None):
     return conditions, {**unexpected, **over}
 
 
+# The library's kernels by the collective each serves, as its released: lines name them
+# (kernels/algorithms.h, kAlgorithms: each kernel serves one collective).
+KERNELS = {"all-reduce": ("1shot", "2shot", "1stage", "2stage"), "all-gather": ("allgather",),
+           "reduce-scatter": ("reducescatter",)}
+
+
+def taken_by(seen, collective):
+    """The calls the released: lines of `seen` (a LogTally) count as taken by `collective`'s
+    kernels: a run's calls taken are its calls of that collective only where each kernel
+    serves one."""
+    return sum(seen.taken[kernel] for kernel in KERNELS[collective])
+
+
+def took_only(seen, collective):
+    """What a run of a program that calls one collective only (nccl-tests' *_perf) requires
+    of the kernels that took its calls: `collective`'s took some, and no other kernel took
+    any (a kernel of another collective, or one KERNELS does not know, counting calls it did
+    not take). Returns the (description, holds) conditions and the others' counts."""
+    others = {kernel: count for kernel, count in seen.taken.items()
+              if count and kernel not in KERNELS[collective]}
+    return [(f"{collective} calls taken by {'/'.join(KERNELS[collective])}", taken_by(seen, collective) > 0),
+            ("no call taken by a kernel of another collective", not others)], others
+
+
 def rank_tally(texts, rank, ranks):
     """The library's lines of every text about communicator rank `rank` of `ranks` (its setup:
     and released: lines), added up: for logs that several ranks share."""

@@ -1,13 +1,14 @@
 """Verdicts on the runs of other people's programs through the library: nccl-tests'
-all_reduce_perf (read with the command-line tool's parser, tools/nccl_car_cli/nccl_tests.py),
-PyTorch, a ctypes client as vLLM's PyNccl, JAX. Pure functions of exit codes and logs."""
+all_reduce_perf, all_gather_perf and reduce_scatter_perf (read with the command-line tool's
+parser, tools/nccl_car_cli/nccl_tests.py), PyTorch, a ctypes client as vLLM's PyNccl, JAX.
+Pure functions of exit codes and logs."""
 
 import math
 import re
 from collections import Counter
 
-from .verdict import (EMPTY, INELIGIBLE, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes, counts,
-                      judged, lines_matching, lines_with, rank_tally, tally)
+from .verdict import (EMPTY, INELIGIBLE, KERNELS, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes,
+                      counts, judged, lines_matching, lines_with, rank_tally, tally, taken_by, took_only)
 from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on the path: .verdict)
 
 # What nccl-tests' -d all runs at least (newer builds add f8e4m3 and f8e5m2, where NCCL and
@@ -15,10 +16,12 @@ from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on th
 NCCL_TESTS_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16")
 # nccl-tests' name for the op it makes with ncclRedOpCreatePreMulSum (-o all runs it too).
 MULSUM = "mulsum"
+# What its redop column says for a collective without an op (all_gather_perf).
+NO_OP = "none"
 
 
 def _table_conditions(returncode, output):
-    """What every all_reduce_perf -c 1 run must show in its own output: its number of wrong
+    """What every nccl-tests -c 1 run must show in its own output: its number of wrong
     elements and the conditions. A row of N/A was not checked (-c 0, or nothing to check):
     it proves nothing, so it fails."""
     rows = output.rows
@@ -33,7 +36,9 @@ def _table_conditions(returncode, output):
 
 def _allowed_forwards(rows):
     """The forward reasons a table explains: sizes above the library's limit; count 0, where a
-    size holds no whole element of a type; mulsum, an op that is not NCCL's own."""
+    size holds no whole element of a type (all_gather_perf and reduce_scatter_perf round each
+    rank's part down to whole 16 bytes, so that sizes below 16 bytes a rank count 0 too);
+    mulsum, an op that is not NCCL's own."""
     allowed = [TOO_LARGE]
     if any(row.count == 0 for row in rows):
         allowed.append(EMPTY)
@@ -42,26 +47,40 @@ def _allowed_forwards(rows):
     return tuple(allowed)
 
 
-def nccl_tests(returncode, log, ranks):
-    """all_reduce_perf -c 1 on `ranks` communicator ranks through the library: it ran to its
-    end, every row checked and none wrong, its own bounds check passed; every rank eligible
-    and released, calls taken by our kernels, and no call forwarded for a reason the table
-    does not explain."""
+def _library_conditions(seen, ranks, allowed, collective):
+    """What a nccl-tests run of `collective` requires of the library's lines (`seen`): as
+    every accelerated run (verdict.accelerated, forwards for `allowed` reasons only), and the
+    calls taken by that collective's kernels, by no other's. The conditions, and the notes
+    on forwards and kernels that should not be there."""
+    ours, unexpected = accelerated(seen, ranks, allowed)
+    mine, others = took_only(seen, collective)
+    notes = [f"forwarded for other reasons: {counts(unexpected)}"] if unexpected else []
+    if others:
+        notes.append(f"taken by kernels of other collectives: {counts(others)}")
+    return ours + mine, notes
+
+
+def nccl_tests(returncode, log, ranks, collective="all-reduce"):
+    """all_reduce_perf, all_gather_perf or reduce_scatter_perf (`collective`) -c 1 on `ranks`
+    communicator ranks through the library: it ran to its end, every row checked and none
+    wrong, its own bounds check passed; every rank eligible and released, calls taken by that
+    collective's kernels, and no call forwarded for a reason the table does not explain."""
     output = parse_output(log)
     seen = tally(log)
     wrong, conditions = _table_conditions(returncode, output)
-    ours, unexpected = accelerated(seen, ranks, _allowed_forwards(output.rows))
-    notes = [f"forwarded for other reasons: {counts(unexpected)}"] if unexpected else []
+    ours, notes = _library_conditions(seen, ranks, _allowed_forwards(output.rows), collective)
     return judged(conditions + ours, f"exit {returncode}, {len(output.rows)} sizes, #wrong {wrong}, {seen.eligible} "
-                                     f"communicator ranks eligible, {seen.taken_calls} calls taken, {seen.forwarded} "
-                                     f"forwarded ({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
+                                     f"communicator ranks eligible, {taken_by(seen, collective)} calls taken, "
+                                     f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})",
+                  notes + seen.warnings[:3])
 
 
-def nccl_tests_every_type(returncode, log, op, sizes, ranks):
-    """all_reduce_perf -c 1 -d all -o OP over one sweep of `sizes` sizes, on `ranks` ranks
-    through the library: nccl_tests' conditions, and every type at every size and only OP
-    (so nothing may be forwarded but too-large calls, and empty ones where a size holds no
-    whole element of a type)."""
+def nccl_tests_every_type(returncode, log, op, sizes, ranks, collective="all-reduce"):
+    """all_reduce_perf or reduce_scatter_perf -c 1 -d all -o OP (all_gather_perf -d all, its
+    rows' op NO_OP) over one sweep of `sizes` sizes, on `ranks` ranks through the library:
+    nccl_tests' conditions, and every type at every size and only OP (so nothing may be
+    forwarded but too-large calls, and empty ones where a size holds no whole element of a
+    type)."""
     output = parse_output(log)
     rows = output.rows
     per_type = Counter(row.dtype for row in rows)
@@ -70,13 +89,13 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks):
     seen = tally(log)
     wrong, conditions = _table_conditions(returncode, output)
     allowed = tuple(reason for reason in _allowed_forwards(rows) if reason != OP)
-    ours, unexpected = accelerated(seen, ranks, allowed)
+    ours, library_notes = _library_conditions(seen, ranks, allowed, collective)
     conditions += [(f"{sizes} sizes of each of {', '.join(NCCL_TESTS_TYPES)}", not short),
                    (f"only {op} rows", not other_ops)] + ours
     extra = sorted(set(per_type) - set(NCCL_TESTS_TYPES))
     also = f": also {' '.join(extra)}" if extra else ""
     detail = (f"exit {returncode}, {len(rows)} rows ({len(per_type)} types{also}"
-              f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {seen.taken_calls} calls taken, "
+              f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {taken_by(seen, collective)} calls taken, "
               f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})")
     notes = [f"{row.size} B {row.dtype} {row.redop}: #wrong {row.out_of_place.wrong} out of place, "
              f"{row.in_place.wrong} in place" for row in rows
@@ -85,35 +104,69 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks):
         notes.append("rows per type: " + " ".join(f"{dtype}={per_type[dtype]}" for dtype in NCCL_TESTS_TYPES))
     if other_ops:
         notes.append(f"rows of other ops: {' '.join(other_ops)}")
-    if unexpected:
-        notes.append(f"forwarded for other reasons: {counts(unexpected)}")
-    return judged(conditions, detail, notes[:8] + seen.warnings[:3])
+    return judged(conditions, detail, notes[:8] + library_notes + seen.warnings[:3])
+
+
+# torch_ops_e2e.py's matrices, by the noun its PASS lines count their calls by, and the
+# collective each calls (PyTorch makes the list form of all_gather one ncclAllGather).
+TORCH_MATRICES = {"all-reduces": "all-reduce", "reduce-scatters": "reduce-scatter", "all-gathers": "all-gather",
+                  "list all-gathers": "all-gather"}
+
+
+def _torch_passes(log, ranks):
+    """torch_ops_e2e.py's PASS lines: {noun: {rank: (calls made, the whole matrix)}}. A line
+    counts wherever it starts: the ranks share torchrun's output."""
+    passes = {noun: {} for noun in TORCH_MATRICES}
+    shape = r"\d+ [a-z]+(?: x \d+ [a-z]+)*"
+    for rank, count, noun, shape in re.findall(rf"rank (\d+)/{ranks}: PASS (\d+) ([a-z -]+?) \(({shape})\), 0 wrong",
+                                               log):
+        if noun in passes:
+            passes[noun][rank] = (int(count), math.prod(int(n) for n in re.findall(r"(\d+) [a-z]+", shape)))
+    return passes
+
+
+def _torch_taken_conditions(seen, made):
+    """That the calls each collective's matrices made ({collective: calls}) were taken by its
+    kernels; all-reduces may be forwarded as too-large instead (the largest tensor of an
+    integer or fp64 type may be), some taken; the others' sizes are all within the library's
+    limits."""
+    conditions = []
+    for collective, calls in made.items():
+        taken = taken_by(seen, collective)
+        if collective == "all-reduce":
+            conditions.append((f"the {calls} all-reduces made taken or {TOO_LARGE}, some taken",
+                               calls > 0 and taken > 0 and taken + seen.forward_reasons[TOO_LARGE] >= calls))
+        else:
+            conditions.append((f"the {calls} {collective}s made taken by {'/'.join(KERNELS[collective])}",
+                               calls > 0 and taken >= calls))
+    return conditions
 
 
 def torch_every_op(ranks, returncode, log):
-    """tests/e2e/torch_ops_e2e.py under torchrun: every rank made every all-reduce of its
-    matrix (a combination PyTorch refused is a failure, not one fewer) and every one right;
-    every rank eligible and released, calls taken, and every all-reduce the ranks made either
-    taken or forwarded as too-large (the largest of an integer or fp64 type may be), none
-    forwarded for another reason. A rank's PASS line counts wherever it starts: the ranks
-    share torchrun's output."""
-    shape = r"\((\d+) types x (\d+) ops x (\d+) lengths x (\d+) placements\)"
-    passes = {rank: (int(count), math.prod(int(n) for n in matrix)) for rank, count, *matrix in
-              re.findall(rf"rank (\d+)/{ranks}: PASS (\d+) all-reduces {shape}", log)}
-    made = sum(count for count, _ in passes.values())
+    """tests/e2e/torch_ops_e2e.py under torchrun: every rank made every call of each of its
+    matrices (TORCH_MATRICES; a combination PyTorch refused is a failure, not one fewer) and
+    every one right; every rank eligible and released, and every call the ranks made taken by
+    its collective's kernels (all-reduces: or forwarded as too-large), none forwarded for
+    another reason."""
+    passes = _torch_passes(log, ranks)
+    passed = len(set.intersection(*(set(by_rank) for by_rank in passes.values())))
+    made = {collective: 0 for collective in TORCH_MATRICES.values()}
+    for noun, by_rank in passes.items():
+        made[TORCH_MATRICES[noun]] += sum(count for count, _ in by_rank.values())
     seen = tally(log)
     ours, unexpected = accelerated(seen, ranks)
-    conditions = [("exit 0", returncode == 0),
-                  (f"all {ranks} ranks pass", len(passes) == ranks),
-                  ("each made its whole matrix", all(count == whole for count, whole in passes.values())),
-                  (f"the {made} all-reduces made taken or {TOO_LARGE}",
-                   made > 0 and seen.taken_calls + seen.forward_reasons[TOO_LARGE] >= made)] + ours
+    conditions = [("exit 0", returncode == 0)]
+    conditions += [(f"all {ranks} ranks pass their {noun}", len(by_rank) == ranks) for noun, by_rank in passes.items()]
+    conditions.append(("each made its whole matrices",
+                       all(count == whole for by_rank in passes.values() for count, whole in by_rank.values())))
+    conditions += _torch_taken_conditions(seen, made) + ours
     notes = lines_matching([log], rf"rank \d+/{ranks}: (WRONG|FAIL)")[:8]
     if unexpected:
         notes.append(f"forwarded for other reasons: {counts(unexpected)}")
-    return judged(conditions, f"exit {returncode}, {len(passes)}/{ranks} ranks passed, {made} all-reduces made, "
-                              f"{seen.eligible} eligible, {seen.taken_calls} calls taken, {seen.forwarded} forwarded "
-                              f"({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
+    calls = "; ".join(f"{collective}: {calls} made, {taken_by(seen, collective)} taken"
+                      for collective, calls in made.items())
+    return judged(conditions, f"exit {returncode}, {passed}/{ranks} ranks passed, {seen.eligible} eligible; {calls}; "
+                              f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})", notes + seen.warnings[:3])
 
 
 def torch_ranks(ranks, returncode, log):

@@ -9,7 +9,7 @@ import sys
 import runner_support
 from cli_support import stand_in_library  # noqa: E402  (runner_support puts tests/cli on the path)
 from e2e_runner.build import Build
-from e2e_runner.machine import Machine
+from e2e_runner.machine import ALL_REDUCE_PERF, NCCL_TESTS_PROGRAMS, Machine
 
 RIG_TOOLS = ("nvidia-cuda-mps-control", "mpirun", "compute-sanitizer", "torchrun")
 
@@ -85,20 +85,26 @@ def fake_mps(folder):
     return script, calls
 
 
-# A stand-in for nccl-tests' all_reduce_perf, alone or as one MPI rank (OMPI_COMM_WORLD_RANK
-# of OMPI_COMM_WORLD_SIZE), holding the -g or -t GPUs' communicator ranks: every process prints
+# A stand-in for nccl-tests' all_reduce_perf, all_gather_perf and reduce_scatter_perf (the
+# name it was started by), alone or as one MPI rank (OMPI_COMM_WORLD_RANK of
+# OMPI_COMM_WORLD_SIZE), holding the -g or -t GPUs' communicator ranks: every process prints
 # the library's set-up and released: lines of its ranks and the variables the runner gave it;
-# process 0 prints its arguments and the table all_reduce_perf
-# would print for them (-b -e -i/-f -d -o, "all" included), whose #wrong column is FAKE_WRONG
-# (0 by default). The released: lines forward FAKE_REASONS ("too-large=6 empty=2"). -h
-# prints the usage, which names -u (--unalign) unless FAKE_UNALIGN is 0.
-_ALL_REDUCE_PERF = """#!{python}
+# process 0 prints its arguments and the table the program would print for them (-b -e -i/-f
+# -d -o, "all" included; all_gather_perf's op column "none" whatever -o says; all_gather_perf
+# and reduce_scatter_perf count each rank's part, rounded down to whole 16 bytes, and print
+# the whole message's size), whose #wrong column is FAKE_WRONG (0 by default). The released:
+# lines count FAKE_TAKEN calls (24 by default) taken by the kernels of the program
+# FAKE_TAKEN_AS (this one by default: 1shot and 2shot for all_reduce_perf, allgather,
+# reducescatter) and forward FAKE_REASONS ("too-large=6 empty=2"). -h prints the usage, which
+# names -u (--unalign) unless FAKE_UNALIGN is 0.
+_NCCL_TESTS = """#!{python}
 import os, sys
 sys.path.insert(0, {support!r})
 from runner_support import log, released, setup
 WORDS = dict(int8=1, uint8=1, int32=4, uint32=4, int64=8, uint64=8, half=2, float=4, double=8, bfloat16=2,
              f8e4m3=1, f8e5m2=1)
 OPS = ("sum", "prod", "max", "min", "avg", "mulsum")
+program = os.path.basename(sys.argv[0])
 
 
 def out(line):  # one write a line: the ranks share the log, as under mpirun
@@ -110,8 +116,26 @@ def size(text):
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
+def row(nbytes, word, ranks):
+    \"\"\"(size, count) as the program prints them for `nbytes` of `word`-byte elements.\"\"\"
+    count = nbytes // word
+    if program == "all_reduce_perf":
+        return count * word, count
+    part = (count // ranks) & ~(16 // word - 1)
+    return part * ranks * word, part
+
+
+def taken(count, kernels_of):
+    \"\"\"released()'s counts of `count` calls taken by the kernels of the program `kernels_of`.\"\"\"
+    if kernels_of == "all_gather_perf":
+        return dict(allgather=count)
+    if kernels_of == "reduce_scatter_perf":
+        return dict(reducescatter=count)
+    return dict(taken=(count - count // 6, count // 6, 0, 0))
+
+
 if sys.argv[1:] == ["-h"]:
-    print("USAGE: all_reduce_perf \\n\\t[-b,--minbytes <min size in bytes>] \\n\\t" +
+    print(f"USAGE: {{program}} \\n\\t[-b,--minbytes <min size in bytes>] \\n\\t" +
           ("[-u,--unalign <index of first element> Misalign source and destination buffers (default: 0)] \\n\\t"
            if os.environ.get("FAKE_UNALIGN") != "0" else "") + "[-h,--help]")
     sys.exit(0)
@@ -127,6 +151,7 @@ shown = ("NCCL_HOSTID", "NCCL_TESTS_DEVICE", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DE
 out(f"# rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, "-") for name in shown))
 os.write(2, log(*[setup(r, ranks) for r in mine]).encode())
 if rank == 0:
+    out(f"# Collective test starting: {{program}}")
     out("# argv " + " ".join(sys.argv[1:]))
     first, last = size(args.get("-b", "32M")), size(args.get("-e", "32M"))
     step, factor = int(args.get("-i", str(1 << 20))), int(args.get("-f", "1"))
@@ -137,14 +162,16 @@ if rank == 0:
             break
         sizes.append(following)
     dtype, op = args.get("-d", "float"), args.get("-o", "sum")
+    ops = ["none"] if program == "all_gather_perf" else OPS if op == "all" else [op]
     for name in (WORDS if dtype == "all" else [dtype]):
-        for redop in (OPS if op == "all" else [op]):
+        for redop in ops:
             for nbytes in sizes:
-                count = nbytes // WORDS[name]
-                out(f"{{count * WORDS[name]:12}}  {{count:12}}  {{name:>8}}  {{redop:>6}}      -1     9.81    0.10"
+                shown_size, count = row(nbytes, WORDS[name], ranks)
+                out(f"{{shown_size:12}}  {{count:12}}  {{name:>8}}  {{redop:>6}}      -1     9.81    0.10"
                     f"    0.10  {{wrong:>5}}     9.46    0.11    0.11      0")
     out("# Out of bounds values : " + ("0 OK" if wrong == "0" else wrong + " FAILED"))
-os.write(2, log(*[released(r, ranks, taken=(20, 4, 0, 0), forwarded=forwarded, reasons=reasons) for r in mine]).encode())
+calls = taken(int(os.environ.get("FAKE_TAKEN", "24")), os.environ.get("FAKE_TAKEN_AS", program))
+os.write(2, log(*[released(r, ranks, forwarded=forwarded, reasons=reasons, **calls) for r in mine]).encode())
 """
 
 
@@ -152,10 +179,13 @@ def _support_folder():
     return os.path.dirname(runner_support.__file__)
 
 
-def fake_all_reduce_perf(folder):
-    path = os.path.join(folder, "all_reduce_perf")
-    _executable(path, _ALL_REDUCE_PERF.format(python=sys.executable, support=_support_folder()))
-    return path
+def fake_nccl_tests(folder, programs=NCCL_TESTS_PROGRAMS):
+    """Stand-ins for nccl-tests' `programs` in `folder`; the path of its all_reduce_perf
+    (there or not), beside which the runner looks for the others."""
+    for program in programs:
+        _executable(os.path.join(folder, program), _NCCL_TESTS.format(python=sys.executable,
+                                                                      support=_support_folder()))
+    return os.path.join(folder, ALL_REDUCE_PERF)
 
 
 # Stand-ins for the launchers, on one machine: mpirun starts -np copies of the program (each
@@ -203,7 +233,9 @@ def fake_launchers(folder):
 
 
 # A stand-in for tests/e2e/torch_ops_e2e.py as one torchrun rank: the variables it was given,
-# the library's lines (taking FAKE_TAKEN calls, forwarding FAKE_REASONS) and its PASS line.
+# the library's lines (taking FAKE_TAKEN calls by the all-reduce's kernels, FAKE_SCATTERED by
+# reducescatter, FAKE_GATHERED by allgather; forwarding FAKE_REASONS) and a PASS line for each
+# of its matrices.
 _TORCH_OPS = """#!{python}
 import os, sys
 sys.path.insert(0, {support!r})
@@ -217,9 +249,14 @@ shown = ("LOCAL_RANK", "E2E_ONE_GPU_PER_RANK", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_
 os.write(1, (f"rank {{rank}} env " + " ".join(name + "=" + os.environ.get(name, "-") for name in shown) + "\\n").encode())
 os.write(2, log(setup(rank, ranks),
                 released(rank, ranks, taken=(int(os.environ.get("FAKE_TAKEN", "400")), 0, 0, 0),
+                         reducescatter=int(os.environ.get("FAKE_SCATTERED", "480")),
+                         allgather=int(os.environ.get("FAKE_GATHERED", "160")),
                          forwarded=forwarded, reasons=reasons)).encode())
-os.write(1, f"rank {{rank}}/{{ranks}}: PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 placements), "
-            "0 wrong\\n".encode())
+for made, noun, shape in ((400, "all-reduces", "8 types x 5 ops x 5 lengths x 2 placements"),
+                          (480, "reduce-scatters", "8 types x 5 ops x 4 lengths x 3 placements"),
+                          (96, "all-gathers", "8 types x 4 lengths x 3 placements"),
+                          (64, "list all-gathers", "8 types x 4 lengths x 2 placements")):
+    os.write(1, f"rank {{rank}}/{{ranks}}: PASS {{made}} {{noun}} ({{shape}}), 0 wrong\\n".encode())
 """
 
 

@@ -21,10 +21,18 @@ def setup(rank, ranks, pid=1000, comm=0x55d0, eligible=True, why="ranks span 2 h
     return _PREFIX.format(pid=pid + rank, comm=comm, rank=rank, ranks=ranks) + "setup: " + detail
 
 
-def released(rank, ranks, pid=1000, comm=0x55d0, taken=(0, 0, 0, 0), forwarded=0, reasons="", nbytes=None):
-    shots = " ".join(f"{kernel}={count}" for kernel, count in zip(("1shot", "2shot", "1stage", "2stage"), taken))
+def released(rank, ranks, pid=1000, comm=0x55d0, taken=(0, 0, 0, 0), forwarded=0, reasons="", nbytes=None,
+             allgather=0, reducescatter=0):
+    """The library's released: line: `taken` by the all-reduce's kernels (1shot, 2shot, 1stage,
+    2stage), `allgather` and `reducescatter` by the other collectives' kernels, every kernel
+    named in the library's order (push kernels first)."""
+    one, two, pull_one, pull_two = taken
+    kernels = (("1shot", one), ("2shot", two), ("allgather", allgather), ("reducescatter", reducescatter),
+               ("1stage", pull_one), ("2stage", pull_two))
+    shots = " ".join(f"{kernel}={count}" for kernel, count in kernels)
+    calls = sum(count for _, count in kernels)
     line = (_PREFIX.format(pid=pid + rank, comm=comm, rank=rank, ranks=ranks) +
-            f"released: taken {shots} ({nbytes if nbytes is not None else 4096 * sum(taken)} bytes) "
+            f"released: taken {shots} ({nbytes if nbytes is not None else 4096 * calls} bytes) "
             f"forwarded {forwarded}")
     return line + (f" ({reasons})" if reasons else "")
 

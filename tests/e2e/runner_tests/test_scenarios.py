@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from fake_machine import FakeMachine, fake_all_reduce_perf, fake_build, fake_launchers, fake_mps, fake_torch_ops
+from fake_machine import FakeMachine, fake_nccl_tests, fake_build, fake_launchers, fake_mps, fake_torch_ops
 from runner_support import FAIL, PASS, SKIPPED
 from e2e_runner import scenarios_nccl_tests, scenarios_python
 from e2e_runner.all_scenarios import SCENARIOS
@@ -99,7 +99,7 @@ class ScenarioTest(unittest.TestCase):
                          ["NCCL_CAR_TEST_FAULT"], "-")
 
     def test_nccl_tests_one_thread_per_gpu_on_two_gpus(self):
-        perf = fake_all_reduce_perf(self.folder)
+        perf = fake_nccl_tests(self.folder)
         machine = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf))
         self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-threads", machine=machine), PASS)
         with open(os.path.join(self.logs, "multi-gpu-nccl-tests-threads", "nt-threads-t2-half-G10.log")) as log:
@@ -112,7 +112,7 @@ class ScenarioTest(unittest.TestCase):
     def launching_machine(self, gpus, **env):
         """A machine whose mpirun and torchrun are the stand-ins, with the stand-in nccl-tests."""
         path = f"{fake_launchers(self.folder)}:{os.environ['PATH']}"
-        return FakeMachine(gpus=gpus, env=dict(os.environ, PATH=path, ALL_REDUCE_PERF=fake_all_reduce_perf(self.folder),
+        return FakeMachine(gpus=gpus, env=dict(os.environ, PATH=path, ALL_REDUCE_PERF=fake_nccl_tests(self.folder),
                                                **env))
 
     def scenario_log(self, scenario, run):
@@ -180,15 +180,110 @@ class ScenarioTest(unittest.TestCase):
         self.assertIn("2 GPUs, odd sizes, sum: FAIL (exit 0, 120 rows (12 types: also f8e4m3 f8e5m2; sum), "
                       "#wrong 120000000,", "\n".join(self.said))
 
+    def test_all_gather_perf_on_the_rig(self):
+        self.assertEqual(self.run_scenario("nccl-tests-all-gather-4ranks", machine=self.launching_machine(1)), PASS)
+        log = self.scenario_log("nccl-tests-all-gather-4ranks", "nt-n4-bfloat16-G10")
+        self.assertIn("# Collective test starting: all_gather_perf\n", log)
+        self.assertIn("# argv -b 16 -e 16M -f 4 -d bfloat16 -c 1 -n 5 -w 2 -G 10\n", log)
+        self.assertIn("           0             0  bfloat16    none", log)  # 16 B: no 16 bytes a rank
+        self.assertIn("       65536          8192  bfloat16    none", log)  # the whole message, each rank's part
+        for rank in range(4):
+            self.assertIn(f"# rank {rank} env NCCL_HOSTID=nt-rank-{rank} NCCL_TESTS_DEVICE=0 NCCL_CAR_MAX_BLOCKS=33 ",
+                          log)
+        self.assertIn("nccl-tests-all-gather-4ranks: 4 ranks half -G 0: PASS (exit 0, 11 sizes, #wrong 0, "
+                      "4 communicator ranks eligible, 96 calls taken, 0 forwarded (none))", self.said)
+        self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 6 + ["stop"])
+
+    def test_all_gather_perf_fails_on_a_wrong_element_or_no_call_taken(self):
+        for env, unmet in ((dict(FAKE_WRONG="2"), "not met: #wrong 0, Out of bounds values : 0 OK"),
+                           (dict(FAKE_TAKEN="0", FAKE_REASONS="too-large=24"),
+                            "not met: calls taken, all-gather calls taken by allgather"),
+                           (dict(FAKE_TAKEN_AS="all_reduce_perf"),
+                            "not met: all-gather calls taken by allgather, no call taken by a kernel of another "
+                            "collective")):
+            with self.subTest(env=env):
+                self.said.clear()
+                machine = self.launching_machine(1, NT_DTYPES="float", NT_GRAPH="0", **env)
+                self.assertEqual(self.run_scenario("nccl-tests-all-gather-2ranks", machine=machine), FAIL)
+                self.assertIn(unmet, "\n".join(self.said))
+
+    def test_reduce_scatter_perf_every_op_on_the_rig(self):
+        machine = self.launching_machine(1, FAKE_REASONS="too-large=12")
+        self.assertEqual(self.run_scenario("nccl-tests-reduce-scatter-all-ops-2ranks", machine=machine), PASS)
+        said = "\n".join(self.said)
+        for sweep in ("odd", "small", "unaligned"):
+            for op in scenarios_nccl_tests.BUILT_IN_OPS:
+                self.assertIn(f"nccl-tests-reduce-scatter-all-ops-2ranks: 2 ranks, {sweep} sizes, {op}: PASS", said)
+        log = self.scenario_log("nccl-tests-reduce-scatter-all-ops-2ranks", "nt-ops-n2-unaligned-prod")
+        self.assertIn("# Collective test starting: reduce_scatter_perf\n", log)
+        self.assertIn("# argv -b 4 -e 1048576 -i 16411 -u 1 -d all -o prod -n 1 -w 0 -c 1\n", log)
+        self.assertIn("2 ranks, small sizes, min: PASS (exit 0, 1200 rows (12 types: also f8e4m3 f8e5m2; min), "
+                      "#wrong 0, 2 ranks eligible, 48 calls taken, 24 forwarded (too-large=24))", said)
+        self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 15 + ["stop"])
+        self.said.clear()
+        untaken = self.launching_machine(1, FAKE_TAKEN="0")
+        self.assertEqual(self.run_scenario("nccl-tests-reduce-scatter-all-ops-2ranks", machine=untaken), FAIL)
+        self.assertIn("2 ranks, odd sizes, sum: FAIL", "\n".join(self.said))
+        self.assertIn("reduce-scatter calls taken by reducescatter", "\n".join(self.said))
+
+    def test_all_gather_perf_every_type_on_two_gpus(self):
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-gather-all-types",
+                                           machine=self.launching_machine(2)), PASS)
+        runs = [line for line in self.said if ": PASS (exit " in line]
+        self.assertEqual([line.split(": ")[1] for line in runs],
+                         ["2 GPUs, odd sizes", "2 GPUs, small sizes", "2 GPUs, unaligned sizes"])
+        self.assertIn("120 rows (12 types: also f8e4m3 f8e5m2; none)", runs[0])
+        log = self.scenario_log("multi-gpu-nccl-tests-all-gather-all-types", "nt-ops-gpus2-small")
+        self.assertIn("# argv -b 24 -e 4800 -i 48 -d all -n 1 -w 0 -c 1 -g 1\n", log)  # no -o: it has no op
+        self.assertTrue(f"{self.folder}/all_gather_perf -b 24 " in log)  # mpirun started the one beside all_reduce_perf
+
+    def test_the_other_programs_one_process_per_gpu_and_in_one_process(self):
+        machine = self.launching_machine(2)
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-reduce-scatter-mpi", machine=machine), PASS)
+        self.assertIn("# argv -b 4 -e 64M -f 4 -c 1 -n 5 -w 2 -o all -d all -g 1\n",
+                      self.scenario_log("multi-gpu-nccl-tests-reduce-scatter-mpi", "nt-mpi-all-ops-all-types"))
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-gather-mpi", machine=machine), PASS)
+        self.assertIn("# argv -b 4 -e 64M -f 4 -c 1 -n 5 -w 2 -d all -g 1\n",
+                      self.scenario_log("multi-gpu-nccl-tests-all-gather-mpi", "nt-mpi-all-types"))
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-gather-threads", machine=machine), PASS)
+        log = self.scenario_log("multi-gpu-nccl-tests-all-gather-threads", "nt-threads-t2-half-G10")
+        self.assertIn("# Collective test starting: all_gather_perf\n", log)
+        self.assertIn("# argv -b 4 -e 64M -f 4 -c 1 -n 5 -w 2 -d half -t 2 -G 10\n", log)
+        wrong = self.launching_machine(2, FAKE_WRONG="1")
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-reduce-scatter-one-process", machine=wrong), FAIL)
+
+    def test_a_missing_program_skips_its_scenarios_saying_where_it_looked(self):
+        folder = os.path.join(self.folder, "nccl-tests")
+        os.makedirs(folder)
+        perf = fake_nccl_tests(folder, programs=("all_reduce_perf",))
+        machine = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf))
+        for name in ("nccl-tests-all-gather-2ranks", "multi-gpu-nccl-tests-reduce-scatter-threads"):
+            with self.subTest(name=name):
+                self.assertEqual(self.run_scenario(name, machine=machine), SKIPPED)
+                program = "all_gather_perf" if "gather" in name else "reduce_scatter_perf"
+                self.assertEqual(self.said[-1], f"{name}: SKIPPED (no {program}: {folder}/{program} is not an "
+                                                f"executable (set {program.upper()} to an MPI build's {program}))")
+        self.assertFalse(os.path.exists(self.mps_calls))
+        # Its own variable finds it elsewhere.
+        elsewhere = os.path.join(self.folder, "elsewhere")
+        os.makedirs(elsewhere)
+        fake_nccl_tests(elsewhere, programs=("reduce_scatter_perf",))
+        named = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf,
+                                             REDUCE_SCATTER_PERF=os.path.join(elsewhere, "reduce_scatter_perf")))
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-reduce-scatter-threads", machine=named), PASS)
+
     def test_torch_every_op_on_the_rig_and_on_two_gpus(self):
         with mock.patch.object(scenarios_python, "TORCH_OPS", fake_torch_ops(self.folder)):
             self.assertEqual(self.run_scenario("torch-all-ops-4ranks", machine=self.launching_machine(1)), PASS)
             self.assertEqual(self.run_scenario("multi-gpu-torch-all-ops", machine=self.launching_machine(8)), PASS)
             fewer = self.launching_machine(1, FAKE_TAKEN="399")
             self.assertEqual(self.run_scenario("torch-all-ops-2ranks", machine=fewer), FAIL)
+            ungathered = self.launching_machine(1, FAKE_GATHERED="0")
+            self.assertEqual(self.run_scenario("torch-all-ops-3ranks", machine=ungathered), FAIL)
         said = "\n".join(self.said)
-        self.assertIn("torch-all-ops-4ranks: 4 ranks: PASS (exit 0, 4/4 ranks passed, 1600 all-reduces made, "
-                      "4 eligible, 1600 calls taken, 0 forwarded (none))", said)
+        self.assertIn("torch-all-ops-4ranks: 4 ranks: PASS (exit 0, 4/4 ranks passed, 4 eligible; all-reduce: 1600 "
+                      "made, 1600 taken; reduce-scatter: 1920 made, 1920 taken; all-gather: 640 made, 640 taken; "
+                      "0 forwarded (none))", said)
         self.assertIn("not met: the 800 all-reduces made taken or too-large", said)
         rig = self.scenario_log("torch-all-ops-4ranks", "torch-ops-n4")
         self.assertIn("# torchrun --standalone --nproc-per-node 4 ", rig)
@@ -197,7 +292,9 @@ class ScenarioTest(unittest.TestCase):
         gpus = self.scenario_log("multi-gpu-torch-all-ops", "torch-ops-gpus2")
         self.assertIn("# torchrun --standalone --nproc-per-node 2 ", gpus)  # 2 of the 8 GPUs
         self.assertIn("rank 1 env LOCAL_RANK=1 E2E_ONE_GPU_PER_RANK=1 NCCL_CAR_MAX_BLOCKS=- ", gpus)
-        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"] * 2)
+        self.assertIn("torch-all-ops-3ranks: 3 ranks: FAIL (", said)
+        self.assertIn("not met: the 480 all-gathers made taken by allgather", said)
+        self.assertEqual(self.mps_actions(), ["start", "restart", "stop"] * 3)
 
     def test_a_ctypes_client_per_rank_brought_in_by_audit(self):
         client = fake_build(os.path.join(self.folder, "client"), programs=("ctypes_allreduce",))

@@ -38,11 +38,34 @@ class SelectionTest(unittest.TestCase):
     def test_every_op_scenarios_on_the_rig_and_on_two_gpus(self):
         self.assertEqual([scenario.name for scenario in select(["*all-ops*"])],
                          ["nccl-tests-all-ops-2ranks", "nccl-tests-all-ops-3ranks", "nccl-tests-all-ops-4ranks",
-                          "multi-gpu-nccl-tests-all-ops", "torch-all-ops-2ranks", "torch-all-ops-3ranks",
+                          "multi-gpu-nccl-tests-all-ops", "nccl-tests-reduce-scatter-all-ops-2ranks",
+                          "nccl-tests-reduce-scatter-all-ops-3ranks", "nccl-tests-reduce-scatter-all-ops-4ranks",
+                          "multi-gpu-nccl-tests-reduce-scatter-all-ops", "torch-all-ops-2ranks", "torch-all-ops-3ranks",
                           "torch-all-ops-4ranks", "torch-all-ops-8ranks", "multi-gpu-torch-all-ops"])
         self.assertEqual(SCENARIOS["multi-gpu-nccl-tests-all-ops"].labels, ["e2e", "gpu", "multi-gpu"])
         self.assertEqual(SCENARIOS["nccl-tests-all-ops-3ranks"].labels, ["e2e", "gpu"])
         self.assertEqual(SCENARIOS["torch-all-ops-8ranks"].needs, ("gpu", "mps", "nccl", "torch", "torchrun"))
+
+    def test_each_nccl_tests_program_has_the_same_scenarios(self):
+        # all_gather_perf has no op: its every-type scenarios sweep types only.
+        names = {prefix: sorted(name[len(prefix):] for name in SCENARIOS
+                                if name.startswith(prefix) and not name.startswith(prefix + "all-gather-")
+                                and not name.startswith(prefix + "reduce-scatter-"))
+                 for prefix in ("nccl-tests-", "nccl-tests-all-gather-", "nccl-tests-reduce-scatter-",
+                                "multi-gpu-nccl-tests-", "multi-gpu-nccl-tests-all-gather-",
+                                "multi-gpu-nccl-tests-reduce-scatter-")}
+        self.assertEqual(names["nccl-tests-"], ["2ranks", "4ranks", "8ranks", "all-ops-2ranks", "all-ops-3ranks",
+                                                "all-ops-4ranks"])
+        self.assertEqual(names["nccl-tests-reduce-scatter-"], names["nccl-tests-"])
+        self.assertEqual(names["nccl-tests-all-gather-"], ["2ranks", "4ranks", "8ranks", "all-types-2ranks",
+                                                           "all-types-3ranks", "all-types-4ranks"])
+        self.assertEqual(names["multi-gpu-nccl-tests-"], ["all-ops", "mpi", "one-process", "threads"])
+        self.assertEqual(names["multi-gpu-nccl-tests-reduce-scatter-"], names["multi-gpu-nccl-tests-"])
+        self.assertEqual(names["multi-gpu-nccl-tests-all-gather-"], ["all-types", "mpi", "one-process", "threads"])
+        self.assertEqual(SCENARIOS["nccl-tests-all-gather-8ranks"].needs,
+                         ("gpu", "mps", "nccl", "mpirun", "all_gather_perf"))
+        self.assertEqual(SCENARIOS["multi-gpu-nccl-tests-reduce-scatter-threads"].needs,
+                         ("2 gpus", "nccl", "reduce_scatter_perf"))
 
     def test_every_scenario_needs_a_gpu_first(self):
         # On a machine without one (CI), every scenario is skipped for that reason alone.
@@ -105,23 +128,62 @@ class MachineTest(unittest.TestCase):
             for path in (perf, other):
                 open(path, "w").close()
             os.chmod(perf, stat.S_IRWXU)
-            self.assertEqual(Machine(env={}, all_reduce_perf=perf).all_reduce_perf, perf)
-            self.assertEqual(Machine(env={"ALL_REDUCE_PERF": perf}, all_reduce_perf=other).all_reduce_perf, perf)
-            self.assertIsNone(Machine(env={}, all_reduce_perf=other).all_reduce_perf)  # not executable
-            self.assertIsNone(Machine(env={}).all_reduce_perf)
 
-    def test_all_reduce_perf_options_from_its_usage(self):
+            def found(machine):
+                return machine.nccl_tests_program("all_reduce_perf")
+
+            self.assertEqual(found(Machine(env={}, all_reduce_perf=perf)), perf)
+            self.assertEqual(found(Machine(env={"ALL_REDUCE_PERF": perf}, all_reduce_perf=other)), perf)
+            self.assertIsNone(found(Machine(env={}, all_reduce_perf=other)))  # not executable
+            self.assertIsNone(found(Machine(env={})))
+
+    def test_the_other_programs_beside_all_reduce_perf_or_by_their_variables(self):
         with tempfile.TemporaryDirectory() as folder:
-            perf = os.path.join(folder, "all_reduce_perf")
-            with open(perf, "w") as script:  # prints its usage as nccl-tests 2.19.6 does
-                script.write("#!/bin/sh\necho \"USAGE: all_reduce_perf [-u,--unalign <index of first element>] "
-                             "[-h,--help]\"\n")
-            os.chmod(perf, stat.S_IRWXU)
-            machine = Machine(env={"ALL_REDUCE_PERF": perf, "PATH": "/usr/bin:/bin"})
-            self.assertTrue(machine.all_reduce_perf_has("unalign"))
-            self.assertFalse(machine.all_reduce_perf_has("per_iter_timing"))
-            self.assertFalse(machine.all_reduce_perf_has("unal"))  # whole names only
-            self.assertFalse(Machine(env={"PATH": ""}).all_reduce_perf_has("unalign"))  # no all_reduce_perf at all
+            build, elsewhere = (os.path.join(folder, name) for name in ("build", "elsewhere"))
+            for place in (build, elsewhere):
+                os.makedirs(place)
+                for program in ("all_gather_perf", "reduce_scatter_perf"):
+                    open(os.path.join(place, program), "w").close()
+                    os.chmod(os.path.join(place, program), stat.S_IRWXU)
+            beside = Machine(env={}, all_reduce_perf=os.path.join(build, "all_reduce_perf"))
+            # all_reduce_perf itself need not be there for its folder to name the others.
+            self.assertEqual(beside.nccl_tests_program("all_gather_perf"), os.path.join(build, "all_gather_perf"))
+            named = Machine(env={"ALL_REDUCE_PERF": os.path.join(build, "all_reduce_perf"),
+                                 "REDUCE_SCATTER_PERF": os.path.join(elsewhere, "reduce_scatter_perf")})
+            self.assertEqual(named.nccl_tests_program("reduce_scatter_perf"),
+                             os.path.join(elsewhere, "reduce_scatter_perf"))
+            self.assertEqual(named.nccl_tests_program("all_gather_perf"), os.path.join(build, "all_gather_perf"))
+            alone = Machine(env={"ALL_GATHER_PERF": os.path.join(elsewhere, "all_gather_perf")})
+            self.assertEqual(alone.nccl_tests_program("all_gather_perf"), os.path.join(elsewhere, "all_gather_perf"))
+            self.assertIsNone(alone.nccl_tests_program("reduce_scatter_perf"))  # nothing names it
+            self.assertIsNone(alone.nccl_tests_path("reduce_scatter_perf"))
+
+    def test_a_missing_program_names_where_it_was_looked_for(self):
+        with tempfile.TemporaryDirectory() as folder:
+            machine = Machine(env={"ALL_REDUCE_PERF": os.path.join(folder, "all_reduce_perf")})
+            self.assertEqual(requirements.CHECKS["all_gather_perf"](machine, None),
+                             f"no all_gather_perf: {folder}/all_gather_perf is not an executable (set ALL_GATHER_PERF "
+                             "to an MPI build's all_gather_perf)")
+            self.assertIn("no nccl-tests: set REDUCE_SCATTER_PERF to an MPI build's reduce_scatter_perf, or "
+                          "ALL_REDUCE_PERF to the all_reduce_perf it was built beside",
+                          requirements.CHECKS["reduce_scatter_perf"](Machine(env={}), None))
+            self.assertIn("no nccl-tests: set ALL_REDUCE_PERF", requirements.CHECKS["all_reduce_perf"](Machine(env={}),
+                                                                                                   None))
+
+    def test_nccl_tests_options_from_their_usage(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for program in ("all_reduce_perf", "all_gather_perf"):
+                with open(os.path.join(folder, program), "w") as script:  # its usage, as nccl-tests 2.19.6 prints it
+                    script.write(f"#!/bin/sh\necho \"USAGE: {program} [-u,--unalign <index of first element>] "
+                                 "[-h,--help]\"\n" if program == "all_reduce_perf" else
+                                 f"#!/bin/sh\necho \"USAGE: {program} [-h,--help]\"\n")
+                os.chmod(os.path.join(folder, program), stat.S_IRWXU)
+            machine = Machine(env={"ALL_REDUCE_PERF": os.path.join(folder, "all_reduce_perf"), "PATH": "/usr/bin:/bin"})
+            self.assertTrue(machine.nccl_tests_has("all_reduce_perf", "unalign"))
+            self.assertFalse(machine.nccl_tests_has("all_reduce_perf", "per_iter_timing"))
+            self.assertFalse(machine.nccl_tests_has("all_reduce_perf", "unal"))  # whole names only
+            self.assertFalse(machine.nccl_tests_has("all_gather_perf", "unalign"))  # each program asked itself
+            self.assertFalse(Machine(env={"PATH": ""}).nccl_tests_has("all_reduce_perf", "unalign"))  # none at all
 
     def test_nccl_home_names_the_library_folder(self):
         with tempfile.TemporaryDirectory() as home:

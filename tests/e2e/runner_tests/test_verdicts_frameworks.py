@@ -11,9 +11,11 @@ ROW = ("{size:>12} {count:>13}  bfloat16  {redop:>6}      -1    11.07    0.74   
 
 
 def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible=2, exit_line=True,
-             taken=(20, 4, 0, 0), reasons="", library=True, redop="sum"):
+             taken=(20, 4, 0, 0), reasons="", library=True, redop="sum", **movers):
     """all_reduce_perf -c 1 under mpirun --tag-output, with the library's lines of every rank
-    (none when not `library`); each row (size, #wrong out of place, #wrong in place)."""
+    (none when not `library`); each row (size, #wrong out of place, #wrong in place). The
+    released: lines count `taken` by the all-reduce's kernels and `movers` (allgather=N,
+    reducescatter=N) by the others'."""
     lines = ["# nccl-tests version 2.17.1 nccl-headers=22809 nccl-library=22809",
              "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
              "busbw #wrong"]
@@ -23,7 +25,8 @@ def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible
               for size, out, inside in rows]
     forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
     if library:
-        lines += [f"[1,{rank}]<stderr>:" + released(rank, ranks, taken=taken, forwarded=forwarded, reasons=reasons)
+        lines += [f"[1,{rank}]<stderr>:" + released(rank, ranks, taken=taken, forwarded=forwarded, reasons=reasons,
+                                                     **movers)
                   for rank in range(ranks)]
     if bounds:
         lines.append(f"# Out of bounds values : {bounds}")
@@ -88,16 +91,59 @@ class NcclTestsTest(unittest.TestCase):
         self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="comm-not-ready=1"), 2).status, FAIL)
 
 
+class NcclTestsOtherCollectivesTest(unittest.TestCase):
+    """all_gather_perf and reduce_scatter_perf: their own kernel must have taken calls."""
+
+    def test_calls_taken_by_the_collective_s_kernel_pass(self):
+        gathered = perf_log(redop="none", taken=(0, 0, 0, 0), allgather=24)
+        verdict = verdicts.nccl_tests(0, gathered, 2, "all-gather")
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertEqual(verdict.detail, "exit 0, 2 sizes, #wrong 0, 2 communicator ranks eligible, 48 calls taken, "
+                                         "0 forwarded (none)")
+        scattered = perf_log(taken=(0, 0, 0, 0), reducescatter=24, reasons="too-large=2")
+        self.assertEqual(verdicts.nccl_tests(0, scattered, 2, "reduce-scatter").status, PASS)
+
+    def test_no_call_taken_fails(self):
+        verdict = verdicts.nccl_tests(0, perf_log(redop="none", taken=(0, 0, 0, 0), reasons="too-large=24"), 2,
+                                      "all-gather")
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: calls taken, all-gather calls taken by allgather", verdict.detail)
+        self.assertIn("0 calls taken", verdict.detail)
+
+    def test_calls_counted_by_another_collective_s_kernels_fail(self):
+        # all_reduce_perf's counts in an all_gather_perf run: the library counted the calls
+        # it took as all-reduces, or the run was not the one the verdict was asked about.
+        verdict = verdicts.nccl_tests(0, perf_log(redop="none"), 2, "all-gather")
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: all-gather calls taken by allgather, no call taken by a kernel of another collective",
+                      verdict.detail)
+        self.assertIn("taken by kernels of other collectives: 1shot=40 2shot=8", verdict.notes)
+        both = perf_log(taken=(0, 0, 0, 0), reducescatter=24, allgather=1)
+        self.assertIn("no call taken by a kernel of another collective",
+                      verdicts.nccl_tests(0, both, 2, "reduce-scatter").detail)
+        # The all-reduce's verdict asks the same of its own runs.
+        self.assertIn("no call taken by a kernel of another collective",
+                      verdicts.nccl_tests(0, perf_log(allgather=1), 2).detail)
+
+    def test_a_wrong_element_fails_whatever_was_taken(self):
+        wrong = perf_log(rows=((1024, 0, 0), (4096, 0, 3)), redop="none", taken=(0, 0, 0, 0), allgather=24)
+        verdict = verdicts.nccl_tests(0, wrong, 2, "all-gather")
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: #wrong 0", verdict.detail)
+        self.assertIn("#wrong 3", verdict.detail)
+
+
 WORDS = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
          "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
 ODD_SIZES = [4 + 999997 * step for step in range(10)]
 
 
 def every_type_log(op="prod", sizes=ODD_SIZES, types=tuple(WORDS), wrong=None, ranks=2, eligible=2, released_ranks=2,
-                   reasons="too-large=60 empty=12", ops=None):
+                   reasons="too-large=60 empty=12", ops=None, kernels=None):
     """all_reduce_perf -c 1 -d all -o OP under mpirun, as nccl-tests 2.17 prints it, with the
     library's lines of every rank (tagged as mpirun --tag-output would, but rank 0's), `wrong`
-    {(type, size): text} in the out-of-place #wrong column."""
+    {(type, size): text} in the out-of-place #wrong column; the released: lines count
+    `kernels` (released()'s arguments; by default 360 calls of the all-reduce's kernels)."""
     wrong = wrong or {}
     lines = ["# nccl-tests version 2.17.1 nccl-headers=22809 nccl-library=22809",
              "# Collective test starting: all_reduce_perf",
@@ -118,7 +164,8 @@ def every_type_log(op="prod", sizes=ODD_SIZES, types=tuple(WORDS), wrong=None, r
                 lines.append(f"{count * WORDS[dtype]:12}  {count:12}  {dtype:>8}  {redop:>6}      -1    21.35    0.00"
                              f"    0.00  {wrong.get((dtype, size), '0'):>5}    20.98    0.00    0.00      0")
     forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
-    lines += [tag(rank) + released(rank, ranks, taken=(300, 40, 0, 20), forwarded=forwarded, reasons=reasons)
+    lines += [tag(rank) + released(rank, ranks, forwarded=forwarded, reasons=reasons,
+                                   **(kernels or dict(taken=(300, 40, 0, 20))))
               for rank in range(released_ranks)]
     lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.10297", "#",
               "# Collective test concluded: all_reduce_perf"]
@@ -191,29 +238,65 @@ class NcclTestsEveryTypeTest(unittest.TestCase):
     def test_every_rank_eligible_released_and_taking_calls(self):
         self.assertIn("not met: 2 ranks eligible", self.verdict(every_type_log(eligible=1)).detail)
         self.assertIn("not met: 2 ranks released", self.verdict(every_type_log(released_ranks=1)).detail)
-        untaken = every_type_log().replace("taken 1shot=300 2shot=40 1stage=0 2stage=20",
+        untaken = every_type_log().replace("taken 1shot=300 2shot=40 allgather=0 reducescatter=0 1stage=0 2stage=20",
                                            "taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0")
         self.assertIn("not met: calls taken", self.verdict(untaken).detail)
         self.assertIn("not met: exit 0", self.verdict(every_type_log(), returncode=1).detail)
 
 
-def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False, made=400):
-    """torch_ops_e2e.py under torchrun, with the library's lines of every rank."""
+class NcclTestsEveryTypeOtherCollectivesTest(unittest.TestCase):
+    def test_all_gather_perf_s_rows_have_no_op(self):
+        gathered = every_type_log(op="none", kernels=dict(allgather=360))
+        verdict = verdicts.nccl_tests_every_type(0, gathered, "none", 10, 2, "all-gather")
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("120 rows (12 types: also f8e4m3 f8e5m2; none), #wrong 0, 2 ranks eligible, 720 calls taken",
+                      verdict.detail)
+        self.assertIn("not met: only sum rows", verdicts.nccl_tests_every_type(0, gathered, "sum", 10, 2,
+                                                                                 "all-gather").detail)
+
+    def test_reduce_scatter_perf_needs_its_own_kernel(self):
+        scattered = every_type_log(op="avg", kernels=dict(reducescatter=360))
+        self.assertEqual(verdicts.nccl_tests_every_type(0, scattered, "avg", 10, 2, "reduce-scatter").status, PASS)
+        untaken = every_type_log(op="avg", kernels=dict(reducescatter=0), reasons="too-large=360")
+        verdict = verdicts.nccl_tests_every_type(0, untaken, "avg", 10, 2, "reduce-scatter")
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: calls taken, reduce-scatter calls taken by reducescatter", verdict.detail)
+        wrong = every_type_log(op="avg", kernels=dict(reducescatter=360), wrong={("half", 1000001): "5"})
+        verdict = verdicts.nccl_tests_every_type(0, wrong, "avg", 10, 2, "reduce-scatter")
+        self.assertIn("not met: #wrong 0", verdict.detail)
+        self.assertIn("1000000 B half avg: #wrong 5 out of place, 0 in place", verdict.notes)
+
+
+# torch_ops_e2e.py's matrices: noun, calls, shape.
+TORCH_MATRICES = (("all-reduces", 400, "8 types x 5 ops x 5 lengths x 2 placements"),
+                  ("reduce-scatters", 480, "8 types x 5 ops x 4 lengths x 3 placements"),
+                  ("all-gathers", 96, "8 types x 4 lengths x 3 placements"),
+                  ("list all-gathers", 64, "8 types x 4 lengths x 2 placements"))
+
+
+def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False, made=None, scattered=480,
+                  gathered=160, matrices=TORCH_MATRICES):
+    """torch_ops_e2e.py under torchrun, with the library's lines of every rank: each rank's
+    released: line counts `taken` calls by the all-reduce's kernels, `scattered` by
+    reducescatter, `gathered` by allgather; its PASS line for each of `matrices` counts the
+    calls made[noun] says (the whole matrix by default); ranks from `passing` on fail their
+    reduce-scatters."""
     passing = ranks if passing is None else passing
+    made = made or {}
     forwarded = sum(int(pair.split("=")[1]) for pair in reasons.split())
     lines, results = [], []
     for rank in range(ranks):
         lines += [setup(rank, ranks), released(rank, ranks, taken=(taken - 100, 60, 40, 0) if taken else (0, 0, 0, 0),
-                                               forwarded=forwarded,
+                                               reducescatter=scattered, allgather=gathered, forwarded=forwarded,
                                                reasons=reasons)]
-        if rank < passing:
-            results.append(f"rank {rank}/{ranks}: PASS {made} all-reduces (8 types x 5 ops x 5 lengths x 2 "
-                           "placements), 0 wrong")
-        else:
-            lines.append(f"rank {rank}/{ranks}: WRONG int32 avg n=1001 at +1: 334 of 1001 elements "
-                         "(first at 2: got -1, want 0)")
-            results.append(f"rank {rank}/{ranks}: FAIL 1 of 400 all-reduces wrong (8 types x 5 ops x 5 lengths x 2 "
-                           "placements): ['int32 avg n=1001 at +1']")
+        for noun, calls, shape in matrices:
+            if rank >= passing and noun == "reduce-scatters":
+                lines.append(f"rank {rank}/{ranks}: WRONG reduce-scatter int32 avg n=1001 at +1: 334 of 1001 elements "
+                             "(first at 2: got -1, want 0)")
+                results.append(f"rank {rank}/{ranks}: FAIL 1 of 480 reduce-scatters wrong, 480 to make ({shape}): "
+                               "['reduce-scatter int32 avg n=1001 at +1']")
+            else:
+                results.append(f"rank {rank}/{ranks}: PASS {made.get(noun, calls)} {noun} ({shape}), 0 wrong")
     # Two ranks' lines run into one when each writes its line and newline apart.
     return log(*lines, *(["".join(results)] if interleaved else results))
 
@@ -222,16 +305,26 @@ class TorchEveryOpTest(unittest.TestCase):
     def test_every_rank_passing_with_every_call_taken_passes(self):
         verdict = verdicts.torch_every_op(3, 0, torch_ops_log(3))
         self.assertEqual(verdict.status, PASS, verdict.detail)
-        self.assertEqual(verdict.detail, "exit 0, 3/3 ranks passed, 1200 all-reduces made, 3 eligible, 1200 calls "
-                                         "taken, 0 forwarded (none)")
+        self.assertEqual(verdict.detail, "exit 0, 3/3 ranks passed, 3 eligible; all-reduce: 1200 made, 1200 taken; "
+                                         "reduce-scatter: 1440 made, 1440 taken; all-gather: 480 made, 480 taken; "
+                                         "0 forwarded (none)")
         self.assertEqual(verdicts.torch_every_op(3, 0, torch_ops_log(3, interleaved=True)).status, PASS)
         self.assertEqual(verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="too-large=1")).status, PASS)
 
     def test_a_wrong_rank_fails_and_is_shown(self):
         verdict = verdicts.torch_every_op(2, 1, torch_ops_log(2, passing=1))
-        self.assertIn("not met: exit 0, all 2 ranks pass", verdict.detail)
-        self.assertIn("rank 1/2: WRONG int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: got -1, want 0)",
-                      verdict.notes)
+        self.assertIn("not met: exit 0, all 2 ranks pass their reduce-scatters", verdict.detail)
+        self.assertIn("1/2 ranks passed", verdict.detail)
+        self.assertIn("rank 1/2: WRONG reduce-scatter int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: "
+                      "got -1, want 0)", verdict.notes)
+
+    def test_a_script_without_the_other_collectives_fails(self):
+        # The script as it was: all-reduces only, every one right and taken.
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, matrices=TORCH_MATRICES[:1], scattered=0, gathered=0))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: all 2 ranks pass their reduce-scatters, all 2 ranks pass their all-gathers, "
+                      "all 2 ranks pass their list all-gathers", verdict.detail)
+        self.assertIn("0/2 ranks passed", verdict.detail)
 
     def test_forwarded_or_untaken_calls_fail(self):
         verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="op=80"))
@@ -240,13 +333,24 @@ class TorchEveryOpTest(unittest.TestCase):
         verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=399))
         self.assertIn("not met: the 800 all-reduces made taken or too-large", verdict.detail)
         untaken = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=0, reasons="too-large=400"))
-        self.assertIn("not met: calls taken", untaken.detail)
+        self.assertIn("not met: the 800 all-reduces made taken or too-large", untaken.detail)
+
+    def test_gathers_and_scatters_not_taken_by_their_kernels_fail(self):
+        # Every check right, and NCCL did the gathering: PyTorch cannot tell, the counts can.
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, gathered=0, reasons="too-large=160"))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: the 320 all-gathers made taken by allgather", verdict.detail)
+        self.assertIn("all-gather: 320 made, 0 taken", verdict.detail)
+        # too-large may excuse an all-reduce, never one of these (all within the limits).
+        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, scattered=479, reasons="too-large=1"))
+        self.assertIn("not met: the 960 reduce-scatters made taken by reducescatter", verdict.detail)
 
     def test_the_largest_calls_may_go_to_nccl_as_too_large(self):
         # Integers and fp64 travel split, twice their bytes in the push areas: their largest tensors may not fit.
         verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=396, reasons="too-large=4"))
         self.assertEqual(verdict.status, PASS, verdict.detail)
-        self.assertIn("792 calls taken, 8 forwarded (too-large=8)", verdict.detail)
+        self.assertIn("all-reduce: 800 made, 792 taken;", verdict.detail)
+        self.assertIn("8 forwarded (too-large=8)", verdict.detail)
 
     def test_lines_of_another_world_size_do_not_count(self):
         self.assertEqual(verdicts.torch_every_op(4, 0, torch_ops_log(2) + torch_ops_log(2)).status, FAIL)
@@ -256,9 +360,9 @@ class TorchEveryOpTest(unittest.TestCase):
         skipped = torch_ops_log(2, taken=380).replace("PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 "
                                                       "placements)", "PASS 380 all-reduces (8 types x 5 ops x 5 "
                                                       "lengths x 2 placements, 20 skipped)")
-        self.assertIn("not met: all 2 ranks pass", verdicts.torch_every_op(2, 0, skipped).detail)
-        fewer = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=380, made=380))
-        self.assertIn("not met: each made its whole matrix", fewer.detail)
+        self.assertIn("not met: all 2 ranks pass their all-reduces", verdicts.torch_every_op(2, 0, skipped).detail)
+        fewer = verdicts.torch_every_op(2, 0, torch_ops_log(2, made={"reduce-scatters": 470}, scattered=470))
+        self.assertIn("not met: each made its whole matrices", fewer.detail)
 
 
 def torch_log(ranks, passing=None, taken=(10, 2, 0, 0), forwarded=0, reasons="", extra=()):
