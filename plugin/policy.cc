@@ -66,6 +66,7 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::Requested: return "requested";
     case ForwardReason::NonblockingGroup: return "nonblocking-group";
     case ForwardReason::Tuned: return "tuned";
+    case ForwardReason::PointerCheck: return "pointer-check";
     case ForwardReason::kCount: break;
   }
   return "?";

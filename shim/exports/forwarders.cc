@@ -5,6 +5,7 @@
 //
 // The forwarders are weak: hooks.cc defines the functions we interpose, and its (strong)
 // definitions replace these when libnccl-car.so is linked. A new hook needs no change here.
+// Each is exported under NCCL's profiling name too (pnccl*, the same function, as in NCCL).
 #include <nccl.h>
 
 #include "exports/forward_target.h"
@@ -18,6 +19,7 @@
     void* target = car::forwardTarget(#name, entry, &noRealNccl);              \
     if (target == nullptr) return car::unavailableResult<ret>(noRealNccl);     \
     return reinterpret_cast<decltype(&::name)>(target) args;                   \
-  }
+  }                                                                            \
+  extern "C" __attribute__((weak, visibility("default"), alias(#name))) decltype(name) p##name;
 #include "exports/nccl_api.def"
 #undef CAR_NCCL_FUNCTION

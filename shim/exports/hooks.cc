@@ -15,6 +15,7 @@
 #include "lifecycle/group_calls.h"
 #include "log.h"
 #include "exports/nccl_types.h"
+#include "exports/pointer_check.h"
 #include "exports/real_nccl.h"
 #include "lifecycle/registry.h"
 #include "lifecycle/release.h"
@@ -212,22 +213,21 @@ void warnUnknownOption(const CommState& state, const char* value) {
            "which names no kernel ({}); the rule chooses; said once", describe(state), value, names);
 }
 
-// One call of a collective we hook: ncclAllReduce, ncclAllGather (op unused), ncclReduceScatter,
-// and their per-call config forms.
-Route routeCollective(const RealNccl& real, Collective collective, const void* send, void* recv, std::size_t count,
-                      ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
-                      const CollConfig* config = nullptr) {
-  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
-  if (!state) {
-    warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
-    return Route::Nccl;
-  }
-  if (!gateOpen(real, state, stream)) return refuse(*state, collective);
+// One call of a collective we hook on a communicator we adopted (ncclAllReduce, ncclAllGather
+// (op unused), ncclReduceScatter, and their per-call config forms), with its gate held.
+Route routeCollective(const RealNccl& real, const std::shared_ptr<CommState>& state, Collective collective,
+                      const void* send, void* recv, std::size_t count, ncclDataType_t type, ncclRedOp_t op,
+                      ncclComm_t comm, cudaStream_t stream, const CollConfig* config) {
   // Held until the call is on the stream.
   CommState::Locked locked = state->lock();
   std::optional<ForwardReason> refused;
   if (!admits(real, *state, locked, comm, &refused)) {
     if (refused) warnInvarianceEnds(state.get(), *refused, collective, count, type, op);
+    return Route::Nccl;
+  }
+  if (ncclChecksPointers() &&
+      !(passesNcclPointerCheck(send, state->device()) && passesNcclPointerCheck(recv, state->device()))) {
+    state->counters().countForwarded(ForwardReason::PointerCheck);
     return Route::Nccl;
   }
   CollectiveCall call = collectiveCallOf(collective, send, recv, count, type, op, stream);
@@ -329,12 +329,29 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
                             cudaStream_t stream, const CollConfig* config = nullptr) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  Route route = Route::Nccl;
+  std::shared_ptr<CommState> state;
+  bool open = true;
   if (!passThrough()) {
-    guarded(name, [&] { route = routeCollective(*real, collective, send, recv, count, type, op, comm, stream, config); });
+    guarded(name, [&] {
+      state = Registry::instance().find(comm);
+      if (state) open = gateOpen(*real, state, stream);
+      else warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
+    });
   }
+  if (!state) return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config);
+  // Held from our look at the communicator to NCCL's call: an abort, destroy or finalize from
+  // another thread waits for the call to reach NCCL (bounded), and never frees the
+  // communicator in between.
+  const NcclGate::Hold hold(state->gate());
+  if (!open || !hold.entered()) {
+    guarded(name, [&] { refuse(*state, collective); });
+    return ncclInvalidUsage;
+  }
+  Route route = Route::Nccl;
+  guarded(name, [&] {
+    route = routeCollective(*real, state, collective, send, recv, count, type, op, comm, stream, config);
+  });
   if (route == Route::Ours) return ncclSuccess;
-  if (route == Route::Refused) return ncclInvalidUsage;
   return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config);
 }
 
@@ -362,6 +379,9 @@ ncclResult_t endDeferredCalls(const RealNccl& real, ncclResult_t groupResult, bo
     // A group with nonblocking members ends ncclInProgress, and NCCL launches even its blocking
     // members' calls later, from its own thread: ours go after them, on every rank alike.
     if (groupResult == ncclInProgress && !groupLaunched(real, *deferred.state)) continue;
+    // As in hookCollective: no abort frees the communicator until NCCL has the call. A closed
+    // gate is not entered; launchDeferred then says the call was not run.
+    const NcclGate::Hold hold(deferred.state->gate());
     Route route = Route::Refused;  // should our side throw, nothing is sent to NCCL
     guarded("ncclGroupEnd", [&] { route = launchDeferred(deferred); });
     if (route != Route::Nccl) continue;
@@ -614,3 +634,39 @@ CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t w
   }
   return real->commWindowDeregister(comm, win);
 }
+
+// NCCL exports every function a second time as pnccl*, for profilers that wrap the nccl*
+// name and call on through the other (as MPI's PMPI): the same function. So are ours, or a
+// communicator made or ended through that name would escape the library.
+#define CAR_PROFILING_NAME(name) \
+  CAR_EXPORT __attribute__((alias(#name))) decltype(name) p##name;
+CAR_PROFILING_NAME(ncclAllReduce)
+CAR_PROFILING_NAME(ncclAllGather)
+CAR_PROFILING_NAME(ncclReduceScatter)
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+CAR_PROFILING_NAME(ncclAllReduceConfig)
+CAR_PROFILING_NAME(ncclAllGatherConfig)
+CAR_PROFILING_NAME(ncclReduceScatterConfig)
+#endif
+CAR_PROFILING_NAME(ncclCommInitRank)
+CAR_PROFILING_NAME(ncclCommInitRankConfig)
+CAR_PROFILING_NAME(ncclCommInitRankScalable)
+CAR_PROFILING_NAME(ncclCommInitAll)
+CAR_PROFILING_NAME(ncclCommSplit)
+CAR_PROFILING_NAME(ncclCommShrink)
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+CAR_PROFILING_NAME(ncclCommGrow)
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
+CAR_PROFILING_NAME(ncclCommSuspend)
+#endif
+CAR_PROFILING_NAME(ncclCommFinalize)
+CAR_PROFILING_NAME(ncclCommDestroy)
+CAR_PROFILING_NAME(ncclCommAbort)
+CAR_PROFILING_NAME(ncclCommRevoke)
+CAR_PROFILING_NAME(ncclGroupStart)
+CAR_PROFILING_NAME(ncclGroupEnd)
+CAR_PROFILING_NAME(ncclGroupSimulateEnd)
+CAR_PROFILING_NAME(ncclCommWindowRegister)
+CAR_PROFILING_NAME(ncclCommWindowDeregister)
+#undef CAR_PROFILING_NAME

@@ -1,7 +1,8 @@
 // Our own NCCL calls on one communicator (the set-up's queries, polls and all-gathers) pass
-// this gate. ncclCommAbort, ncclCommDestroy and ncclCommFinalize close it before they reach
-// NCCL: closing waits for our call in flight, and no call of ours starts after it, so we
-// never call NCCL on a communicator it is freeing. The wait is bounded: a call of ours
+// this gate, and so does a caller's collective from our look at the communicator to its call
+// of NCCL. ncclCommAbort, ncclCommDestroy and ncclCommFinalize close it before they reach
+// NCCL: closing waits for the call in flight, and none starts after it, so we never call
+// NCCL on a communicator it is freeing. The wait is bounded: a call of ours
 // that NCCL itself keeps blocked (a peer that never comes) is left to NCCL, whose abort is
 // made to interrupt such calls.
 #pragma once
@@ -33,6 +34,22 @@ class NcclGate {
     return false;
   }
   void leave() { mutex_.unlock(); }
+
+  // enter() for a scope; entered() says whether it did.
+  class Hold {
+   public:
+    explicit Hold(NcclGate& gate) : gate_(gate), entered_(gate.enter()) {}
+    ~Hold() {
+      if (entered_) gate_.leave();
+    }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    bool entered() const { return entered_; }
+
+   private:
+    NcclGate& gate_;
+    const bool entered_;
+  };
 
   // After this returns no call of ours starts. Returns false if the one in flight is still
   // running after `seconds`.

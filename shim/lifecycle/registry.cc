@@ -1,5 +1,10 @@
 #include "lifecycle/registry.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include "log.h"
+
 namespace car {
 
 Registry& Registry::instance() {
@@ -7,12 +12,46 @@ Registry& Registry::instance() {
   return *registry;
 }
 
-void Registry::add(const std::shared_ptr<CommState>& state) {
+Registry::Registry() {
+  pthread_atfork(&Registry::lockForFork, &Registry::unlockAfterForkInParent, &Registry::setAsideAfterForkInChild);
+}
+
+// Held across fork(): the child's copy of the table is then whole, and its lock free.
+void Registry::lockForFork() { instance().mutex_.lock(); }
+
+void Registry::unlockAfterForkInParent() { instance().mutex_.unlock(); }
+
+// Only a swap (no allocation, no lock taken, no log) in the child of a threaded program.
+void Registry::setAsideAfterForkInChild() {
+  Registry& registry = instance();
+  registry.inherited_->swap(registry.states_);
+  registry.states_.clear();
+  if (!registry.inherited_->empty()) registry.inheritanceUnsaid_.store(true);
+  registry.mutex_.unlock();
+}
+
+void Registry::sayInheritedOnce() const {
+  if (!inheritanceUnsaid_.load(std::memory_order_relaxed) || !inheritanceUnsaid_.exchange(false)) return;
+  std::size_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    count = inherited_->size();
+  }
+  CAR_INFO(-1, "process {} is a fork()ed child: the {} communicator(s) it inherited are NCCL's alone here (our "
+           "buffers stay the parent's)", getpid(), count);
+}
+
+std::shared_ptr<CommState> Registry::add(const std::shared_ptr<CommState>& state) {
+  sayInheritedOnce();
   std::lock_guard<std::mutex> lock(mutex_);
-  states_[state->comm()] = state;
+  std::shared_ptr<CommState>& slot = states_[state->comm()];
+  std::shared_ptr<CommState> displaced = std::move(slot);
+  slot = state;
+  return displaced;
 }
 
 std::shared_ptr<CommState> Registry::find(ncclComm_t comm) const {
+  sayInheritedOnce();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = states_.find(comm);
   return it == states_.end() ? nullptr : it->second;

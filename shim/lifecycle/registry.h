@@ -1,8 +1,14 @@
 // Side table from the real ncclComm_t to our state, shared by all threads.
+//
+// A fork()ed child inherits the table but not what its states stand on: CUDA, the mappings
+// of the peers' blocks, the release board (kept out of children, shim/ipc/release_board.cc).
+// In the child the parent's states are set aside at the fork, never touched or freed, so
+// every call on an inherited communicator is NCCL's alone there.
 #pragma once
 
 #include <nccl.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -14,14 +20,27 @@ namespace car {
 class Registry {
  public:
   static Registry& instance();
-  void add(const std::shared_ptr<CommState>& state);
+  // Registers the state. Returns the state it displaced, if any: a communicator at the same
+  // address that NCCL freed without our hooks seeing it (called through a handle to the
+  // real NCCL), which the caller must still release.
+  std::shared_ptr<CommState> add(const std::shared_ptr<CommState>& state);
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
   // Removes the state, if it is still the one registered for its communicator.
   void forget(const std::shared_ptr<CommState>& state);
 
  private:
+  using Table = std::unordered_map<ncclComm_t, std::shared_ptr<CommState>>;
+  Registry();
+  static void lockForFork();
+  static void unlockAfterForkInParent();
+  static void setAsideAfterForkInChild();
+  // Once per child, at its first look at the table: one INFO that the inherited ones are NCCL's.
+  void sayInheritedOnce() const;
+
   mutable std::mutex mutex_;
-  std::unordered_map<ncclComm_t, std::shared_ptr<CommState>> states_;
+  Table states_;
+  Table* const inherited_ = new Table();  // a fork()ed child's inheritance: never touched again
+  mutable std::atomic<bool> inheritanceUnsaid_{false};
 };
 
 }  // namespace car

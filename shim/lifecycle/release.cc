@@ -126,6 +126,14 @@ void releaseForSuspend(ncclComm_t comm) {
   releaseAndForget(state, ReleaseKind::Suspend);
 }
 
+void releaseDisplaced(const std::shared_ptr<CommState>& stale) {
+  CAR_WARN(stale->device(), "{}: NCCL gave this communicator's address to a new one, so it freed the old one "
+           "without ncclCommDestroy, ncclCommFinalize or ncclCommAbort passing through the library (called on a "
+           "handle to the real NCCL?); our side of the old one is released now", describe(*stale));
+  stale->gate().close(kGateCloseSeconds);
+  if (stale->claimRelease()) releaseOurSide(*stale, ReleaseKind::Destroy);
+}
+
 void stopBeforeNccl(ncclComm_t comm, const char* call) {
   const std::shared_ptr<CommState> state = Registry::instance().find(comm);
   if (!state) return;

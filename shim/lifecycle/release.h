@@ -48,4 +48,8 @@ void releaseForSuspend(ncclComm_t comm);
 // ncclCommRevoke and ncclCommShrink(NCCL_SHRINK_ABORT), before NCCL's call.
 void stopBeforeNccl(ncclComm_t comm, const char* call);
 
+// A state whose communicator NCCL freed unseen (its address came back from a new init,
+// lifecycle/registry.h): released as a destroy is, with a WARN, and nothing sent to NCCL.
+void releaseDisplaced(const std::shared_ptr<CommState>& stale);
+
 }  // namespace car

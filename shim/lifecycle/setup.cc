@@ -7,6 +7,7 @@
 #include "handshake/handshake.h"
 #include "log.h"
 #include "lifecycle/registry.h"
+#include "lifecycle/release.h"
 
 namespace car {
 namespace {
@@ -84,7 +85,7 @@ void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<Co
 
 std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
   auto state = std::make_shared<CommState>(comm, nonblocking);
-  Registry::instance().add(state);
+  if (std::shared_ptr<CommState> displaced = Registry::instance().add(state)) releaseDisplaced(displaced);
   return state;
 }
 

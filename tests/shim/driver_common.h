@@ -40,5 +40,9 @@ int runThreads(int threads, int iterations);
 int runCycles(int cycles);
 int runStopInSetup(const std::string& function);
 int runNewerApi();
+int runFork();
+int runProfilingNames();
+int runAddressReuse();
+int runAbortInForward();
 
 }  // namespace driver

@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
   else if (scenario == "nonhooked") status = driver::runNonHooked();
   else if (scenario == "badargs") status = driver::runBadArguments();
   else if (scenario == "stop-in-setup" && argc > 2) status = driver::runStopInSetup(argv[2]);
+  else if (scenario == "fork") status = driver::runFork();
+  else if (scenario == "profiling-names") status = driver::runProfilingNames();
+  else if (scenario == "address-reuse") status = driver::runAddressReuse();
+  else if (scenario == "abort-in-forward") status = driver::runAbortInForward();
   else if (scenario == "cycles") status = driver::runCycles(argc > 2 ? std::atoi(argv[2]) : 1000);
   else if (scenario == "threads") {
     status = driver::runThreads(argc > 2 ? std::atoi(argv[2]) : 4, argc > 3 ? std::atoi(argv[3]) : 10);
@@ -90,6 +94,7 @@ int main(int argc, char** argv) {
     status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
     std::fprintf(stderr, "usage: shim_driver lifecycle|groups|newer-api|simulate|allreduce-matrix [rank1|initall]|movers-matrix|nonhooked|badargs|"
+                         "fork|profiling-names|address-reuse|abort-in-forward|"
                          "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]|"
                          "stop-in-setup <ncclCommAbort|ncclCommDestroy|ncclCommFinalize>\n");
   }

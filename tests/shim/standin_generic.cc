@@ -1,4 +1,5 @@
-// Every NCCL function (shim/exports/nccl_api.def) for the stand-in: recorded with its arguments by
+// Every NCCL function (shim/exports/nccl_api.def) for the stand-in, under both of NCCL's names
+// (nccl* and pnccl*): recorded with its arguments by
 // position (generic_call.h), answered with ncclSuccess or STANDIN_NCCL_RESULT_<function>,
 // arguments untouched. Weak: the hand-written functions of standin_nccl.cc and
 // standin_calls.cc replace these, so this covers exactly the rest, and a function nccl.h
@@ -33,5 +34,12 @@ struct GenericRecorder {
 
 #define CAR_NCCL_FUNCTION(ret, name, params, args) \
   extern "C" __attribute__((weak)) ret name params { return GenericRecorder<ret>{#name} args; }
+#include "exports/nccl_api.def"
+#undef CAR_NCCL_FUNCTION
+
+// NCCL's profiling names: the same functions (the stand-in links with -Bsymbolic-functions,
+// so these reach its own nccl*, never a preloaded library's, as NCCL's aliases do).
+#define CAR_NCCL_FUNCTION(ret, name, params, args) \
+  extern "C" ret p##name params { return name args; }
 #include "exports/nccl_api.def"
 #undef CAR_NCCL_FUNCTION

@@ -5,9 +5,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -56,8 +58,26 @@ void record(CallLine& line) {
   writeLine(line.str());
 }
 
+// STANDIN_NCCL_REUSE_ADDRESSES=1: a destroyed communicator, to be handed out again.
+ncclComm* reusable() {
+  const char* reuse = std::getenv("STANDIN_NCCL_REUSE_ADDRESSES");
+  if (reuse == nullptr || std::strcmp(reuse, "1") != 0) return nullptr;
+  std::lock_guard<std::mutex> lock(gCommsMutex);
+  for (ncclComm* comm : *gComms) {
+    if (comm->destroyed.load()) return comm;
+  }
+  return nullptr;
+}
+
 ncclComm* newComm(int rank, int nranks, int device, bool nonblocking) {
-  auto* comm = new ncclComm();
+  ncclComm* comm = reusable();
+  if (comm != nullptr) {
+    comm->destroyed = false;
+  } else {
+    comm = new ncclComm();
+    std::lock_guard<std::mutex> lock(gCommsMutex);
+    gComms->push_back(comm);
+  }
   comm->rank = rank;
   comm->nranks = nranks;
   comm->device = device;
@@ -66,8 +86,6 @@ ncclComm* newComm(int rank, int nranks, int device, bool nonblocking) {
     const char* polls = std::getenv("STANDIN_NCCL_ASYNC_POLLS");
     comm->pendingPolls = polls != nullptr ? std::atoi(polls) : 2;
   }
-  std::lock_guard<std::mutex> lock(gCommsMutex);
-  gComms->push_back(comm);
   return comm;
 }
 
@@ -78,6 +96,12 @@ ncclResult_t checkComm(ncclComm_t comm, CallLine& line) {
     return ncclInvalidArgument;
   }
   return ncclSuccess;
+}
+
+void delayIfAsked(const char* function) {
+  const std::string name = std::string("STANDIN_NCCL_DELAY_MS_") + function;
+  const char* text = std::getenv(name.c_str());
+  if (text != nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(text)));
 }
 
 int fakeDevice() {

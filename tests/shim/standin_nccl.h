@@ -3,6 +3,8 @@
 // STANDIN_NCCL_LOG. STANDIN_NCCL_RESULT_<function>=<int> makes that function return <int>
 // (it still does its normal work, e.g. creates the communicator). Nonblocking communicators
 // report ncclInProgress to the first STANDIN_NCCL_ASYNC_POLLS (default 2) async-error queries.
+// STANDIN_NCCL_DELAY_MS_<function>=<ms> makes that function sleep first (a call slow to
+// reach NCCL's own checks).
 // Built with CAR_NCCL_API_LEVEL=<an older NCCL_VERSION_CODE> it is that older NCCL: it has only
 // the functions of that release (shim/exports/nccl_api.def) and ncclGetVersion answers that code.
 #pragma once
@@ -18,7 +20,8 @@
 #include "call_line.h"
 
 // The stand-in's communicator. Never freed (destroyed ones stay, marked), so a use after
-// destroy is reported instead of being undefined, and addresses are never reused.
+// destroy is reported instead of being undefined, and addresses are never reused, unless
+// STANDIN_NCCL_REUSE_ADDRESSES=1 makes a new one take a destroyed one's, as an allocator may.
 struct ncclComm {
   int rank = 0;
   int nranks = 1;
@@ -42,6 +45,9 @@ ncclComm* newComm(int rank, int nranks, int device, bool nonblocking);
 
 // ncclInvalidArgument unless comm is a live communicator of ours (logs dead=1 if destroyed).
 ncclResult_t checkComm(ncclComm_t comm, CallLine& line);
+
+// Sleeps for STANDIN_NCCL_DELAY_MS_<function> milliseconds, if set.
+void delayIfAsked(const char* function);
 
 // STANDIN_NCCL_DEVICE, default 0.
 int fakeDevice();

@@ -34,6 +34,13 @@ std::set<std::string> tableNamesOfNccl212() {
 
 #undef CAR_NCCL_FUNCTION
 
+// The names and, as NCCL exports them, their profiling twins (pnccl*).
+std::set<std::string> withProfilingNames(const std::set<std::string>& names) {
+  std::set<std::string> both = names;
+  for (const std::string& name : names) both.insert("p" + name);
+  return both;
+}
+
 }  // namespace
 
 TEST_CASE("exports: the table and libnccl-car.so hold exactly the functions of nccl.h", "[shim][exports]") {
@@ -42,9 +49,20 @@ TEST_CASE("exports: the table and libnccl-car.so hold exactly the functions of n
   INFO("nccl.h: " << ncclHeader() << " (NCCL " << NCCL_VERSION_CODE << ")");
   // Fails when nccl.h gains a function: add it to shim/exports/nccl_api.def, under its release.
   CHECK(tableNames() == header);
-  const DynamicInfo shim = readDynamicInfo(shimLibrary());
-  CHECK(shim.exported == header);
   for (const std::string& name : header) CHECK(name.rfind("pnccl", 0) != 0);
+  const DynamicInfo shim = readDynamicInfo(shimLibrary());
+  CHECK(shim.exported == withProfilingNames(header));
+}
+
+TEST_CASE("exports: each pnccl* name is the same function as its nccl* name", "[shim][exports]") {
+  const DynamicInfo shim = readDynamicInfo(shimLibrary());
+  REQUIRE(shim.address.count("ncclAllReduce") == 1);
+  for (const std::string& name : tableNames()) {
+    INFO(name);
+    REQUIRE(shim.address.count("p" + name) == 1);
+    CHECK(shim.address.at("p" + name) == shim.address.at(name));
+    CHECK(shim.weak.count("p" + name) == shim.weak.count(name));
+  }
 }
 
 TEST_CASE("exports: the nccl.h reader sees a function the header gains", "[shim][exports]") {
@@ -85,7 +103,7 @@ TEST_CASE("exports: the hooks are libnccl-car.so's own; every other function is 
   for (const std::string& name : shim.exported) {
     if (shim.weak.count(name) == 0) strong.insert(name);
   }
-  CHECK(strong == hooks);
+  CHECK(strong == withProfilingNames(hooks));
   CHECK(shim.weak.count("ncclBroadcast") == 1);
 }
 
@@ -100,17 +118,13 @@ TEST_CASE("exports: libnccl-car.so needs no NCCL, CUDA runtime, fmt or spdlog li
   }
 }
 
-TEST_CASE("exports: the stand-in is a libnccl.so.2 that exports only nccl* names", "[shim][exports]") {
+TEST_CASE("exports: the stand-in is a libnccl.so.2 that exports only NCCL's names", "[shim][exports]") {
   const DynamicInfo standin = readDynamicInfo(standinLibrary());
   CHECK(standin.soname == "libnccl.so.2");
-  // Every function of its nccl.h, hand-written or recorded generically.
-  CHECK(standin.exported == ncclFunctionsOfHeader(standinHeader()));
+  // Every function of its nccl.h, hand-written or recorded generically, and its pnccl* twin.
+  CHECK(standin.exported == withProfilingNames(ncclFunctionsOfHeader(standinHeader())));
   // The 2.12 one has only NCCL 2.12's.
-  CHECK(readDynamicInfo(oldStandinLibrary()).exported == tableNamesOfNccl212());
-  for (const std::string& name : standin.exported) {
-    INFO(name);
-    CHECK(name.rfind("nccl", 0) == 0);
-  }
+  CHECK(readDynamicInfo(oldStandinLibrary()).exported == withProfilingNames(tableNamesOfNccl212()));
   // No GPU needed: it neither links nor calls CUDA.
   for (const std::string& library : standin.needed) CHECK(library.find("cuda") == std::string::npos);
   for (const std::string& name : standin.imported) CHECK(name.rfind("cu", 0) != 0);

@@ -338,3 +338,30 @@ def gpu_memory_budget(ranks, returncodes, logs):
     return judged(conditions, f"exit {codes(returncodes)}, {seen.eligible} eligible, {refused} without room, "
                               f"{seen.taken_calls} calls taken",
                   lines_with(logs, "setup: not eligible")[:4])
+
+
+# guest_e2e: the all-reduces each rank's parent process makes on device buffers (all ours),
+# and what goes to NCCL (by reason), per scenario.
+GUEST_TAKEN = {"check-pointers": 2, "fork": 4}
+GUEST_FORWARDS = {"check-pointers": {"pointer-check": 1}, "fork": {}}
+# What a fork()ed child of ours says when it first meets an inherited communicator.
+FORK_CHILD_EVIDENCE = "is a fork()ed child: the 1 communicator(s) it inherited are NCCL's alone here"
+
+
+def guest(scenario, returncodes, logs):
+    """guest_e2e SCENARIO on two ranks: both pass; every all-reduce on device buffers is
+    ours, what NCCL must answer went to NCCL; after a fork the child left our side alone
+    (it said so, and only the parent released it)."""
+    conditions = [("both ranks exit 0", all_zero(returncodes)),
+                  ("both ranks PASS", len(lines_with(logs, f"{scenario}: PASS")) == 2)]
+    for rank, log in enumerate(logs):
+        seen = tally(log)
+        forwards = GUEST_FORWARDS[scenario]
+        conditions += [(f"rank {rank}: {GUEST_TAKEN[scenario]} calls taken", seen.taken_calls == GUEST_TAKEN[scenario]),
+                       (f"rank {rank}: forwarded {counts(forwards)}",
+                        dict(+seen.forward_reasons) == forwards and seen.forwarded == sum(forwards.values())),
+                       (f"rank {rank}: released once", seen.releases == 1)]
+        if scenario == "fork":
+            conditions.append((f"rank {rank}: its child says the communicator is NCCL's there",
+                               FORK_CHILD_EVIDENCE in log))
+    return judged(conditions, f"exit {codes(returncodes)}", lines_matching(logs, r"PASS|FAIL|child:"))

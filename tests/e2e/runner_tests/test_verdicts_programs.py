@@ -462,3 +462,41 @@ class GpuMemoryBudgetTest(unittest.TestCase):
         verdict = verdicts.gpu_memory_budget(2, [0, 0], self.logs(refused_comms=(0x66d0,)))
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("the other two refused for want of room", verdict.detail)
+
+
+class GuestTest(unittest.TestCase):
+    """guest_e2e: check-pointers and fork, as the library and the program print them."""
+
+    @staticmethod
+    def logs(scenario, taken=None, forwarded=None, child_says=True, releases=1):
+        taken = verdicts.GUEST_TAKEN[scenario] if taken is None else taken
+        reasons = verdicts.GUEST_FORWARDS[scenario] if forwarded is None else forwarded
+        result = []
+        for rank in range(2):
+            lines = [setup(rank, 2), f"rank {rank}: {scenario}: PASS fine"]
+            if scenario == "fork" and child_says:
+                lines.append(info(f"process {2000 + rank} {verdicts.FORK_CHILD_EVIDENCE} (our buffers stay the "
+                                  f"parent's)", rank))
+            text = ", ".join(f"{reason}={count}" for reason, count in reasons.items())
+            lines += [released(rank, 2, taken=(taken, 0, 0, 0), forwarded=sum(reasons.values()), reasons=text)
+                      for _ in range(releases)]
+            result.append(log(*lines))
+        return result
+
+    def test_each_scenario_as_it_should_be_passes(self):
+        for scenario in verdicts.GUEST_TAKEN:
+            with self.subTest(scenario):
+                verdict = verdicts.guest(scenario, [0, 0], self.logs(scenario))
+                self.assertEqual(verdict.status, PASS, verdict.detail)
+
+    def test_a_host_buffer_call_taken_by_us_fails(self):
+        verdict = verdicts.guest("check-pointers", [0, 0], self.logs("check-pointers", taken=3, forwarded={}))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("forwarded pointer-check=1", verdict.detail)
+
+    def test_a_child_that_released_our_side_or_said_nothing_fails(self):
+        self.assertEqual(verdicts.guest("fork", [0, 0], self.logs("fork", releases=2)).status, FAIL)
+        self.assertEqual(verdicts.guest("fork", [0, 0], self.logs("fork", child_says=False)).status, FAIL)
+
+    def test_a_rank_that_fails_fails(self):
+        self.assertEqual(verdicts.guest("fork", [0, 1], self.logs("fork")).status, FAIL)
