@@ -2,12 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "car_build_id.h"  // generated at every build: NCCL_CAR_BUILD_ID
 #include "choice_table.h"
 #include "nvml_api.h"
-
-#ifndef NCCL_CAR_BUILD_ID
-#define NCCL_CAR_BUILD_ID "unknown"
-#endif
 
 namespace car {
 namespace {
