@@ -365,3 +365,31 @@ def guest(scenario, returncodes, logs):
             conditions.append((f"rank {rank}: its child says the communicator is NCCL's there",
                                FORK_CHILD_EVIDENCE in log))
     return judged(conditions, f"exit {codes(returncodes)}", lines_matching(logs, r"PASS|FAIL|child:"))
+
+
+# newer_api_e2e: the all-reduces of ours each rank's log must count. suspend: the one before
+# the suspend (ours, released at the suspend; the one after the resume is NCCL's, uncounted).
+# grow: ranks 0 and 1 one on the first communicator and two on the grown one, rank 2 two.
+NEWER_API_TAKEN = {"suspend": [1, 1], "grow": [3, 3, 2]}
+SUSPEND_EVIDENCE = "ncclCommSuspend: our buffers are released with NCCL's"
+
+
+def newer_api(scenario, returncodes, logs):
+    """newer_api_e2e SCENARIO: every rank passes (an NCCL without the functions: skipped);
+    the calls of ours are those NEWER_API_TAKEN names; suspend says it released our side;
+    the grown communicator was set up eligible on every rank."""
+    if any(code == CANNOT_RUN_HERE for code in returncodes):
+        return Verdict(SKIPPED, next(iter(lines_with(logs, "cannot run here")), "cannot run here"))
+    taken = NEWER_API_TAKEN[scenario]
+    conditions = [("every rank exits 0", all_zero(returncodes)),
+                  ("every rank PASS", len(lines_with(logs, f"{scenario}: PASS")) == len(taken))]
+    for rank, log in enumerate(logs):
+        seen = tally(log)
+        conditions.append((f"rank {rank}: {taken[rank]} calls taken, none forwarded",
+                           seen.taken_calls == taken[rank] and seen.forwarded == 0))
+        if scenario == "suspend":
+            conditions.append((f"rank {rank}: '{SUSPEND_EVIDENCE}'", SUSPEND_EVIDENCE in log))
+        else:
+            conditions.append((f"rank {rank}: a 3-rank communicator set up eligible",
+                               any(f"/3 setup: eligible" in line for line in lines_with([log], "setup: eligible"))))
+    return judged(conditions, f"exit {codes(returncodes)}", lines_matching(logs, r"PASS|FAIL"))

@@ -500,3 +500,48 @@ class GuestTest(unittest.TestCase):
 
     def test_a_rank_that_fails_fails(self):
         self.assertEqual(verdicts.guest("fork", [0, 1], self.logs("fork")).status, FAIL)
+
+
+class NewerApiTest(unittest.TestCase):
+    """newer_api_e2e: suspend and grow, as the library and the program print them."""
+
+    @staticmethod
+    def logs(scenario, taken=None, evidence=True, grown_eligible=True, codes_=None):
+        taken = verdicts.NEWER_API_TAKEN[scenario] if taken is None else taken
+        result = []
+        for rank, count in enumerate(taken):
+            lines = [f"rank {rank}: {scenario}: PASS fine"]
+            if scenario == "suspend":
+                lines.append(setup(rank, 2))
+                if evidence:
+                    lines.append(warn(f"comm 0x55d0 rank {rank}/2: {verdicts.SUSPEND_EVIDENCE}; its all-reduces "
+                                      f"go to NCCL from now on", rank))
+                lines.append(released(rank, 2, taken=(count, 0, 0, 0)))
+            else:
+                first = count - 2
+                if first:
+                    lines += [setup(rank, 2), released(rank, 2, taken=(first, 0, 0, 0))]
+                lines += [setup(rank, 3, comm=0x66d0, eligible=grown_eligible),
+                          released(rank, 3, comm=0x66d0, taken=(2, 0, 0, 0) if grown_eligible else (0, 0, 0, 0),
+                                   forwarded=0 if grown_eligible else 2,
+                                   reasons="" if grown_eligible else "ineligible-comm=2")]
+            result.append(log(*lines))
+        return result
+
+    def test_each_scenario_as_it_should_be_passes(self):
+        for scenario in verdicts.NEWER_API_TAKEN:
+            with self.subTest(scenario):
+                verdict = verdicts.newer_api(scenario, [0] * len(verdicts.NEWER_API_TAKEN[scenario]),
+                                             self.logs(scenario))
+                self.assertEqual(verdict.status, PASS, verdict.detail)
+
+    def test_a_suspend_that_kept_our_side_fails(self):
+        self.assertEqual(verdicts.newer_api("suspend", [0, 0], self.logs("suspend", evidence=False)).status, FAIL)
+
+    def test_a_grown_communicator_not_ours_fails(self):
+        verdict = verdicts.newer_api("grow", [0, 0, 0], self.logs("grow", grown_eligible=False))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("a 3-rank communicator set up eligible", verdict.detail)
+
+    def test_an_nccl_without_the_functions_is_skipped(self):
+        self.assertEqual(verdicts.newer_api("grow", [77, 77, 77], self.logs("grow")).status, SKIPPED)
