@@ -1,5 +1,6 @@
 // NCCL's group semantics with the library loaded, through the real NCCL: every rank makes
-// the same all-reduces inside ncclGroupStart/End in several ways, and checks what NCCL alone
+// the same all-reduces (and a reduce-scatter and an all-gather) inside ncclGroupStart/End in
+// several ways, and checks what NCCL alone
 // gives (the runner runs this program once without the library too, as the reference).
 // NCCL runs a group's calls at its outermost end: work put on the stream before the end runs
 // first; ncclGroupSimulateEnd runs nothing; a group whose end fails runs nothing.
@@ -202,6 +203,43 @@ Outcome failed(Rank& self) {
               ", " + std::to_string(changed) + " output elements written (none expected)"};
 }
 
+// Elements among the first `count` of `buffer` that differ from expected(i).
+std::size_t wrongIn(float* buffer, std::size_t count, const std::function<float(std::size_t)>& expected) {
+  const std::vector<float> host = read(buffer);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) wrong += host[i] == expected(i) ? 0 : 1;
+  return wrong;
+}
+
+// A reduce-scatter and an all-gather in one group (independent: NCCL orders none of a group's
+// calls against another), both ours, both right at the end.
+Outcome scatterAndGather(Rank& self) {
+  const std::size_t part = kCount / self.ranks;
+  fill(self, self.send, 13);
+  fill(self, self.send2, 14);
+  poison(self, self.recv);
+  poison(self, self.recv2);
+  ncclGroupStart();
+  const ncclResult_t scatter =
+      ncclReduceScatter(self.send, self.recv, part, ncclFloat32, ncclSum, self.comm, self.stream);
+  const ncclResult_t gather = ncclAllGather(self.send2, self.recv2, part, ncclFloat32, self.comm, self.stream);
+  const ncclResult_t end = ncclGroupEnd();
+  const cudaError_t done = cudaStreamSynchronize(self.stream);
+  if (scatter != ncclSuccess || gather != ncclSuccess || end != ncclSuccess || done != cudaSuccess) {
+    return {false, "a call, the end or the stream failed"};
+  }
+  const std::size_t scatterWrong = wrongIn(self.recv, part, [&](std::size_t j) {
+    float sum = 0;
+    for (int r = 0; r < self.ranks; ++r) sum += valueOf(r, self.rank * part + j, 13);
+    return sum;
+  });
+  const std::size_t gatherWrong =
+      wrongIn(self.recv2, kCount, [&](std::size_t i) { return valueOf(static_cast<int>(i / part), i % part, 14); });
+  return {scatterWrong == 0 && gatherWrong == 0, "reduce-scatter: " + std::to_string(scatterWrong) + " wrong of " +
+                                                     std::to_string(part) + "; all-gather: " +
+                                                     std::to_string(gatherWrong) + " wrong of " + std::to_string(kCount)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,6 +274,7 @@ int main(int argc, char** argv) {
       {"captured in a graph", [&] { return captured(self); }, 1},
       {"two communicators", [&] { return twoCommunicators(self, other); }, 2},
       {"failed end", [&] { return failed(self); }, 0},
+      {"a reduce-scatter and an all-gather", [&] { return scatterAndGather(self); }, 2},
       {"after them, outside a group", [&] { return plain(self, 12); }, 1},
   };
   int failures = 0, taken = 0;
