@@ -634,39 +634,3 @@ CAR_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t w
   }
   return real->commWindowDeregister(comm, win);
 }
-
-// NCCL exports every function a second time as pnccl*, for profilers that wrap the nccl*
-// name and call on through the other (as MPI's PMPI): the same function. So are ours, or a
-// communicator made or ended through that name would escape the library.
-#define CAR_PROFILING_NAME(name) \
-  CAR_EXPORT __attribute__((alias(#name))) decltype(name) p##name;
-CAR_PROFILING_NAME(ncclAllReduce)
-CAR_PROFILING_NAME(ncclAllGather)
-CAR_PROFILING_NAME(ncclReduceScatter)
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-CAR_PROFILING_NAME(ncclAllReduceConfig)
-CAR_PROFILING_NAME(ncclAllGatherConfig)
-CAR_PROFILING_NAME(ncclReduceScatterConfig)
-#endif
-CAR_PROFILING_NAME(ncclCommInitRank)
-CAR_PROFILING_NAME(ncclCommInitRankConfig)
-CAR_PROFILING_NAME(ncclCommInitRankScalable)
-CAR_PROFILING_NAME(ncclCommInitAll)
-CAR_PROFILING_NAME(ncclCommSplit)
-CAR_PROFILING_NAME(ncclCommShrink)
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
-CAR_PROFILING_NAME(ncclCommGrow)
-#endif
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 7)
-CAR_PROFILING_NAME(ncclCommSuspend)
-#endif
-CAR_PROFILING_NAME(ncclCommFinalize)
-CAR_PROFILING_NAME(ncclCommDestroy)
-CAR_PROFILING_NAME(ncclCommAbort)
-CAR_PROFILING_NAME(ncclCommRevoke)
-CAR_PROFILING_NAME(ncclGroupStart)
-CAR_PROFILING_NAME(ncclGroupEnd)
-CAR_PROFILING_NAME(ncclGroupSimulateEnd)
-CAR_PROFILING_NAME(ncclCommWindowRegister)
-CAR_PROFILING_NAME(ncclCommWindowDeregister)
-#undef CAR_PROFILING_NAME

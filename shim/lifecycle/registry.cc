@@ -17,26 +17,27 @@ Registry::Registry() {
 }
 
 // Held across fork(): the child's copy of the table is then whole, and its lock free.
-void Registry::lockForFork() { instance().mutex_.lock(); }
+void Registry::lockForFork() {
+  Registry& registry = instance();
+  registry.mutex_.lock();
+  if (registry.forkSpare_ == nullptr) registry.forkSpare_ = new Table();  // in the parent: may allocate
+}
 
 void Registry::unlockAfterForkInParent() { instance().mutex_.unlock(); }
 
-// Only a swap (no allocation, no lock taken, no log) in the child of a threaded program.
+// In the child of a threaded program: a swap only (no allocation, no free, no log, no other lock).
 void Registry::setAsideAfterForkInChild() {
   Registry& registry = instance();
-  registry.inherited_->swap(registry.states_);
-  registry.states_.clear();
-  if (!registry.inherited_->empty()) registry.inheritanceUnsaid_.store(true);
+  registry.forkSpare_->swap(registry.states_);
+  registry.inheritedUnsaid_.store(registry.forkSpare_->size());
+  registry.forkSpare_ = nullptr;  // the inheritance, left alone for good
   registry.mutex_.unlock();
 }
 
 void Registry::sayInheritedOnce() const {
-  if (!inheritanceUnsaid_.load(std::memory_order_relaxed) || !inheritanceUnsaid_.exchange(false)) return;
-  std::size_t count = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    count = inherited_->size();
-  }
+  if (inheritedUnsaid_.load(std::memory_order_relaxed) == 0) return;
+  const std::size_t count = inheritedUnsaid_.exchange(0);
+  if (count == 0) return;
   CAR_INFO(-1, "process {} is a fork()ed child: the {} communicator(s) it inherited are NCCL's alone here (our "
            "buffers stay the parent's)", getpid(), count);
 }

@@ -39,8 +39,10 @@ class Registry {
 
   mutable std::mutex mutex_;
   Table states_;
-  Table* const inherited_ = new Table();  // a fork()ed child's inheritance: never touched again
-  mutable std::atomic<bool> inheritanceUnsaid_{false};
+  // Made before a fork, in the parent; in the child it takes the inherited states and is
+  // never touched or freed again (so nor are they). Unused by a parent, it waits for the next fork.
+  Table* forkSpare_ = nullptr;
+  mutable std::atomic<std::size_t> inheritedUnsaid_{0};  // a child's inherited states, until said
 };
 
 }  // namespace car

@@ -127,11 +127,16 @@ void releaseForSuspend(ncclComm_t comm) {
 }
 
 void releaseDisplaced(const std::shared_ptr<CommState>& stale) {
+  // An abort reached NCCL through our hook and freed it; that abort releases our side as it
+  // returns (finishAbort), and NCCL handed the address out meanwhile.
+  if (stale->abortReachedNccl()) return;
   CAR_WARN(stale->device(), "{}: NCCL gave this communicator's address to a new one, so it freed the old one "
-           "without ncclCommDestroy, ncclCommFinalize or ncclCommAbort passing through the library (called on a "
-           "handle to the real NCCL?); our side of the old one is released now", describe(*stale));
+           "without ncclCommDestroy, ncclCommFinalize or ncclCommAbort passing through the library (pncclCommDestroy, "
+           "or a handle to the real NCCL?); our side of the old one is released now", describe(*stale));
+  // NCCL freed it: nothing of it runs any more, so ours are told to stop at once, as at an abort.
+  stale->requestStop();
   stale->gate().close(kGateCloseSeconds);
-  if (stale->claimRelease()) releaseOurSide(*stale, ReleaseKind::Destroy);
+  if (stale->claimRelease()) releaseOurSide(*stale, ReleaseKind::Abort);
 }
 
 void stopBeforeNccl(ncclComm_t comm, const char* call) {

@@ -49,7 +49,8 @@ void releaseForSuspend(ncclComm_t comm);
 void stopBeforeNccl(ncclComm_t comm, const char* call);
 
 // A state whose communicator NCCL freed unseen (its address came back from a new init,
-// lifecycle/registry.h): released as a destroy is, with a WARN, and nothing sent to NCCL.
+// lifecycle/registry.h): released as an abort is (NCCL already freed it), with a WARN, and
+// nothing sent to NCCL; unless an abort through our hook freed it, which releases it itself.
 void releaseDisplaced(const std::shared_ptr<CommState>& stale);
 
 }  // namespace car

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "handshake/handshake.h"
@@ -85,7 +86,14 @@ void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<Co
 
 std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
   auto state = std::make_shared<CommState>(comm, nonblocking);
-  if (std::shared_ptr<CommState> displaced = Registry::instance().add(state)) releaseDisplaced(displaced);
+  if (std::shared_ptr<CommState> displaced = Registry::instance().add(state)) {
+    // The new one is set up whatever happens to the old one: its peers wait for it.
+    try {
+      releaseDisplaced(displaced);
+    } catch (const std::exception& error) {
+      CAR_WARN(-1, "{}: releasing the communicator it displaced failed: {}", describe(*state), error.what());
+    }
+  }
   return state;
 }
 

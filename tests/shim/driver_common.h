@@ -41,8 +41,8 @@ int runCycles(int cycles);
 int runStopInSetup(const std::string& function);
 int runNewerApi();
 int runFork();
-int runProfilingNames();
-int runAddressReuse();
+int runAddressReuse(const std::string& how);
 int runAbortInForward();
+int runPlain();
 
 }  // namespace driver

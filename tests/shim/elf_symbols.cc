@@ -57,7 +57,6 @@ DynamicInfo readDynamicInfo(const std::string& path) {
         if (name.empty()) continue;
         (symbol.st_shndx == SHN_UNDEF ? info.imported : info.exported).insert(name);
         if (symbol.st_shndx != SHN_UNDEF && binding == STB_WEAK) info.weak.insert(name);
-        if (symbol.st_shndx != SHN_UNDEF) info.address[name] = symbol.st_value;
       }
     }
     if (section.sh_type == SHT_DYNAMIC) {

@@ -2,8 +2,6 @@
 // the symbols it defines and exports, and the libraries it needs.
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,7 +11,6 @@ namespace shimtest {
 struct DynamicInfo {
   std::set<std::string> exported;   // defined global or weak .dynsym symbols
   std::set<std::string> weak;       // the exported ones that are weak
-  std::map<std::string, std::uint64_t> address;  // the exported ones' values: aliases share one
   std::set<std::string> imported;   // undefined ones: what it calls in other libraries
   std::vector<std::string> needed;  // DT_NEEDED
   std::string soname;               // DT_SONAME, "" if none

@@ -50,19 +50,11 @@ TEST_CASE("exports: the table and libnccl-car.so hold exactly the functions of n
   // Fails when nccl.h gains a function: add it to shim/exports/nccl_api.def, under its release.
   CHECK(tableNames() == header);
   for (const std::string& name : header) CHECK(name.rfind("pnccl", 0) != 0);
+  // And each under its profiling name, a weak forwarder to NCCL's own (never a hook: a
+  // profiler behind us reaches NCCL through them).
   const DynamicInfo shim = readDynamicInfo(shimLibrary());
   CHECK(shim.exported == withProfilingNames(header));
-}
-
-TEST_CASE("exports: each pnccl* name is the same function as its nccl* name", "[shim][exports]") {
-  const DynamicInfo shim = readDynamicInfo(shimLibrary());
-  REQUIRE(shim.address.count("ncclAllReduce") == 1);
-  for (const std::string& name : tableNames()) {
-    INFO(name);
-    REQUIRE(shim.address.count("p" + name) == 1);
-    CHECK(shim.address.at("p" + name) == shim.address.at(name));
-    CHECK(shim.weak.count("p" + name) == shim.weak.count(name));
-  }
+  for (const std::string& name : header) CHECK(shim.weak.count("p" + name) == 1);
 }
 
 TEST_CASE("exports: the nccl.h reader sees a function the header gains", "[shim][exports]") {
@@ -103,7 +95,7 @@ TEST_CASE("exports: the hooks are libnccl-car.so's own; every other function is 
   for (const std::string& name : shim.exported) {
     if (shim.weak.count(name) == 0) strong.insert(name);
   }
-  CHECK(strong == withProfilingNames(hooks));
+  CHECK(strong == hooks);
   CHECK(shim.weak.count("ncclBroadcast") == 1);
 }
 
@@ -121,7 +113,8 @@ TEST_CASE("exports: libnccl-car.so needs no NCCL, CUDA runtime, fmt or spdlog li
 TEST_CASE("exports: the stand-in is a libnccl.so.2 that exports only NCCL's names", "[shim][exports]") {
   const DynamicInfo standin = readDynamicInfo(standinLibrary());
   CHECK(standin.soname == "libnccl.so.2");
-  // Every function of its nccl.h, hand-written or recorded generically, and its pnccl* twin.
+  // Every function of its nccl.h, hand-written or recorded generically, and, as NCCL, its
+  // pnccl* twin.
   CHECK(standin.exported == withProfilingNames(ncclFunctionsOfHeader(standinHeader())));
   // The 2.12 one has only NCCL 2.12's.
   CHECK(readDynamicInfo(oldStandinLibrary()).exported == withProfilingNames(tableNamesOfNccl212()));

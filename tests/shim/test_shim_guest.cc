@@ -1,4 +1,4 @@
-// Where a program goes around the library (a fork()ed child, NCCL's pnccl* names, a handle to
+// Where a program goes around the library (a fork()ed child, NCCL's pnccl* names or a handle to
 // the real NCCL) or around the moment it looks (an abort while a call is on its way to NCCL):
 // NCCL's semantics hold, and our side of a communicator is released once, by the protocol.
 #include <catch2/catch.hpp>
@@ -35,22 +35,11 @@ TEST_CASE("guest: a fork()ed child leaves the parent's side of a communicator al
   CHECK(infoAbout(run.err, comm, "released:") == std::vector<std::string>{kReleasedForwarded2});
 }
 
-TEST_CASE("guest: a communicator made, used and ended through NCCL's pnccl* names is ours as through nccl*",
-          "[shim][guest][exports]") {
-  const ChildResult run = runDriver({"profiling-names"}, {"NCCL_CAR_DEBUG=INFO"});
-  INFO(run.out << run.err);
-  const std::vector<Segment> segments = checkSteps(run);
-  // Set up right after its init, as one made through ncclCommInitRank is.
-  checkSetupPlacement(segments, {"init"});
-  const Outputs outputs = parseOutputs(run.out);
-  const std::string comm = madeComms(outputs, "init").at(0);
-  CHECK(infoAbout(run.err, comm, "setup: not eligible:").size() == 1);
-  CHECK(infoAbout(run.err, comm, "released:") == std::vector<std::string>{kReleasedForwarded1});
-}
-
 TEST_CASE("guest: a communicator freed behind the library's back is released once its address comes back",
           "[shim][guest][reuse]") {
-  const ChildResult run = runDriver({"address-reuse"}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_REUSE_ADDRESSES=1"});
+  const std::string how = GENERATE(as<std::string>{}, "pnccl", "handle");
+  INFO("ended through " << how);
+  const ChildResult run = runDriver({"address-reuse", how}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_REUSE_ADDRESSES=1"});
   INFO(run.out << run.err);
   REQUIRE(run.exitCode == 0);
   const Outputs outputs = parseOutputs(run.out);
@@ -68,7 +57,7 @@ TEST_CASE("guest: a communicator freed behind the library's back is released onc
 
 TEST_CASE("guest: an abort from another thread waits until a forwarded call has reached NCCL",
           "[shim][guest][recovery]") {
-  const ChildResult run = runDriver({"abort-in-forward"}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_DELAY_MS_ncclAllReduce=400"});
+  const ChildResult run = runDriver({"abort-in-forward"}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_DELAY_MS_ncclAllReduce=2000"});
   INFO(run.out << run.log << run.err);
   REQUIRE(run.exitCode == 0);
   const Outputs outputs = parseOutputs(run.out);
@@ -87,4 +76,31 @@ TEST_CASE("guest: an abort from another thread waits until a forwarded call has 
   REQUIRE(allReduceAt != std::string::npos);
   REQUIRE(abortAt != std::string::npos);
   CHECK(allReduceAt < abortAt);
+}
+
+TEST_CASE("guest: a profiler of NCCL's kind, before or behind the library, passes every call to NCCL once",
+          "[shim][guest][exports]") {
+  const bool behind = GENERATE(true, false);
+  INFO((behind ? "profiler behind the library" : "profiler before the library"));
+  const std::string preload = behind ? std::string(shimLibrary()) + " " + CAR_TEST_PROFILER
+                                     : std::string(CAR_TEST_PROFILER) + " " + shimLibrary();
+  const ChildResult run = runDriver({"plain"}, {"NCCL_CAR_DEBUG=INFO", "LD_PRELOAD=" + preload});
+  INFO(run.out << run.err);
+  // No recursion between its pnccl* calls and our hooks: the run ends, each call reached NCCL
+  // once, and the profiler saw each of its two calls once.
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  REQUIRE(linesWith(run.out, {"done"}).size() == 1);
+  CHECK(linesWith(run.log, {"ncclAllReduce ", " result=0"}).size() == 1);
+  CHECK(linesWith(run.log, {"ncclCommDestroy ", " result=0"}).size() == 1);
+  CHECK(linesWith(run.err, {"profiler: ncclAllReduce"}).size() == 1);
+  CHECK(linesWith(run.err, {"profiler: ncclCommDestroy"}).size() == 1);
+  const std::string comm = madeComms(parseOutputs(run.out), "init").at(0);
+  if (behind) {
+    // Our hooks come first: the communicator is ours to the end, its all-reduce counted.
+    CHECK(infoAbout(run.err, comm, "released:") == std::vector<std::string>{kReleasedForwarded1});
+  } else {
+    // The profiler took the nccl* names and calls NCCL's pnccl* ones: those calls pass us by.
+    CHECK(infoAbout(run.err, comm, "released:").empty());
+  }
 }
