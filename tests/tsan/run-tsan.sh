@@ -2,7 +2,7 @@
 # ThreadSanitizer check of the shim (CI runs it from scripts/build-and-test.sh, after ctest):
 # builds libnccl-car.so, the stand-in libnccl.so.2 and the scripted driver with
 # -fsanitize=thread into build-tsan/ (or $TSAN_BUILD_DIR; settings in tsan.cmake), then
-# runs the driver's threads, fuzz and recovery scenarios with the instrumented shim preloaded. Any
+# runs the driver's threads, fuzz, recovery and guest scenarios with the instrumented shim preloaded. Any
 # TSan report ends a run at once with exit code 66 and fails this script, printing it.
 # The scenarios' results themselves are checked by the shim tests (ctest shim_tests).
 set -euo pipefail
@@ -63,6 +63,8 @@ scenarios=(
   "fuzz-7-threads-nonblocking|fuzz 7 1000 4|NCCL_COMM_BLOCKING=0"
   "abort-in-setup|stop-in-setup ncclCommAbort|STANDIN_NCCL_ASYNC_POLLS=1000000000|while another thread"
   "destroy-in-setup|stop-in-setup ncclCommDestroy|STANDIN_NCCL_ASYNC_POLLS=1000000000|while another thread"
+  "abort-in-forward|abort-in-forward|STANDIN_NCCL_DELAY_MS_ncclAllReduce=1000"
+  "address-reuse|address-reuse pnccl|STANDIN_NCCL_REUSE_ADDRESSES=1|gave this communicator's address"
 )
 for scenario in "${scenarios[@]}"; do
   IFS='|' read -r name args extra expect <<<"$scenario"
