@@ -3,6 +3,7 @@
 // release our side of the communicator. Nothing escapes as an exception.
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -367,7 +368,12 @@ ncclResult_t forwardAfterGroup(const RealNccl& real, const DeferredCall& deferre
 // was only simulated. Returns the group's result, or the error of a call that NCCL had to
 // take over from us and refused.
 ncclResult_t endDeferredCalls(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
-  const std::vector<DeferredCall> calls = takeDeferredCalls();
+  std::vector<DeferredCall> calls = takeDeferredCalls();
+  // Not run in a fork()ed child on the communicators it inherited: our kernels and buffers
+  // there are the parent's (lifecycle/registry.h).
+  calls.erase(std::remove_if(calls.begin(), calls.end(),
+                             [](const DeferredCall& deferred) { return !Registry::instance().holds(deferred.state); }),
+              calls.end());
   if (calls.empty()) return groupResult;
   if (simulated || !succeededOrPending(groupResult)) {
     CAR_INFO(-1, "{} call(s) of ours in a group {}: not run, as NCCL runs none of it", calls.size(),

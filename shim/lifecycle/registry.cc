@@ -58,6 +58,12 @@ std::shared_ptr<CommState> Registry::find(ncclComm_t comm) const {
   return it == states_.end() ? nullptr : it->second;
 }
 
+bool Registry::holds(const std::shared_ptr<CommState>& state) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = states_.find(state->comm());
+  return it != states_.end() && it->second == state;
+}
+
 void Registry::forget(const std::shared_ptr<CommState>& state) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = states_.find(state->comm());

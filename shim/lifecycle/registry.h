@@ -25,6 +25,9 @@ class Registry {
   // real NCCL), which the caller must still release.
   std::shared_ptr<CommState> add(const std::shared_ptr<CommState>& state);
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
+  // Whether `state` is this process's: false for one a fork()ed child inherited (a group the
+  // parent's thread had open at the fork still lists it there).
+  bool holds(const std::shared_ptr<CommState>& state) const;
   // Removes the state, if it is still the one registered for its communicator.
   void forget(const std::shared_ptr<CommState>& state);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <utility>
 #include <thread>
 
 #include "handshake/handshake.h"
@@ -64,12 +65,21 @@ struct EndedGroup {
   std::vector<ncclComm_t*> newcomms;                // blocking splits and shrinks NCCL fills in only now
 };
 
-// Counts a group end; at the outermost one hands over the group's communicators.
+// The states of `states` that are this process's (lifecycle/registry.h: not inherited).
+std::vector<std::shared_ptr<CommState>> ownOnly(std::vector<std::shared_ptr<CommState>> states) {
+  states.erase(std::remove_if(states.begin(), states.end(),
+                              [](const std::shared_ptr<CommState>& state) { return !Registry::instance().holds(state); }),
+               states.end());
+  return states;
+}
+
+// Counts a group end; at the outermost one hands over the group's communicators (this
+// process's: a fork()ed child's inherited ones stay the parent's).
 bool outermostGroupEnded(EndedGroup* group) {
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return false;
-  group->created.swap(tCreatedInGroup);
-  group->lazy.swap(tAllReduceInGroup);
+  group->created = ownOnly(std::exchange(tCreatedInGroup, {}));
+  group->lazy = ownOnly(std::exchange(tAllReduceInGroup, {}));
   group->newcomms.swap(tNewcommsInGroup);
   return true;
 }

@@ -44,5 +44,6 @@ int runFork();
 int runAddressReuse(const std::string& how);
 int runAbortInForward();
 int runPlain();
+int runForkInGroup();
 
 }  // namespace driver

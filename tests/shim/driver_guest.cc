@@ -1,6 +1,8 @@
 // Scenarios where a program goes around the library, or around the moment it looks:
 //  "fork": a fork()ed child makes an all-reduce on, and destroys, the communicator it
 //    inherited; the parent goes on with it after the child has exited.
+//  "fork-in-group": the process forks inside a group that created a communicator; the child
+//    ends the group, then the parent.
 //  "address-reuse pnccl|handle": a communicator ended where the library never sees it end
 //    (through NCCL's pncclCommDestroy, or on a handle to the real NCCL), then a new one that
 //    NCCL gives the same address (the test sets STANDIN_NCCL_REUSE_ADDRESSES=1).
@@ -37,6 +39,27 @@ int runFork() {
   if (waitpid(child, &status, 0) != child) return 1;
   report("child", "status", std::to_string(status));
   allReduce("ar.after", gSend, gRecv, 1024, ncclFloat32, ncclSum, comm);
+  release("destroy", "ncclCommDestroy", comm);
+  return 0;
+}
+
+int runForkInGroup() {
+  const ncclUniqueId id = uniqueId("uid");
+  groupStart("group.start");
+  ncclComm_t comm = initRank("init", id);
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    groupEnd("child.group.end");
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return 1;
+  report("child", "status", std::to_string(status));
+  groupEnd("group.end");
+  allReduce("ar", gSend, gRecv, 1024, ncclFloat32, ncclSum, comm);
   release("destroy", "ncclCommDestroy", comm);
   return 0;
 }

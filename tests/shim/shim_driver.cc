@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   else if (scenario == "address-reuse" && argc > 2) status = driver::runAddressReuse(argv[2]);
   else if (scenario == "abort-in-forward") status = driver::runAbortInForward();
   else if (scenario == "plain") status = driver::runPlain();
+  else if (scenario == "fork-in-group") status = driver::runForkInGroup();
   else if (scenario == "cycles") status = driver::runCycles(argc > 2 ? std::atoi(argv[2]) : 1000);
   else if (scenario == "threads") {
     status = driver::runThreads(argc > 2 ? std::atoi(argv[2]) : 4, argc > 3 ? std::atoi(argv[3]) : 10);
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
     std::fprintf(stderr, "usage: shim_driver lifecycle|groups|newer-api|simulate|allreduce-matrix [rank1|initall]|movers-matrix|nonhooked|badargs|"
-                         "fork|address-reuse <pnccl|handle>|abort-in-forward|plain|"
+                         "fork|fork-in-group|address-reuse <pnccl|handle>|abort-in-forward|plain|"
                          "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]|"
                          "stop-in-setup <ncclCommAbort|ncclCommDestroy|ncclCommFinalize>\n");
   }

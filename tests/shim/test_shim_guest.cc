@@ -35,6 +35,20 @@ TEST_CASE("guest: a fork()ed child leaves the parent's side of a communicator al
   CHECK(infoAbout(run.err, comm, "released:") == std::vector<std::string>{kReleasedForwarded2});
 }
 
+TEST_CASE("guest: a fork()ed child that ends a group the parent had open sets up nothing of the parent's",
+          "[shim][guest][fork]") {
+  const ChildResult run = runDriver({"fork-in-group"}, {"NCCL_CAR_DEBUG=INFO"});
+  INFO(run.out << run.err << run.log);
+  REQUIRE(run.exitCode == 0);
+  const Outputs outputs = parseOutputs(run.out);
+  CHECK(outputs.at("child").get("status") == "0");
+  const std::string comm = madeComms(outputs, "init").at(0);
+  // The set-up asks NCCL for the communicator's size once, in the parent's group end only.
+  CHECK(linesWith(run.log, {"ncclCommCount comm=" + comm}).size() == 1);
+  CHECK(infoAbout(run.err, comm, "setup: not eligible:").size() == 1);
+  CHECK(infoAbout(run.err, comm, "released:") == std::vector<std::string>{kReleasedForwarded1});
+}
+
 TEST_CASE("guest: a communicator freed behind the library's back is released once its address comes back",
           "[shim][guest][reuse]") {
   const std::string how = GENERATE(as<std::string>{}, "pnccl", "handle");
