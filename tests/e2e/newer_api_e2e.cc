@@ -23,6 +23,11 @@
 
 #include "unique_id_file.h"
 
+// Built against an older nccl.h too (NCCL_HOME=/usr/local/cuda): the flag as 2.29.7 defines it.
+#ifndef NCCL_SUSPEND_MEM
+#define NCCL_SUSPEND_MEM 0x01
+#endif
+
 namespace {
 
 constexpr std::size_t kCount = 1 << 14;  // 64 KiB of fp32: taken by our kernels
