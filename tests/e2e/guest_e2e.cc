@@ -20,19 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "checked_all_reduce.h"
 #include "unique_id_file.h"
 
 namespace {
-
-constexpr std::size_t kCount = 1 << 14;  // 64 KiB of fp32: taken by our kernels
 
 struct Rank {
   std::string scenario;
   int rank = 0;
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  float* send = nullptr;
-  float* recv = nullptr;
+  CheckedAllReduce allReduce;
 };
 
 int verdict(const Rank& self, bool pass, const std::string& detail) {
@@ -41,47 +38,19 @@ int verdict(const Rank& self, bool pass, const std::string& detail) {
   return pass ? 0 : 1;
 }
 
-float inputAt(int rank, std::size_t i, int call) { return static_cast<float>(rank + 1 + (i + call) % 7); }
-
-// One all-reduce of fresh inputs on the device buffers, compared element by element.
 bool rightAllReduce(const Rank& self, int call, std::string* problem) {
-  std::vector<float> host(kCount);
-  for (std::size_t i = 0; i < kCount; ++i) host[i] = inputAt(self.rank, i, call);
-  if (cudaMemcpy(self.send, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemset(self.recv, 0xff, kCount * sizeof(float)) != cudaSuccess) {
-    *problem = "cannot prepare the buffers";
-    return false;
-  }
-  const ncclResult_t result = ncclAllReduce(self.send, self.recv, kCount, ncclFloat32, ncclSum, self.comm, self.stream);
-  const cudaError_t done = cudaStreamSynchronize(self.stream);
-  if (result != ncclSuccess || done != cudaSuccess) {
-    *problem = "all-reduce " + std::to_string(call) + ": ncclAllReduce " + std::to_string(result) + ", stream " +
-               cudaGetErrorString(done);
-    return false;
-  }
-  if (cudaMemcpy(host.data(), self.recv, kCount * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
-    *problem = "cannot read the result";
-    return false;
-  }
-  for (std::size_t i = 0; i < kCount; ++i) {
-    const float expected = inputAt(0, i, call) + inputAt(1, i, call);
-    if (host[i] != expected) {
-      *problem = "all-reduce " + std::to_string(call) + ": element " + std::to_string(i) + " is " +
-                 std::to_string(host[i]) + ", not " + std::to_string(expected);
-      return false;
-    }
-  }
-  return true;
+  return self.allReduce.run(self.comm, self.rank, 2, call, problem);
 }
 
 int checkPointers(Rank& self) {
   std::string problem;
   if (!rightAllReduce(self, 0, &problem)) return verdict(self, false, problem);
-  std::vector<float> hostSend(kCount, 1.0f);
-  std::vector<float> hostRecv(kCount, 0.0f);
+  const std::size_t count = CheckedAllReduce::kCount;
+  std::vector<float> hostSend(count, 1.0f);
+  std::vector<float> hostRecv(count, 0.0f);
   const ncclResult_t result =
-      ncclAllReduce(hostSend.data(), hostRecv.data(), kCount, ncclFloat32, ncclSum, self.comm, self.stream);
-  const cudaError_t done = cudaStreamSynchronize(self.stream);
+      ncclAllReduce(hostSend.data(), hostRecv.data(), count, ncclFloat32, ncclSum, self.comm, self.allReduce.stream());
+  const cudaError_t done = cudaStreamSynchronize(self.allReduce.stream());
   if (result != ncclInvalidArgument) {
     return verdict(self, false, "host buffers: ncclAllReduce returned " + std::to_string(result) +
                                     ", not ncclInvalidArgument (" + std::to_string(ncclInvalidArgument) + ")");
@@ -129,9 +98,7 @@ int main(int argc, char** argv) {
   self.rank = std::atoi(argv[2]);
   ncclUniqueId id;
   if (!shareUniqueIdThroughFile(self.rank, argv[3], &id)) return verdict(self, false, "no unique id");
-  if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&self.stream, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaMalloc(&self.send, kCount * sizeof(float)) != cudaSuccess ||
-      cudaMalloc(&self.recv, kCount * sizeof(float)) != cudaSuccess) {
+  if (cudaSetDevice(0) != cudaSuccess || !self.allReduce.prepare()) {
     return verdict(self, false, "CUDA set-up failed");
   }
   if (ncclCommInitRank(&self.comm, 2, id, self.rank) != ncclSuccess) return verdict(self, false, "ncclCommInitRank");

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "checked_all_reduce.h"
 #include "unique_id_file.h"
 
 // Built against an older nccl.h too (NCCL_HOME=/usr/local/cuda): the flag as 2.29.7 defines it.
@@ -30,7 +31,6 @@
 
 namespace {
 
-constexpr std::size_t kCount = 1 << 14;  // 64 KiB of fp32: taken by our kernels
 constexpr int kCannotRunHere = 77;
 
 using GetUniqueIdFn = ncclResult_t (*)(ncclComm_t, ncclUniqueId*);
@@ -46,9 +46,7 @@ Function newer(const char* name) {
 struct Rank {
   std::string scenario;
   int rank = 0;
-  cudaStream_t stream = nullptr;
-  float* send = nullptr;
-  float* recv = nullptr;
+  CheckedAllReduce allReduce;
 };
 
 int verdict(const Rank& self, bool pass, const std::string& detail) {
@@ -63,38 +61,8 @@ int cannotRunHere(const Rank& self, const std::string& why) {
   return kCannotRunHere;
 }
 
-float inputAt(int rank, std::size_t i, int call) { return static_cast<float>(rank + 1 + (i + call) % 7); }
-
-// One all-reduce of fresh inputs on `comm` (`ranks` ranks, this one `rank`), checked exactly.
 bool rightAllReduce(const Rank& self, ncclComm_t comm, int rank, int ranks, int call, std::string* problem) {
-  std::vector<float> host(kCount);
-  for (std::size_t i = 0; i < kCount; ++i) host[i] = inputAt(rank, i, call);
-  if (cudaMemcpy(self.send, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemset(self.recv, 0xff, kCount * sizeof(float)) != cudaSuccess) {
-    *problem = "cannot prepare the buffers";
-    return false;
-  }
-  const ncclResult_t result = ncclAllReduce(self.send, self.recv, kCount, ncclFloat32, ncclSum, comm, self.stream);
-  const cudaError_t done = cudaStreamSynchronize(self.stream);
-  if (result != ncclSuccess || done != cudaSuccess) {
-    *problem = "all-reduce " + std::to_string(call) + ": ncclAllReduce " + std::to_string(result) + ", stream " +
-               cudaGetErrorString(done);
-    return false;
-  }
-  if (cudaMemcpy(host.data(), self.recv, kCount * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
-    *problem = "cannot read the result";
-    return false;
-  }
-  for (std::size_t i = 0; i < kCount; ++i) {
-    float expected = 0;
-    for (int r = 0; r < ranks; ++r) expected += inputAt(r, i, call);
-    if (host[i] != expected) {
-      *problem = "all-reduce " + std::to_string(call) + ": element " + std::to_string(i) + " is " +
-                 std::to_string(host[i]) + ", not " + std::to_string(expected);
-      return false;
-    }
-  }
-  return true;
+  return self.allReduce.run(comm, rank, ranks, call, problem);
 }
 
 int suspend(Rank& self, ncclComm_t comm) {
@@ -174,9 +142,7 @@ int main(int argc, char** argv) {
   self.scenario = argv[1];
   self.rank = std::atoi(argv[2]);
   const std::string idPath = argv[3];
-  if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&self.stream, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaMalloc(&self.send, kCount * sizeof(float)) != cudaSuccess ||
-      cudaMalloc(&self.recv, kCount * sizeof(float)) != cudaSuccess) {
+  if (cudaSetDevice(0) != cudaSuccess || !self.allReduce.prepare()) {
     return verdict(self, false, "CUDA set-up failed");
   }
   const bool joining = self.scenario == "grow" && self.rank == 2;
