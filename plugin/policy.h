@@ -30,7 +30,7 @@ enum class ForwardReason {
   NonblockingGroup, // inside a group, on a nonblocking communicator: NCCL launches the group from its own
                     // thread after the end, so ours could not be ordered alike on every rank
   Tuned,            // the choice table measured on this machine gives NCCL this size (plugin/choice_table.h)
-  PointerCheck,     // NCCL_CHECK_POINTERS=1 and a buffer NCCL's check refuses: NCCL answers the call
+  PointerCheck,     // NCCL checks pointers (shim/exports/pointer_check.h) and refuses a buffer: NCCL answers
   kCount,
 };
 

@@ -340,9 +340,9 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
     });
   }
   if (!state) return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config);
-  // Held from our look at the communicator to NCCL's call: an abort, destroy or finalize from
-  // another thread waits for the call to reach NCCL (bounded), and never frees the
-  // communicator in between.
+  // Held from our look at the communicator until NCCL's call returns: an abort, destroy or
+  // finalize from another thread waits for it (at most kGateCloseSeconds), and never frees
+  // the communicator in between.
   const NcclGate::Hold hold(state->gate());
   if (!open || !hold.entered()) {
     guarded(name, [&] { refuse(*state, collective); });
