@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "../kernels/geometry.h"
+#include "abort_words.h"
 #include "cuda_check.h"
 #include "device_guard.h"
 #include "log.h"
@@ -42,20 +43,18 @@ cudaError_t RankEngine::create(const EngineOptions& options, CallStats* counters
   int major = 0;
   CAR_CUDA_RETURN_IF_FAILED(options.device,
                             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, options.device));
-  void* abortWord = nullptr;
-  CAR_CUDA_RETURN_IF_FAILED(options.device,
-                            cudaHostAlloc(&abortWord, sizeof(std::uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
-  *static_cast<volatile std::uint32_t*>(abortWord) = 0;
+  std::uint32_t* abortWord = nullptr;
+  CAR_CUDA_RETURN_IF_FAILED(options.device, takeAbortWord(&abortWord));
 
   cudaEvent_t lastLaunch = nullptr;
   const cudaError_t err = cudaEventCreateWithFlags(&lastLaunch, cudaEventDisableTiming);
   if (err != cudaSuccess) {
     noteCudaFailure(err, LogLevel::Info, "cudaEventCreateWithFlags", __FILE__, __LINE__, options.device);
-    CAR_CUDA_RELEASE(options.device, cudaFreeHost(abortWord));
+    keepAbortWord(abortWord);
     return err;
   }
   const bool pdl = options.config.pdl && major >= 9;
-  out->reset(new RankEngine(options, counters, static_cast<std::uint32_t*>(abortWord), lastLaunch, pdl, kernels));
+  out->reset(new RankEngine(options, counters, abortWord, lastLaunch, pdl, kernels));
   return cudaSuccess;
 }
 
@@ -74,7 +73,7 @@ RankEngine::~RankEngine() {
   waitIdle();
   DeviceGuard guard(options_.device);
   CAR_CUDA_RELEASE(options_.device, cudaEventDestroy(lastLaunch_));
-  CAR_CUDA_RELEASE(options_.device, cudaFreeHost(abortWord_));
+  keepAbortWord(abortWord_);  // no kernel of ours reads it any more
 }
 
 void RankEngine::attachPeers(void* const* bases, const BlockLayout& layout, bool fullNvlink, int computeCapability) {

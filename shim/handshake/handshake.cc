@@ -91,9 +91,9 @@ void fillRecord(BatchMember& member) {
   if (record.status != RankStatus::Ready) return;
   // Room for our block, before any rank allocates one: every rank learns from the records
   // whether all have it.
-  member.reservation =
-      reserveBlock(state.device(), blockLayoutFor(shimConfig()).totalBytes, shimConfig().gpuMemoryBytes);
-  if (!member.reservation) record.status = RankStatus::NoRoom;
+  const std::size_t bytes = blockLayoutFor(setupConfig(state.device())).totalBytes;
+  member.memory = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
+  if (!member.memory) record.status = RankStatus::NoRoom;
 }
 
 // Our buffer block, starting with the release board peers attach before they map it. False
@@ -123,7 +123,7 @@ void createEngine(BatchMember& member) {
   std::unique_ptr<RankEngine> engine;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
                                                    : RankEngine::create(options, &state.counters(), &engine);
-  if (err == cudaSuccess) err = member.block->allocate(state.device(), blockLayoutFor(options.config), member.stream);
+  if (err == cudaSuccess) err = member.block->allocate(std::move(member.memory), blockLayoutFor(options.config), member.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
     engine.reset();  // the block was never exported: nobody got its handle
@@ -161,7 +161,6 @@ void provideBlock(BatchMember& member) {
   if (!judgeRecords(member.records).eligible) return;
   DeviceGuard guard(member.state->device());
   if (!createBlock(member)) return;
-  member.block->holdReservation(std::move(member.reservation));
   createEngine(member);
   member.block->publish(&member.record);
 }

@@ -27,7 +27,7 @@ namespace car {
 struct BatchMember {
   std::shared_ptr<CommState> state;
   std::unique_ptr<BufferBlock> block;
-  std::unique_ptr<BlockReservation> reservation;  // room for our block, until the block holds it
+  std::unique_ptr<BlockMemory> memory;  // room (or kept memory) for our block, until the block holds it
   cudaStream_t stream = nullptr;
   char* scratch = nullptr;
   bool inHandshake = false;   // takes part in the collectives; false if it failed before

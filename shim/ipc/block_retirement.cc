@@ -30,7 +30,7 @@ void BlockRetirement::retire(RetiringBlock block) {
   if (left == 0) {
     block.free();
     if (clock_.seconds() - start > 0.001) {
-      CAR_INFO(block.device, "{} buffers freed once every peer had let go of them ({:.3f} s)", block.who,
+      CAR_INFO(block.device, "{} buffers back in the pool once every peer had let go of them ({:.3f} s)", block.who,
                clock_.seconds() - start);
     }
   } else {
@@ -38,7 +38,7 @@ void BlockRetirement::retire(RetiringBlock block) {
       CAR_INFO(block.device, "{} buffers kept allocated: cannot tell whether a peer still maps them", block.who);
     } else {
       CAR_INFO(block.device, "{} buffers kept allocated: {} peer rank(s) still map them; a later release in this "
-               "process frees them once they let go", block.who, left);
+               "process puts them back in the pool once they let go", block.who, left);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     kept_.push_back(std::move(block));
@@ -59,10 +59,10 @@ void BlockRetirement::sweep() {
       }
     }
   }
-  // Outside the lock: freeing synchronises with the device.
+  // Outside the lock: letting go takes the pool's lock.
   for (RetiringBlock& block : free) {
     block.free();
-    CAR_INFO(block.device, "{} buffers kept at release freed: every peer has let go of them", block.who);
+    CAR_INFO(block.device, "{} buffers kept at release back in the pool: every peer has let go of them", block.who);
   }
 }
 

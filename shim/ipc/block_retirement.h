@@ -1,10 +1,11 @@
-// Frees a rank's buffer block once no importer is left (shim/ipc/release_board.h), bounded in
-// time: never a destroy that hangs on a peer. The owner waits a little for importers in
+// Lets go of a rank's buffer block once no importer is left (shim/ipc/release_board.h): its
+// memory goes back to the pool for the next block (shim/ipc/block_memory.h), never to
+// cudaFree. Bounded in time: never a destroy that hangs on a peer. The owner waits a little for importers in
 // other processes, which are usually releasing at the same moment; an importer in this
 // process releases later on this side, so waiting for it would be pointless (and, from one
-// thread driving several GPUs, endless). What is still imported then is kept and freed by
-// a later release in this process, once its importers let go; if none comes, it is freed
-// with the process.
+// thread driving several GPUs, endless). What is still imported then is kept and let go by
+// a later release in this process, once its importers let go; if none comes, it goes with
+// the process.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +29,7 @@ class RetirementClock {
 
 struct RetiringBlock {
   std::unique_ptr<ReleaseBoard> board;  // the owner's attachment
-  std::function<void()> free;           // frees the block (and what lives with it)
+  std::function<void()> free;           // lets go of the block's memory (and what lives with it)
   std::string who;                      // "comm 0x... rank r/n", for the log
   int device = -1;
 };
@@ -36,9 +37,9 @@ struct RetiringBlock {
 class BlockRetirement {
  public:
   BlockRetirement(RetirementClock& clock, double waitSeconds) : clock_(clock), waitSeconds_(waitSeconds) {}
-  // Retires the block, then frees whatever kept block no importer holds any more.
+  // Retires the block, then lets go of whatever kept block no importer holds any more.
   void retire(RetiringBlock block);
-  // Frees every kept block no importer holds any more.
+  // Lets go of every kept block no importer holds any more.
   void sweep();
   std::size_t kept() const;
 

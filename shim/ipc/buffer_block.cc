@@ -9,11 +9,6 @@
 namespace car {
 namespace {
 
-void freeMemory(int device, void* base) {
-  DeviceGuard guard(device);
-  CAR_CUDA_RELEASE(device, cudaFree(base));
-}
-
 cudaError_t exportHandle(int device, void* base, cudaIpcMemHandle_t* handle) {
   CAR_CUDA_RETURN_IF_FAILED(device, cudaIpcGetMemHandle(handle, base));
   return cudaSuccess;
@@ -31,12 +26,16 @@ std::unique_ptr<BufferBlock> BufferBlock::create(std::string* problem) {
   return std::unique_ptr<BufferBlock>(new BufferBlock(std::move(board)));
 }
 
-cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout, cudaStream_t stream) {
+cudaError_t BufferBlock::allocate(std::unique_ptr<BlockMemory> memory, const BlockLayout& layout,
+                                  cudaStream_t stream) {
+  if (!memory || memory->bytes() != layout.totalBytes) return cudaErrorInvalidValue;
+  const int device = memory->device();
   DeviceGuard guard(device);
   if (guard.error() != cudaSuccess) return guard.error();
-  void* base = nullptr;
-  CAR_CUDA_RETURN_IF_FAILED(device, cudaMalloc(&base, layout.totalBytes));
-  // tmp and staging are always written before they are read; the rest must start known.
+  CAR_CUDA_RETURN_IF_FAILED(device, memory->allocate());
+  void* base = memory->base();
+  // tmp and staging are always written before they are read; the rest must start known
+  // (kept memory too: the last block in it left its counts behind).
   // On the caller's non-blocking stream, waiting for that alone: a device-wide sync, or a
   // blocking stream (cudaStreamPerThread waits for the legacy stream), would wait for the
   // program's own kernels, or for one of ours that waits for a peer which is itself waiting
@@ -48,18 +47,19 @@ cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout, cudaStr
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) {
     noteCudaFailure(err, LogLevel::Info, "preparing the buffer block", __FILE__, __LINE__, device);
-    freeMemory(device, base);
-    return err;
+    return err;  // the memory goes back with `memory`: never exported, so nobody mapped it
   }
-  err = exportHandle(device, base, &handle_);
-  if (err != cudaSuccess) {
-    freeMemory(device, base);  // never exported, so nobody can have mapped it
-    return err;
-  }
+  CAR_CUDA_RETURN_IF_FAILED(device, exportHandle(device, base, &handle_));
   device_ = device;
   base_ = base;
   layout_ = layout;
+  memory_ = std::move(memory);
   return cudaSuccess;
+}
+
+cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout, cudaStream_t stream) {
+  std::unique_ptr<BlockMemory> memory = BlockMemory::claim(blockMemoryPool(), device, layout.totalBytes, 0);
+  return allocate(std::move(memory), layout, stream);
 }
 
 void BufferBlock::publish(HandshakeRecord* record) const {
@@ -79,15 +79,11 @@ void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& 
   if (block->base_ == nullptr) return;  // never allocated: the board alone goes with the object
   RetiringBlock retiring;
   retiring.board = std::move(block->board_);
-  const int device = block->device_;
-  void* base = block->base_;
   block->base_ = nullptr;  // from here on retirement owns the memory
-  // The reservation goes with the memory: given back when retirement has freed it.
-  retiring.free = [device, base, reservation = std::shared_ptr<BlockReservation>(std::move(block->reservation_))] {
-    freeMemory(device, base);
-  };
+  // The memory, with its room, goes back to the pool once retirement lets go of it.
+  retiring.free = [memory = std::shared_ptr<BlockMemory>(std::move(block->memory_))]() mutable { memory.reset(); };
   retiring.who = who;
-  retiring.device = device;
+  retiring.device = block->device_;
   blockRetirement().retire(std::move(retiring));
 }
 
@@ -97,7 +93,7 @@ void BufferBlock::abandon(std::unique_ptr<BufferBlock> block) {
 
 BufferBlock::~BufferBlock() {
   peers_.unmapAll();
-  if (base_ != nullptr) freeMemory(device_, base_);
+  // memory_ goes with it, back to the pool
 }
 
 }  // namespace car

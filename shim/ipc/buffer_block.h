@@ -3,11 +3,13 @@
 // buffer block" and "Release"). In order:
 //   create()    its release board (shim/ipc/release_board.h): peers attach it before they map
 //               the block, so the owner can tell when none maps it any more;
-//   allocate()  the device memory (kernels/rank_signal.h's layout), initialised and exported;
+//   allocate()  the device memory (kernels/rank_signal.h's layout; shim/ipc/block_memory.h),
+//               initialised and exported;
 //   publish()   what a peer needs to map it, into our handshake record;
 //   mapPeers()  every peer's block mapped here, each behind the peer's board;
-//   retire()    our mappings of the peers closed, then our block freed once no importer is
-//               left; or abandon(): everything kept, because a kernel of ours may still run.
+//   retire()    our mappings of the peers closed, then our block's memory let go once no
+//               importer is left (kept for the next block, never cudaFree'd); or abandon():
+//               everything kept, because a kernel of ours may still run.
 // The engine (plugin/rank_engine.h) only borrows the addresses, from attachPeers() on.
 #pragma once
 
@@ -20,7 +22,7 @@
 #include "../kernels/rank_signal.h"
 #include "config.h"
 #include "handshake/handshake_record.h"
-#include "ipc/block_budget.h"
+#include "ipc/block_memory.h"
 #include "ipc/peer_mapping.h"
 #include "ipc/release_board.h"
 
@@ -36,12 +38,15 @@ class BufferBlock {
   // shared memory refuses a board.
   static std::unique_ptr<BufferBlock> create(std::string* problem);
 
-  // Allocates the block on `device`: one cudaMalloc (not VMM memory, which
-  // cudaIpcGetMemHandle rejects), Signal and PushState zeroed and the push areas filled with
-  // the sentinel, so every count starts at 0 and no pack has arrived yet; then its IPC handle.
-  // The filling runs on `stream`, which must be a non-blocking one of the caller's: waiting
-  // for it alone waits for nothing else the program runs (not the legacy stream's work). On
-  // failure nothing stays allocated and the CUDA error is returned.
+  // Allocates the block in `memory` (claimed by the caller, with its room; kept memory of an
+  // earlier block, or new memory: one cudaMalloc, not VMM memory, which cudaIpcGetMemHandle
+  // rejects), Signal and PushState zeroed and the push areas filled with the sentinel, so
+  // every count starts at 0 and no pack has arrived yet; then its IPC handle. The filling runs
+  // on `stream`, which must be a non-blocking one of the caller's: waiting for it alone waits
+  // for nothing else the program runs (not the legacy stream's work). On failure the memory
+  // goes back to where it came from and the CUDA error is returned.
+  cudaError_t allocate(std::unique_ptr<BlockMemory> memory, const BlockLayout& layout, cudaStream_t stream);
+  // The same with memory claimed here, from the process-wide pool, without a bound.
   cudaError_t allocate(int device, const BlockLayout& layout, cudaStream_t stream);
 
   // Our board's id, the block's address and its IPC handle (once allocated), for the peers.
@@ -53,23 +58,19 @@ class BufferBlock {
   bool mapPeers(const std::vector<HandshakeRecord>& records, int myRank, std::vector<void*>* bases,
                 std::string* problem);
 
-  // The bytes reserved for this block under NCCL_CAR_GPU_MEMORY_BYTES: given back once its
-  // memory is freed (never, if it is abandoned).
-  void holdReservation(std::unique_ptr<BlockReservation> reservation) { reservation_ = std::move(reservation); }
-
   void* base() const { return base_; }
   const BlockLayout& layout() const { return layout_; }
   int device() const { return device_; }
 
-  // Closes our mappings of the peers' blocks (and leaves their boards), then frees our block
-  // as soon as no peer maps it (shim/ipc/block_retirement.h). No kernel of ours may still
+  // Closes our mappings of the peers' blocks (and leaves their boards), then lets go of our
+  // block's memory as soon as no peer maps it (shim/ipc/block_retirement.h). No kernel of ours may still
   // use any of it. `who` names the rank in the log. A null block is nothing to do.
   static void retire(std::unique_ptr<BufferBlock> block, const std::string& who);
   // Keeps the block, our mappings and every board attached for good: a kernel of ours that
   // never ended may still read and write through them.
   static void abandon(std::unique_ptr<BufferBlock> block);
 
-  // Frees at once what retire() would free once no peer maps it: only for a block no peer
+  // Lets go at once of what retire() lets go once no peer maps it: only for a block no peer
   // can have mapped (never published, or only ranks of this process that are gone).
   ~BufferBlock();
   BufferBlock(const BufferBlock&) = delete;
@@ -84,9 +85,7 @@ class BufferBlock {
   BlockLayout layout_{};
   cudaIpcMemHandle_t handle_{};
   PeerMappings peers_;  // the peers' blocks as mapped here
-  // Given back when the block goes: after the destructor's body freed the memory, or with the
-  // retirement that frees it (retire()).
-  std::unique_ptr<BlockReservation> reservation_;
+  std::unique_ptr<BlockMemory> memory_;  // behind base_; goes with the block, or with its retirement
 };
 
 }  // namespace car

@@ -6,12 +6,15 @@
 // creates a second one (ncclCommInitRank), checking for each call that it returned while
 // the kernel still spun. A watchdog releases the kernel after 20 s, so a call that waits for
 // it ends and is reported. Then the flag is set and an all-reduce on every communicator is
-// checked. The runner runs it with NCCL alone (the reference: which of these calls NCCL
-// itself makes without waiting), and with the library on communicators it takes and on ones
-// it does not (a checked setting that differs between the ranks).
+// checked, and the split and the second communicator are destroyed while another such kernel
+// spins (a release must not wait for the program's work either). The runner runs it with
+// NCCL alone (the reference: which of these calls NCCL itself makes without waiting), and
+// with the library on communicators it takes and on ones it does not (a checked setting that
+// differs between the ranks).
 // Prints "rank R: creation (STREAM): split returned with|after the kernel (T s); init
-// returned with|after the kernel (T s); sums right|WRONG" and exits 0 when the sums are
-// right (the runner judges the rest against NCCL alone), else 1.
+// returned with|after the kernel (T s); sums right|WRONG; destroy returned with|after the
+// kernel (T s)" and exits 0 when the sums are right and the destroys succeeded (the runner
+// judges the rest against NCCL alone), else 1.
 //
 //   creation_e2e RANK NRANKS ID_FILE user|legacy
 #include <cuda_runtime_api.h>
@@ -149,13 +152,17 @@ int main(int argc, char** argv) {
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   const bool sums = spun && splitOk && initOk && child != nullptr && sumsRight(first, rank, ranks, stream) &&
                     sumsRight(child, rank, ranks, stream) && sumsRight(second, rank, ranks, stream);
-  for (ncclComm_t comm : {child, second, first}) {
-    if (comm != nullptr) ncclCommDestroy(comm);
-  }
+  bool destroyOk = false;
+  const std::string destroy = whileSpinning(flag, deviceFlag, spinStream, [&] {
+    const ncclResult_t ofChild = child != nullptr ? ncclCommDestroy(child) : ncclSuccess;
+    const ncclResult_t ofSecond = second != nullptr ? ncclCommDestroy(second) : ncclSuccess;
+    return ofChild != ncclSuccess ? ofChild : ofSecond;
+  }, &destroyOk);
+  ncclCommDestroy(first);
   cudaStreamDestroy(stream);
   cudaStreamDestroy(user);
   cudaFreeHost(flag);
-  std::printf("rank %d: creation (%s): split returned %s; init returned %s; sums %s\n", rank, where.c_str(),
-              split.c_str(), init.c_str(), sums ? "right" : "WRONG");
-  return sums ? 0 : 1;
+  std::printf("rank %d: creation (%s): split returned %s; init returned %s; sums %s; destroy returned %s\n", rank,
+              where.c_str(), split.c_str(), init.c_str(), sums ? "right" : "WRONG", destroy.c_str());
+  return sums && destroyOk ? 0 : 1;
 }

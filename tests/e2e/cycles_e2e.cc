@@ -2,7 +2,8 @@
 // One process per rank: a parent communicator is created once; every cycle splits a child
 // from it (a new communicator: our set-up, IPC export, peers' handles opened), runs one
 // all-reduce that our kernel takes, checks it and destroys the child (our mappings closed,
-// our buffers freed). After a few warm-up cycles it records free device memory, open file
+// our buffers back in the pool, taken again by the next child). After a few warm-up cycles
+// it records free device memory, open file
 // descriptors and memory mappings, and compares them after the last cycle.
 //
 // A peer's mapping we forget to close keeps that peer's buffer block (tens of MiB) alive on

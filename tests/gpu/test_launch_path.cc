@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check_kernels.h"
+#include "host_gate.h"
 #include "device_buffers.h"
 #include "host_data.h"
 #include "rank_group.h"
@@ -24,24 +25,6 @@ namespace {
 constexpr int kDevice = 0;
 constexpr int kRanks = 2;
 constexpr std::size_t kCount = 4096;  // fp32, 16 KiB: 1shot
-
-// A host-mapped word a gate kernel spins on.
-class Gate {
- public:
-  Gate() {
-    void* word = nullptr;
-    CHECK_CUDA(cudaHostAlloc(&word, sizeof(int), cudaHostAllocMapped));
-    word_ = static_cast<volatile int*>(word);
-    *word_ = 0;
-  }
-  // Left allocated: a gate kernel stuck by a failed test must never read freed memory.
-  ~Gate() { open(); }
-  const volatile int* word() const { return word_; }
-  void open() { __atomic_store_n(const_cast<int*>(word_), 1, __ATOMIC_SEQ_CST); }
-
- private:
-  volatile int* word_ = nullptr;
-};
 
 CollectiveCall sumCall(const DeviceBuffers& in, DeviceBuffers& out, int rank, cudaStream_t stream) {
   CollectiveCall call;

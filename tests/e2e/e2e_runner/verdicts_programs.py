@@ -161,32 +161,32 @@ def _all_ours(log):
 
 def release_processes(returncodes, logs):
     """release_e2e processes: rank 0 waited for a late peer once, kept its block for a later
-    peer twice, and freed those later; on both ranks every all-reduce (each completed one
+    peer twice, and released those later; on both ranks every all-reduce (each completed one
     checked) was taken by our kernels."""
-    waited = len(lines_with(logs[:1], "buffers freed once every peer had let go of them"))
+    waited = len(lines_with(logs[:1], "buffers back in the pool once every peer had let go of them"))
     kept = len(lines_with(logs[:1], "buffers kept allocated: 1 peer rank(s) still map them"))
-    freed = len(lines_with(logs[:1], "buffers kept at release freed"))
+    freed = len(lines_with(logs[:1], "buffers kept at release back in the pool"))
     conditions = [("both ranks exit 0", all_zero(returncodes)),
                   ("rank 0 waited for its peer at least once", waited >= 1),
                   ("rank 0 kept its block at least twice", kept >= 2),
-                  ("rank 0 freed kept blocks later at least twice", freed >= 2)]
+                  ("rank 0 released kept blocks later at least twice", freed >= 2)]
     for rank, log in enumerate(logs):
         conditions += [(f"rank {rank}: {description}", holds) for description, holds in _all_ours(log)]
-    return judged(conditions, f"exit {codes(returncodes)}; rank 0 waited {waited}, kept {kept}, freed later {freed}",
+    return judged(conditions, f"exit {codes(returncodes)}; rank 0 waited {waited}, kept {kept}, released later {freed}",
                   lines_matching(logs, r"PASS|FAIL|all-reduces \("))
 
 
 def release_initall(ranks, returncode, log):
     """release_e2e initall: in one process, blocks are kept while a rank of the same process
-    maps them and freed by a later release; every all-reduce (each completed one checked)
+    maps them and released by a later release; every all-reduce (each completed one checked)
     was taken by our kernels."""
     least = 2 * (ranks - 1)
     kept = len(lines_with([log], "buffers kept allocated"))
-    freed = len(lines_with([log], "buffers kept at release freed"))
+    freed = len(lines_with([log], "buffers kept at release back in the pool"))
     return judged([("exit 0", returncode == 0),
                    (f"blocks kept at least {least} times", kept >= least),
-                   (f"kept blocks freed at least {least} times", freed >= least)] + _all_ours(log),
-                  f"exit {returncode}; kept {kept}, freed later {freed}; {tally(log).taken_calls} calls taken",
+                   (f"kept blocks released at least {least} times", freed >= least)] + _all_ours(log),
+                  f"exit {returncode}; kept {kept}, released later {freed}; {tally(log).taken_calls} calls taken",
                   lines_matching([log], r"PASS|FAIL|all-reduces \("))
 
 
@@ -265,8 +265,9 @@ def groups(ranks, library_run, nccl_run):
 
 # creation_e2e's line: whether each creating call returned while the kernel still spun.
 _CREATION = re.compile(r"rank \d+: creation \((?P<stream>\w+)\): split returned (?P<split>with|after) the kernel "
-                       r"\([^)]*\); init returned (?P<init>with|after) the kernel \([^)]*\); sums (?P<sums>right|WRONG)")
-_CREATING_CALLS = ("split", "init")
+                       r"\([^)]*\); init returned (?P<init>with|after) the kernel \([^)]*\); sums (?P<sums>right|WRONG); "
+                       r"destroy returned (?P<destroy>with|after) the kernel")
+_COMPARED_CALLS = ("split", "init", "destroy")
 
 
 def _creation_lines(logs):
@@ -282,15 +283,15 @@ def _returned_while_spinning(returncodes, logs, call):
 def creation(ranks, runs):
     """creation_e2e, for each stream the spinning kernel is on ('user', 'legacy'): NCCL alone
     ('nccl'), the library on communicators it takes ('eligible') and on ones it does not
-    ('ineligible'); runs[(kind, stream)] = (returncodes, logs). Wherever NCCL's own creating
-    call (split, init) returns while the program's kernel spins, ours must too, and there must
+    ('ineligible'); runs[(kind, stream)] = (returncodes, logs). Wherever NCCL's own call
+    (split, init, destroy) returns while the program's kernel spins, ours must too, and there must
     be such a call (else nothing is shown); every run's sums are right; the taken
     communicators (the first, its split and the second) take their all-reduces; the others are
     judged not ours at the first exchange (a checked setting differs) and take none."""
     conditions, notes = [], []
     compared = 0
     for stream in ("user", "legacy"):
-        for call in _CREATING_CALLS:
+        for call in _COMPARED_CALLS:
             if not _returned_while_spinning(*runs[("nccl", stream)], call):
                 notes.append(f"{stream} stream, {call}: NCCL alone waits for the kernel (not compared)")
                 continue
@@ -316,7 +317,7 @@ def creation(ranks, runs):
                                (f"ineligible, {stream} stream: nothing taken", seen.taken_calls == 0)]
             notes += [line.strip() for line in lines_with(logs, ": creation (")]
     conditions.append(("NCCL alone returns from at least one creating call while the kernel spins", compared > 0))
-    return judged(conditions, f"{compared} of 4 creating calls compared with NCCL alone", notes)
+    return judged(conditions, f"{compared} of {2 * len(_COMPARED_CALLS)} calls compared with NCCL alone", notes)
 
 
 # The reason a communicator's setup: line gives when a rank had no room for its block.

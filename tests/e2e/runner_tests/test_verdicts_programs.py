@@ -216,9 +216,9 @@ class RecoveryTest(unittest.TestCase):
 
 
 class ReleaseTest(unittest.TestCase):
-    WAITED = "buffers freed once every peer had let go of them"
+    WAITED = "buffers back in the pool once every peer had let go of them"
     KEPT = "buffers kept allocated: 1 peer rank(s) still map them"
-    FREED = "buffers kept at release freed"
+    FREED = "buffers kept at release back in the pool"
 
     def rank_log(self, rank, *events, made=8, checked=7, wrong=0, taken=8, forwarded=0, reasons=""):
         """release_e2e processes' rank: its events, its released: lines (the parent's five
@@ -384,11 +384,11 @@ class GroupsTest(unittest.TestCase):
         self.assertIn("NCCL alone", verdict.detail.split("not met:")[1])
 
 
-def creation_log(rank, stream, kind, split="with", init="with", taken=1):
+def creation_log(rank, stream, kind, split="with", init="with", destroy="with", taken=1):
     """creation_e2e's rank: the first communicator, its split and a second one, ours
     ('eligible'), refused at the first exchange ('ineligible') or without the library ('nccl')."""
     line = (f"rank {rank}: creation ({stream}): split returned {split} the kernel (0.061 s); init returned {init} "
-            f"the kernel (0.420 s); sums right")
+            f"the kernel (0.420 s); sums right; destroy returned {destroy} the kernel (0.002 s)")
     comms = (0x55d0, 0x66d0, 0x77d0)
     if kind == "nccl":
         return log(line)
@@ -402,31 +402,48 @@ def creation_log(rank, stream, kind, split="with", init="with", taken=1):
 class CreationTest(unittest.TestCase):
     def runs(self, **changed):
         """Every run as NCCL's own calls behave on the rig with NCCL 2.28.9 (split returns
-        while the kernel spins, init waits), but for `changed`: kind-stream=(split, init)."""
+        while the kernel spins, init waits), destroy returning while it spins, but for
+        `changed`: kind-stream=(split, init, destroy)."""
         runs = {}
         for stream in ("user", "legacy"):
             for kind in ("nccl", "eligible", "ineligible"):
-                split, init = changed.get(f"{kind}-{stream}", ("with", "after"))
-                runs[(kind, stream)] = ([0, 0], [creation_log(r, stream, kind, split, init) for r in range(2)])
+                split, init, destroy = changed.get(f"{kind}-{stream}", ("with", "after", "with"))
+                runs[(kind, stream)] = ([0, 0], [creation_log(r, stream, kind, split, init, destroy)
+                                                 for r in range(2)])
         return runs
 
     def test_ours_returning_wherever_nccls_do_passes(self):
         verdict = verdicts.creation(2, self.runs())
         self.assertEqual(verdict.status, PASS, verdict.detail)
-        self.assertIn("2 of 4 creating calls compared", verdict.detail)
+        self.assertIn("4 of 6 calls compared", verdict.detail)
         self.assertIn("user stream, init: NCCL alone waits for the kernel (not compared)", verdict.notes)
 
     def test_ours_waiting_where_nccl_does_not_fails(self):
         # Before the fix: an ineligible communicator freed its block with cudaFree, and an
         # eligible one prepared it on cudaStreamPerThread, which waits for the legacy stream.
-        for changed in ({"ineligible-user": ("after", "after")}, {"eligible-legacy": ("after", "after")}):
+        for changed in ({"ineligible-user": ("after", "after", "with")},
+                        {"eligible-legacy": ("after", "after", "with")}):
             with self.subTest(changed=changed):
                 verdict = verdicts.creation(2, self.runs(**changed))
                 self.assertEqual(verdict.status, FAIL)
                 self.assertIn("split returns while the kernel spins", verdict.detail.split("not met:")[1])
 
+    def test_a_destroy_waiting_where_nccls_does_not_fails(self):
+        # Before the fix: the release gave the block back with cudaFree, which waits for the
+        # whole device.
+        verdict = verdicts.creation(2, self.runs(**{"eligible-legacy": ("with", "after", "after")}))
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("eligible, legacy stream: destroy returns while the kernel spins",
+                      verdict.detail.split("not met:")[1])
+
+    def test_a_destroy_nccl_itself_waits_in_is_not_compared(self):
+        verdict = verdicts.creation(2, self.runs(**{"nccl-user": ("with", "after", "after"),
+                                                    "eligible-user": ("with", "after", "after")}))
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("user stream, destroy: NCCL alone waits for the kernel (not compared)", verdict.notes)
+
     def test_nothing_compared_fails(self):
-        waits = {f"nccl-{stream}": ("after", "after") for stream in ("user", "legacy")}
+        waits = {f"nccl-{stream}": ("after", "after", "after") for stream in ("user", "legacy")}
         verdict = verdicts.creation(2, self.runs(**waits))
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("NCCL alone returns from at least one creating call", verdict.detail)
@@ -449,7 +466,7 @@ class GpuMemoryBudgetTest(unittest.TestCase):
                 lines.append(info(f"comm {hex(comm)} rank {rank}/2 setup: not eligible: rank 0 has no room for another "
                                   f"buffer block within its NCCL_CAR_GPU_MEMORY_BYTES", rank))
             lines.append(f"rank {rank}: creation (user): split returned with the kernel (0.1 s); init returned with "
-                         f"the kernel (0.1 s); sums right")
+                         f"the kernel (0.1 s); sums right; destroy returned with the kernel (0.1 s)")
             lines.append(released(rank, 2, taken=(taken, 0, 0, 0)))
             result.append(log(*lines))
         return result
