@@ -9,10 +9,14 @@
    and its first all-reduce. On the one-GPU rig (all ranks on GPU 0, under MPS: docs/design.md,
    "Testing without a multi-GPU machine") for each --ranks; on a machine with 2 or more GPUs
    also one process per GPU, on 2 and on all of them (at most 8).
+3. With --groups, car_startup_bench --groups the same way: the world and a split for every
+   pair of ranks (PyTorch's many process groups), with and without the library: the time of
+   all splits, of the pairs' first all-reduces, and the GPU memory after them (the user
+   guide's "Many process groups").
 
 Prints one table per part, medians over --repeats runs of the slowest rank of each run.
 
-    run_startup_bench.py [--build BUILD] [--ranks 2,8] [--repeats 5]
+    run_startup_bench.py [--build BUILD] [--ranks 2,8] [--repeats 5] [--groups]
 """
 
 import argparse
@@ -33,6 +37,7 @@ from e2e_runner.machine import Machine  # noqa: E402
 MPS_SCRIPT = os.path.join(HERE, "..", "e2e", "mps.sh")
 FIELD = re.compile(r"(\w+)=([-\w.]+)")
 STEPS = ("init_ms", "first_ms", "split_ms", "split_first_ms")
+GROUP_STEPS = ("splits_ms", "firsts_ms")
 
 
 def mps(action, env):
@@ -74,9 +79,11 @@ def kernel_load(build, env, repeats):
                             for key in ("load_ms", "used_mib", "table_ms")) + " |")
 
 
-def communicator_runs(build, ranks, env_of, repeats, rig_env=None):
-    """{False: [per-run {step: slowest rank}], True: [...]}: without and with the library."""
+def communicator_runs(build, ranks, env_of, repeats, rig_env=None, groups=False):
+    """{False: [per-run {step: slowest rank}], True: [...]}: without and with the library;
+    the groups' steps with `groups`."""
     program = os.path.join(build, "tests", "car_startup_bench")
+    prefix, steps = ("groups ", GROUP_STEPS) if groups else ("startup ", STEPS)
     results = {False: [], True: []}
     with tempfile.TemporaryDirectory() as folder:
         for index in range(repeats):
@@ -84,17 +91,20 @@ def communicator_runs(build, ranks, env_of, repeats, rig_env=None):
                 if rig_env is not None:  # a fresh MPS server for every run, as the e2e runs do
                     mps("restart", rig_env)
                 id_file = os.path.join(folder, f"id-{index}-{int(with_library)}")
-                launches = [Launch([program, str(rank), str(ranks), id_file, "0" if rig_env is not None else str(rank)],
+                device = "0" if rig_env is not None else str(rank)
+                launches = [Launch([program, str(rank), str(ranks), id_file, device] + (["--groups"] if groups else []),
                                    env_of(rank, with_library), os.path.join(folder, f"{index}-{int(with_library)}-r{rank}"),
-                                   180) for rank in range(ranks)]
+                                   300) for rank in range(ranks)]
                 finished = run_together(launches)
                 lines = [fields(line) for run in finished for line in run.text.splitlines()
-                         if line.startswith("startup ")]
+                         if line.startswith(prefix)]
                 if any(run.returncode != 0 for run in finished) or len(lines) != ranks:
                     texts = "\n".join(run.text[-2000:] for run in finished)
                     raise SystemExit(f"car_startup_bench, {ranks} ranks, library {with_library}: failed\n{texts}")
-                run = {step: max(float(line[step]) for line in lines) for step in STEPS}
+                run = {step: max(float(line[step]) for line in lines) for step in steps}
                 run["used_mib"] = max(float(line["used_mib"]) for line in lines)
+                if groups:
+                    run["communicators"] = int(lines[0]["communicators"])
                 results[with_library].append(run)
     return results
 
@@ -113,11 +123,28 @@ def print_communicators(title, rows):
         print(f"| {ranks} | added | " + " | ".join(f"{value:+.1f}" for value in added) + " | |")
 
 
+def print_groups(title, rows):
+    print(f"\n{title}\n")
+    print("| ranks | communicators | library | all splits, ms | per split, ms | pairs' first all-reduces, ms | "
+          "GPU memory, MiB | per communicator, MiB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for ranks, results in rows:
+        for with_library in (False, True):
+            runs = results[with_library]
+            communicators = runs[0]["communicators"]
+            splits, firsts, used = (statistics.median(run[key] for run in runs)
+                                    for key in GROUP_STEPS + ("used_mib",))
+            print(f"| {ranks} | {communicators} | {'yes' if with_library else 'no'} | {splits:.1f} | "
+                  f"{splits / (communicators - 1):.2f} | {firsts:.1f} | {used:.0f} | {used / communicators:.1f} |")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
     parser.add_argument("--ranks", default="2,8", help="world sizes on the one-GPU rig (default 2,8)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--groups", action="store_true",
+                        help="also the world and every pair (many process groups), on the rig")
     args = parser.parse_args(argv)
     build = os.path.abspath(args.build)
     library = os.path.join(build, "shim", "libnccl-car.so")
@@ -140,15 +167,21 @@ def main(argv=None):
             return env
         return env_of
 
-    rows = []
+    rows, group_rows = [], []
     mps("start", rig_env)
     try:
         for ranks in (int(value) for value in args.ranks.split(",")):
             rows.append((ranks, communicator_runs(build, ranks, rig_rank(ranks), args.repeats, rig_env)))
+            if args.groups:
+                group_rows.append((ranks, communicator_runs(build, ranks, rig_rank(ranks), args.repeats, rig_env,
+                                                            groups=True)))
     finally:
         mps("stop", rig_env)
     print_communicators(f"A communicator's set-up on the one-GPU rig (processes under MPS, NCCL over sockets), "
                         f"median of {args.repeats}, slowest rank", rows)
+    if group_rows:
+        print_groups(f"The world and every pair on the one-GPU rig (GPU memory of the whole GPU), median of "
+                     f"{args.repeats}, slowest rank", group_rows)
 
     if machine.gpus >= 2:
         gpu_env = environments.gpu_machine(machine.env, nccl)

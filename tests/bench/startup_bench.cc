@@ -10,7 +10,17 @@
 // used_mib: what the GPU holds after both communicators' first all-reduce, less what it held
 // before the first init (the whole GPU: under MPS, every rank's process together).
 //
-//   car_startup_bench RANK NRANKS ID_FILE [DEVICE]
+// With --groups, what many process groups cost (PyTorch makes a communicator per group):
+// after the first communicator (the world), one split per pair of ranks, every rank taking
+// part in each split and the pair's two ranks getting the child (the world and every pair,
+// 29 communicators at 8 ranks), then a first all-reduce on each of this rank's. One line:
+//
+//   groups rank=R ranks=N communicators=C splits_ms=.. firsts_ms=.. used_mib=..
+//
+// C: the job's communicators; splits_ms the time of all splits, firsts_ms of this rank's
+// children's first all-reduces; used_mib as above, after all of them.
+//
+//   car_startup_bench RANK NRANKS ID_FILE [DEVICE] [--groups]
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -21,6 +31,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../e2e/unique_id_file.h"
 
@@ -68,18 +79,53 @@ double usedMiB() {
   return static_cast<double>(total - free) / (1 << 20);
 }
 
+// The world and every pair (--groups): see the top of this file.
+void measureGroups(ncclComm_t world, int rank, int ranks, const std::string& idFile, cudaStream_t stream, void* buffer,
+                   double usedBefore) {
+  barrier(idFile, "groups", rank, ranks);
+  std::vector<ncclComm_t> mine;
+  int communicators = 1;
+  const Clock::time_point start = Clock::now();
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = a + 1; b < ranks; ++b) {
+      const bool member = rank == a || rank == b;
+      ncclComm_t child = nullptr;
+      STARTUP_CHECK(ncclCommSplit(world, member ? 0 : NCCL_SPLIT_NOCOLOR, rank, &child, nullptr) == ncclSuccess,
+                    "ncclCommSplit of a pair");
+      STARTUP_CHECK(member == (child != nullptr), "the pair's child");
+      if (child != nullptr) mine.push_back(child);
+      ++communicators;
+    }
+  }
+  const double splitsMs = millisecondsSince(start);
+  // Each pair's first all-reduce, in the order of the splits: both ranks of a pair reach
+  // theirs in the same order, so no rank waits for a pair its peer has not reached.
+  const Clock::time_point firstsStart = Clock::now();
+  for (ncclComm_t child : mine) firstAllReduce(child, stream, buffer);
+  const double firstsMs = millisecondsSince(firstsStart);
+  barrier(idFile, "groups-measured", rank, ranks);
+  const double usedAfter = usedMiB();
+  std::printf("groups rank=%d ranks=%d communicators=%d splits_ms=%.2f firsts_ms=%.2f used_mib=%.0f\n", rank, ranks,
+              communicators, splitsMs, firstsMs, usedAfter - usedBefore);
+  std::fflush(stdout);
+  barrier(idFile, "groups-done", rank, ranks);
+  for (ncclComm_t child : mine) STARTUP_CHECK(ncclCommDestroy(child) == ncclSuccess, "ncclCommDestroy of a pair");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: car_startup_bench RANK NRANKS ID_FILE [DEVICE]\n");
+    std::fprintf(stderr, "usage: car_startup_bench RANK NRANKS ID_FILE [DEVICE] [--groups]\n");
     return 2;
   }
   const int rank = std::atoi(argv[1]);
   const int ranks = std::atoi(argv[2]);
   const std::string idFile = argv[3];
+  const bool groups = std::string(argv[argc - 1]) == "--groups";
+  const int positional = groups ? argc - 1 : argc;
   gRank = rank;
-  STARTUP_CHECK(cudaSetDevice(argc > 4 ? std::atoi(argv[4]) : 0) == cudaSuccess, "cudaSetDevice");
+  STARTUP_CHECK(cudaSetDevice(positional > 4 ? std::atoi(argv[4]) : 0) == cudaSuccess, "cudaSetDevice");
   STARTUP_CHECK(cudaFree(nullptr) == cudaSuccess, "creating the CUDA context");  // not counted
   cudaStream_t stream = nullptr;
   STARTUP_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "stream");
@@ -95,6 +141,12 @@ int main(int argc, char** argv) {
   STARTUP_CHECK(ncclCommInitRank(&comm, ranks, id, rank) == ncclSuccess, "ncclCommInitRank");
   const double initMs = millisecondsSince(start);
   const double firstMs = firstAllReduce(comm, stream, buffer);
+  if (groups) {
+    measureGroups(comm, rank, ranks, idFile, stream, buffer, usedBefore);
+    STARTUP_CHECK(ncclCommDestroy(comm) == ncclSuccess, "ncclCommDestroy");
+    cudaFree(buffer);
+    return 0;
+  }
 
   barrier(idFile, "split", rank, ranks);
   start = Clock::now();
