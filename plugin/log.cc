@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 #include <spdlog/logger.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,7 +21,12 @@ std::atomic<int> gLevel{static_cast<int>(LogLevel::Warn)};
 
 // Leaked on purpose, like the logger: logging must work during static destruction.
 MovableSink& movableSink() {
-  static MovableSink* sink = new MovableSink();
+  static MovableSink* sink = [] {
+    auto* created = new MovableSink();
+    pthread_atfork([] { movableSink().holdForFork(); }, [] { movableSink().releaseAfterFork(); },
+                   [] { movableSink().releaseAfterFork(); });
+    return created;
+  }();
   return *sink;
 }
 
@@ -48,6 +54,8 @@ const std::string& hostName() {
 }
 
 }  // namespace
+
+void readyLogForFork() { static_cast<void>(movableSink()); }
 
 bool logToFile(const std::string& pattern, std::string* why) {
   const std::string path = expandLogFileName(pattern, hostName(), static_cast<long>(getpid()));

@@ -21,6 +21,12 @@ inline bool logEnabled(LogLevel level) { return static_cast<int>(level) <= stati
 // why. Meant to be called once, when the settings are read.
 bool logToFile(const std::string& pattern, std::string* why);
 
+// Registers the log's fork() handlers, which hold its lock while the process is copied, if
+// they are not yet. Whoever registers handlers of its own that take a lock under which it
+// logs calls this first: pthread_atfork runs prepare handlers in reverse order, so its lock
+// is then always taken before the log's, at a fork as in its own code.
+void readyLogForFork();
+
 // device < 0 prints the calling thread's current CUDA device, if any.
 void writeLogLine(LogLevel level, const char* file, int line, int device, const std::string& text);
 

@@ -20,6 +20,11 @@ class MovableSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   // Later lines go to `file`, which the sink keeps open for the life of the process.
   void moveTo(std::FILE* file);
+  // Around fork() (pthread_atfork): the forking thread holds the lock while the process is
+  // copied, so a child never inherits it held by a thread that does not exist there, which
+  // would make the child's first line wait for good.
+  void holdForFork() { mutex_.lock(); }
+  void releaseAfterFork() { mutex_.unlock(); }
 
  private:
   void sink_it_(const spdlog::details::log_msg& message) override;

@@ -13,6 +13,7 @@ Registry& Registry::instance() {
 }
 
 Registry::Registry() {
+  readyLogForFork();  // its handlers then run after ours at a fork: our lock first, as when we log under it
   pthread_atfork(&Registry::lockForFork, &Registry::unlockAfterForkInParent, &Registry::setAsideAfterForkInChild);
 }
 
