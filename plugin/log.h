@@ -22,9 +22,9 @@ inline bool logEnabled(LogLevel level) { return static_cast<int>(level) <= stati
 bool logToFile(const std::string& pattern, std::string* why);
 
 // Registers the log's fork() handlers, which hold its lock while the process is copied, if
-// they are not yet. Whoever registers handlers of its own that take a lock under which it
-// logs calls this first: pthread_atfork runs prepare handlers in reverse order, so its lock
-// is then always taken before the log's, at a fork as in its own code.
+// they are not yet. pthread_atfork runs prepare handlers in reverse order of registration:
+// whoever registers handlers of its own calls this after them, so that a fork waits for a
+// line being written before it takes their lock.
 void readyLogForFork();
 
 // device < 0 prints the calling thread's current CUDA device, if any.

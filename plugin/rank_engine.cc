@@ -73,7 +73,12 @@ RankEngine::~RankEngine() {
   waitIdle();
   DeviceGuard guard(options_.device);
   CAR_CUDA_RELEASE(options_.device, cudaEventDestroy(lastLaunch_));
-  keepAbortWord(abortWord_);  // no kernel of ours reads it any more
+  if (everCaptured_) {
+    // A replay of a captured call may still read it: freed, which waits for the device.
+    CAR_CUDA_RELEASE(options_.device, cudaFreeHost(abortWord_));
+  } else {
+    keepAbortWord(abortWord_);  // no kernel of ours reads it any more
+  }
 }
 
 void RankEngine::attachPeers(void* const* bases, const BlockLayout& layout, bool fullNvlink, int computeCapability) {
@@ -190,6 +195,7 @@ cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan
   *launched = true;
   driverLaunches_ += throughDriver ? 1 : 0;
 
+  everCaptured_ = everCaptured_ || capturing;
   if (!capturing) {
     // Forget the stream first: should the record fail, the next call waits (on the old event).
     lastStreamIdKnown_ = false;
@@ -203,6 +209,11 @@ cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan
 
 void RankEngine::raiseAbort() {
   __atomic_store_n(abortWord_, 1u, __ATOMIC_SEQ_CST);
+}
+
+bool RankEngine::everCaptured() {
+  std::lock_guard<std::mutex> lock(launchMutex_);
+  return everCaptured_;
 }
 
 cudaError_t RankEngine::waitIdle() {

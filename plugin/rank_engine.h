@@ -88,6 +88,10 @@ class RankEngine {
 
   // Blocks until everything this engine enqueued outside graph capture has finished.
   cudaError_t waitIdle();
+  // Whether a call of this engine was ever captured into a CUDA graph: a replay of it may
+  // still run after waitIdle, so what it uses (the block, the abort word) must not be handed
+  // to another communicator at release.
+  bool everCaptured();
   // The same, giving up after `seconds`: returns false if our last launch is still running
   // (after an abort, a kernel queued behind a hung one on the caller's stream).
   bool waitIdleWithin(double seconds);
@@ -117,6 +121,7 @@ class RankEngine {
   // handles are reused after cudaStreamDestroy; ids are not).
   cudaEvent_t lastLaunch_;
   bool haveLastLaunch_ = false;
+  bool everCaptured_ = false;
   unsigned long long lastStreamId_ = 0;
   bool lastStreamIdKnown_ = false;
   bool pdl_ = false;          // NCCL_CAR_PDL and this GPU is sm_90 or newer

@@ -6,6 +6,7 @@
 #include "device_guard.h"
 #include "exports/fault_injection.h"
 #include "handshake/handshake_exchange.h"
+#include "ipc/block_retirement.h"
 #include "handshake/host_identity.h"
 #include "log.h"
 #include "handshake/p2p_limit.h"
@@ -91,6 +92,9 @@ void fillRecord(BatchMember& member) {
   if (record.status != RankStatus::Ready) return;
   // Room for our block, before any rank allocates one: every rank learns from the records
   // whether all have it.
+  // Blocks kept at a release because a peer still mapped them may be free by now: into the
+  // pool first, where this claim can take one.
+  blockRetirement().sweep();
   const std::size_t bytes = blockLayoutFor(setupConfig(state.device())).totalBytes;
   member.memory = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
   if (!member.memory) record.status = RankStatus::NoRoom;

@@ -42,6 +42,10 @@ cudaError_t BlockMemory::allocate() {
 
 BlockMemory::~BlockMemory() {
   if (base_ == nullptr) return;  // the reservation alone goes
+  if (!reusable_) {
+    pool_.free_(device_, base_);  // its room goes with room_
+    return;
+  }
   std::lock_guard<std::mutex> lock(pool_.mutex_);
   pool_.kept_.push_back(BlockMemoryPool::Kept{device_, bytes_, base_, std::move(room_)});
 }

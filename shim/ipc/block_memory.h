@@ -30,7 +30,11 @@ class BlockMemory {
                                             std::size_t limit);
   // Allocates the memory, unless it is kept memory (then nothing to do).
   cudaError_t allocate();
-  // Back to its pool if allocated (with its room), else the reservation is given back.
+  // From now on it is freed (cudaFree, which waits for the device) when it goes, not kept:
+  // for memory a CUDA graph's replay may still use after its block went.
+  void forgoReuse() { reusable_ = false; }
+  // Back to its pool if allocated (with its room), unless forgoReuse(); else the reservation
+  // is given back.
   ~BlockMemory();
 
   void* base() const { return base_; }
@@ -49,6 +53,7 @@ class BlockMemory {
   std::size_t bytes_;
   void* base_ = nullptr;
   bool reused_ = false;
+  bool reusable_ = true;
   std::unique_ptr<BlockReservation> room_;
 };
 

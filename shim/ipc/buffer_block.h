@@ -44,7 +44,8 @@ class BufferBlock {
   // every count starts at 0 and no pack has arrived yet; then its IPC handle. The filling runs
   // on `stream`, which must be a non-blocking one of the caller's: waiting for it alone waits
   // for nothing else the program runs (not the legacy stream's work). On failure the memory
-  // goes back to where it came from and the CUDA error is returned.
+  // goes with `memory` (into the pool if it was allocated, as nobody mapped it) and the CUDA
+  // error is returned.
   cudaError_t allocate(std::unique_ptr<BlockMemory> memory, const BlockLayout& layout, cudaStream_t stream);
   // The same with memory claimed here, from the process-wide pool, without a bound.
   cudaError_t allocate(int device, const BlockLayout& layout, cudaStream_t stream);
@@ -61,6 +62,12 @@ class BufferBlock {
   void* base() const { return base_; }
   const BlockLayout& layout() const { return layout_; }
   int device() const { return device_; }
+
+  // The block's memory is freed when it goes (cudaFree), not kept for the next block: a CUDA
+  // graph that captured a call over it may still be replaying.
+  void forgoReuse() {
+    if (memory_) memory_->forgoReuse();
+  }
 
   // Closes our mappings of the peers' blocks (and leaves their boards), then lets go of our
   // block's memory as soon as no peer maps it (shim/ipc/block_retirement.h). No kernel of ours may still

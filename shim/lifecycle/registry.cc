@@ -13,8 +13,11 @@ Registry& Registry::instance() {
 }
 
 Registry::Registry() {
-  readyLogForFork();  // its handlers then run after ours at a fork: our lock first, as when we log under it
   pthread_atfork(&Registry::lockForFork, &Registry::unlockAfterForkInParent, &Registry::setAsideAfterForkInChild);
+  // Registered after ours where it was not yet (prepare handlers run in reverse order): a
+  // fork then waits for a line being written before it holds our lock, which every hooked
+  // call takes. Either order is free of deadlock: nothing logs under our lock.
+  readyLogForFork();
 }
 
 // Held across fork(): the child's copy of the table is then whole, and its lock free.

@@ -69,6 +69,9 @@ void releaseOurSide(CommState& state, ReleaseKind kind) {
     BufferBlock::abandon(std::move(block));  // never retired: peers keep their view of it too
     return;
   }
+  // A replay of a captured call may outlive the engine's drain: such a block is freed, not
+  // handed to the next communicator.
+  if (engine && block && engine->everCaptured()) block->forgoReuse();
   engine.reset();
   BufferBlock::retire(std::move(block), describe(state));
   CAR_INFO(state.device(), "{}", logText(formatReleased, describe(state).c_str(), state.counters().summary().c_str()));

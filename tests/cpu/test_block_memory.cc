@@ -20,16 +20,21 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 
 // Hands out distinct fake addresses and counts what the pool allocates and frees.
 struct FakeDevice {
+  std::mutex mutex;  // the pool allocates outside its own lock, as cudaMalloc may take long
   std::uintptr_t next = 0x10000;
   int allocations = 0;
   std::vector<void*> freed;
   BlockMemoryPool pool{[this](int, std::size_t bytes, void** base) {
+                         std::lock_guard<std::mutex> lock(mutex);
                          *base = reinterpret_cast<void*>(next);
                          next += bytes;
                          ++allocations;
                          return cudaSuccess;
                        },
-                       [this](int, void* base) { freed.push_back(base); }};
+                       [this](int, void* base) {
+                         std::lock_guard<std::mutex> lock(mutex);
+                         freed.push_back(base);
+                       }};
 };
 
 std::unique_ptr<BlockMemory> allocated(FakeDevice& fake, int device, std::size_t bytes, std::size_t limit = 0) {
@@ -109,6 +114,21 @@ TEST_CASE("block memory: a block of another size frees what is kept on its GPU o
   CHECK(fake.pool.keptCount(device) == 0);
   CHECK(fake.pool.keptCount(other) == 1);
   CHECK(blockBytesHeld(device) == 96 * MiB);  // the freed memory's room went with it
+}
+
+TEST_CASE("block memory: memory a graph replay may still use is freed, not handed to the next block",
+          "[block-memory]") {
+  FakeDevice fake;
+  const int device = 209;
+  std::unique_ptr<BlockMemory> captured = allocated(fake, device, 48 * MiB);
+  void* const base = captured->base();
+  captured->forgoReuse();
+  captured.reset();
+  REQUIRE(fake.freed.size() == 1);
+  CHECK(fake.freed[0] == base);
+  CHECK(fake.pool.keptCount(device) == 0);
+  CHECK(blockBytesHeld(device) == 0);
+  CHECK_FALSE(allocated(fake, device, 48 * MiB)->reused());
 }
 
 TEST_CASE("block memory: claims and releases from many threads never hand one allocation to two blocks",

@@ -44,7 +44,8 @@ int forkWhileAnotherThreadLogs() {
   if (!logToFile("/proc/self/fd/" + std::to_string(pipeEnds[1]), nullptr)) return 2;
   setLogLevel(LogLevel::Info);
   // A line larger than the pipe: its write blocks, with the log's lock held, until read.
-  std::thread writer([] { CAR_INFO(-1, "{}", std::string(1 << 16, 'x')); });
+  // Device 0 given: the line asks CUDA nothing, which a fork()ed child must not use.
+  std::thread writer([] { CAR_INFO(0, "{}", std::string(1 << 16, 'x')); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::atomic<bool> done{false};
   std::thread reader([&] {
@@ -57,7 +58,7 @@ int forkWhileAnotherThreadLogs() {
   });
   const pid_t child = fork();
   if (child == 0) {
-    CAR_INFO(-1, "a line from the fork()ed child");
+    CAR_INFO(0, "a line from the fork()ed child");
     _exit(0);
   }
   const int code = child < 0 ? 2 : waitFor(child, 10);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "abort_words.h"
 #include "check_kernels.h"
 #include "device_buffers.h"
 #include "host_gate.h"
@@ -72,8 +73,10 @@ TEST_CASE("releasing engines and blocks returns while the program's kernel holds
       }
       gate.open();
     });
+    const int wordsKept = keptAbortWords();
     group.reset();  // engines drained (their kernels are done), blocks retired
     const bool returnedWhileHeld = !gate.isOpen();
+    CHECK(keptAbortWords() == wordsKept + kRanks);  // kept for the next engines, not freed
     released.store(true);
     watchdog.join();
     CHECK(returnedWhileHeld);
