@@ -52,8 +52,9 @@ struct Config {
   // the kernel and ranks that do not interoperate, so it is not a shared setting.
   std::size_t copyInKernelBytes = kDefaultCopyInKernelBytes;
   // NCCL_CAR_SYMMETRIC_NCCL_BYTES: all-reduces up to this size whose buffers both lie in NCCL
-  // symmetric windows go to NCCL's symmetric kernels. 0 (never) by default: where we measured
-  // them, they were slower than ours at every size (docs/benchmarks.md).
+  // symmetric windows go to NCCL's symmetric kernels. 0 (never) by default: the figures behind
+  // the defaults have them slower than ours at every size (docs/benchmarks.md, "Against NCCL's
+  // best: 2 H200s, bf16 sum", the NCCL -R 2 columns).
   std::size_t symmetricNcclBytes = 0;
   // NCCL_CAR_DETERMINISTIC: the user relies on every element's result depending on its inputs
   // alone (docs/user-guide.md, "Bitwise the same for every size"). Every kernel keeps that;

@@ -14,17 +14,16 @@ namespace {
 constexpr std::size_t kOneStageBelowUpTo4Ranks = 512 * 1024;
 constexpr std::size_t kOneStageBelowUpTo8Ranks = 256 * 1024;
 
-// Measured on 4 H200s with NVLink (2026-11-29, docs/benchmarks.md): 1stage took 10.5 us at
-// 512 KiB against 11.9 us for 2stage, and 15.7 against 13.7 us at 1 MiB; the lines cross
-// near 720 KiB.
+// On sm_90 with NVLink, 1stage's cost (ranks x bytes read) meets 2stage's third barrier
+// later than the seed assumed: 3 and 4 ranks keep 1stage up to a round size just past where
+// the two cross (docs/benchmarks.md, "Pull kernels: 1stage against 2stage").
 constexpr int kHopper = 90;
 constexpr std::size_t kHopperOneStageBelowUpTo4Ranks = 768 * 1024;
 
 // 1shot sends (ranks - 1) x the message from every rank, 2shot about 2 x (ranks - 1) / ranks x
-// but waits twice. Index: world size. 2 ranks: measured on 2 H200s (docs/benchmarks.md, "The
-// choice"): 1shot 5.66 against 2shot 6.93 us at 1 MiB, 9.62 against 9.86 at 2 MiB, 16.37
-// against 16.03 at 4 MiB. 3 to 8 ranks: not measured on NVLink yet; the points where 2shot's
-// fewer bytes over ~450 GB/s per GPU repay its second wait (~1.5 us).
+// but waits twice: 1shot up to where 2shot's fewer bytes repay its second wait. Index: world
+// size. 2 ranks: where the measured lines cross; 3 to 8 ranks: estimates from that model
+// (docs/benchmarks.md, "The choice: 1shot against 2shot").
 constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
     0, 0,
     2048 * 1024,  // 2 ranks
@@ -36,12 +35,10 @@ constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
     128 * 1024,   // 8
 };
 
-// Types whose packs travel split (integers, fp64: twice the bytes on the wire). Measured on 2
-// H200s (docs/benchmarks.md), int32, CUDA graph, 2026-11-30 14:43: 1shot took 3.59 us at 128
-// KiB against 2shot's 4.25, but 5.40 against 4.64 at 256 KiB and 8.64 against 6.51 at 512
-// KiB; 2shot took 10.3 at 1 MiB and 20.0 at 2 MiB against NCCL's best 11.8 and 26.1, but 35.9
-// at 4 MiB against 31.5 (earlier that day). So 1shot up to a sixteenth of the floating types'
-// limit (128 KiB at 2 ranks), 2shot up to 2 MiB, and NCCL above that.
+// Types whose packs travel split (integers, fp64) put twice the bytes on the wire, so each
+// kernel gives way sooner: 1shot up to a sixteenth of the floating types' limit, 2shot up to
+// 2 MiB, and NCCL above, where it is the faster (docs/benchmarks.md, "Split types: where
+// 1shot, 2shot and NCCL take over").
 constexpr int kSplitOneShotShare = 16;
 constexpr std::size_t kSplitPushUpTo = 2048 * 1024;
 

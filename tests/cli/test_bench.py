@@ -4,9 +4,13 @@ import importlib.util
 import os
 import re
 import time
+import sys
 import unittest
 
+import cli_support
 from bench_fixture import KIB_TO_64K, NCCL_CONFIGS, SIX, BenchCase, flat_times
+from cli_support import write_script
+from nccl_car_cli import library_query
 
 
 class OrderAndEnvironment(BenchCase):
@@ -73,6 +77,61 @@ class OrderAndEnvironment(BenchCase):
         self.assertEqual((float(row["car-pdl0_us"]), float(row["car-1shot_over_nccl_best"])), (20.0, 0.4))
         self.assertIn("library lines in the car-2stage runs:", result.stdout)
         self.assertIn("nccl-car is not slower than NCCL's best", result.stdout)   # car alone is in the verdict
+
+
+class VariantsFromTheLibrary(BenchCase):
+    """--configs offers ours forcing each all-reduce kernel the library has, by the names its
+    query program gives (kernels/algorithms.h): bench types none of them."""
+
+    FAKE_QUERY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_query.py")
+
+    def setUp(self):
+        super().setUp()
+        self.kernels = library_query.kernels_by_collective(cli_support.query_program(self).policy({}))
+        self.variants = [f"car-{kernel}" for kernel in self.kernels["all-reduce"]]
+
+    def times_for(self, *names):
+        return {"times": {name: [[10, 0]] for name in SIX + list(names)}}
+
+    def test_every_all_reduce_kernel_in_the_library_s_order(self):
+        result = self.quick("--configs", ",".join(reversed(self.variants)), canned=self.times_for(*self.variants))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        by_config = {r["config"]: r["env"] for r in self.runs()}
+        self.assertEqual(sorted(by_config), sorted(SIX + self.variants))
+        for kernel in self.kernels["all-reduce"]:
+            self.assertEqual(by_config[f"car-{kernel}"]["NCCL_CAR_ALGO"], kernel)
+        columns = [name[:-len("_us")] for name in self.csv_rows()[0]
+                   if name.endswith("_us") and not name.endswith(("_low_us", "_high_us")) and name != "nccl_best_us"]
+        self.assertEqual(columns, SIX + self.variants)
+
+    def test_a_kernel_of_another_collective_is_refused_with_the_library_s_names(self):
+        for collective, kernels in self.kernels.items():
+            for kernel in kernels if collective != "all-reduce" else ():
+                with self.subTest(kernel=kernel):
+                    result = self.quick("--configs", f"car-{kernel}")
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertIn(f"unknown configuration 'car-{kernel}': expected some of "
+                                  f"{', '.join(SIX + self.variants)}", result.stderr)
+        self.assertEqual(self.runs(), [])
+
+    def test_a_kernel_the_library_gains_is_a_variant(self):
+        # A library with one more all-reduce kernel: bench offers it with no change of its own.
+        query = write_script(self.path("nccl_car_query"),
+                             f'#!/bin/sh\nexec "{sys.executable}" "{self.FAKE_QUERY}" "$@"\n')
+        result = self.quick("--configs", "car-newshot", canned=self.times_for("car-newshot"), NCCL_CAR_QUERY=query,
+                            FAKE_QUERY_REAL=cli_support.QUERY_PROGRAM, FAKE_EXTRA_KERNEL="newshot")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual({r["env"]["NCCL_CAR_ALGO"] for r in self.runs() if r["config"] == "car-newshot"}, {"newshot"})
+        self.assertEqual(self.quick("--configs", "car-newshot").returncode, 2)   # the library as it is
+
+    def test_without_the_query_program_only_the_six(self):
+        missing = os.path.join(self.folder, "no-query")
+        result = self.quick("--configs", self.variants[0], NCCL_CAR_QUERY=missing)
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn(f"the variants of ours are the library's kernels: the query program is not built (no {missing}",
+                      result.stderr)
+        self.assertEqual(self.runs(), [])
+        self.assertEqual(self.quick("--configs", "car-pdl0", NCCL_CAR_QUERY=missing).returncode, 0)
 
 
 class BestOfNccl(unittest.TestCase):

@@ -48,6 +48,12 @@ class SaveAndFrom(BenchCase):
         self.assertEqual(len(self.runs(probes=True)), runs_before)
         self.assertEqual(second.stdout.replace(csv_again, self.csv), first.stdout)
         self.assertEqual(self.csv_rows(csv_again), self.csv_rows())
+        # A variant of ours is a kernel of the library: read without its query program, the
+        # folder cannot say what car-2shot was.
+        missing = self.path("no-query")
+        third = self.bench("--from", moved, library=False, outputs=False, NCCL_CAR_QUERY=missing)
+        self.assertEqual(third.returncode, 3, third.stderr)
+        self.assertIn(f"the query program is not built (no {missing}", third.stderr)
 
     def test_failures_and_wrong_results_come_back_too(self):
         saved = self.path("saved")

@@ -12,6 +12,7 @@ from unittest import mock
 import cli_support
 from cli_support import clean_env, run_tool
 from nccl_car_cli import doctor, host_probe, library_query
+from nccl_car_cli.units import format_size
 
 
 def machine(n, p2p=True, nvlink=True):
@@ -78,22 +79,51 @@ class VerdictTest(unittest.TestCase):
         judged = self.judge(machine(2), NCCL_CAR_ALGO="2stage")
         self.assertEqual(doctor.ranges_text(judged["communicators"][0]["decisions"]), "2stage 16 B..8 MiB")
 
+    def expected_takes(self, env, ranks=2):
+        """What the note must say the policy takes, collective by collective, from the query
+        program's answer for a communicator of `ranks` GPUs of machine()."""
+        policy = self.query.policy(env)
+        taken = self.query.decide(env, ranks, True, 90, [doctor.SMALLEST_SAMPLE], doctor.SAMPLE_TYPE)["taken"]
+        self.assertEqual(list(taken), policy["collectives"])
+        said = []
+        for collective, answer in taken.items():
+            if not answer["types"] or answer["ops"] == []:
+                said.append(f"no {collective} calls")
+            elif answer["ops"] is None:
+                said.append(f"{collective} calls of {', '.join(answer['types'])}")
+            else:
+                said.append(f"{collective} calls of {', '.join(answer['ops'])} on {', '.join(answer['types'])}")
+        return f"with every rank on this host it takes {'; '.join(said)}; "
+
     def test_note_says_what_the_policy_takes(self):
-        # Every op and type the library names, as its policy takes them on these GPUs.
-        policy = self.query.policy({})
-        taken = self.query.decide({}, 2, True, 90, [16], "bf16")
-        self.assertEqual(taken["types_taken"], [t["name"] for t in policy["element_types"]])
+        # Every collective, with the ops and types its policy takes on these GPUs.
         note = self.judge(machine(2))["note"]
-        self.assertIn(f"{' and '.join(policy['collectives'])} calls of {', '.join(taken['ops_taken'])} on "
-                      f"{', '.join(taken['types_taken'])}, with every rank on this host", note)
+        self.assertIn(self.expected_takes({}), note)
         self.assertIsNone(self.judge(machine(2), NCCL_CAR_DISABLE="1")["note"])
 
+    def test_note_speaks_for_each_collective(self):
+        # A collective switched off is said to be, while the all-reduce still is taken: the
+        # note claims of each collective only what the query program found for it.
+        for variable, collective in (("NCCL_CAR_ALLGATHER_MAX_BYTES", "all-gather"),
+                                     ("NCCL_CAR_REDUCESCATTER_MAX_BYTES", "reduce-scatter")):
+            with self.subTest(variable=variable):
+                env = {variable: "0"}
+                note = self.judge(machine(2), **env)["note"]
+                self.assertIn(self.expected_takes(env), note)
+                self.assertIn(f"; no {collective} calls", note)
+        # Several communicators: what every one of them takes (here the same on each).
+        note = self.judge(machine(4))["note"]
+        self.assertIn(self.expected_takes({}, ranks=4), note)
+
     def test_more_gpus_than_ranks_supported(self):
-        judged = self.judge(machine(16))
-        self.assertIn("between 2..8 ranks", judged["line"])
-        self.assertIn("more than 8 ranks are forwarded", judged["line"])
+        policy = self.query.policy({})
+        most = policy["max_ranks"]
+        judged = self.judge(machine(2 * most))
+        self.assertIn(f"between 2..{most} ranks", judged["line"])
+        self.assertIn(f"more than {most} ranks are forwarded", judged["line"])
         self.assertEqual(doctor.ranges_text(judged["communicators"][-1]["decisions"]),
-                         "NCCL (ineligible-comm) 16 B..8 MiB")
+                         f"NCCL (ineligible-comm) {format_size(doctor.SMALLEST_SAMPLE)}.."
+                         f"{format_size(policy['max_bytes']['all-reduce'])}")
 
     def test_disabled(self):
         line, accelerates = self.verdict_of(machine(8), NCCL_CAR_DISABLE="1")
@@ -150,6 +180,20 @@ class TextReportTest(unittest.TestCase):
         self.assertIn("with every rank on this host", report["verdict_note"])
         self.assertTrue(report["accelerates"])
 
+    def test_the_transcript_in_cli_md_is_the_library_s_verdict(self):
+        # docs/cli.md shows doctor on 4 GPUs with NVLink and the defaults: its verdict lines are
+        # what this build's policy says there, word for word.
+        cli_support.query_program(self)
+        with open(os.path.join(cli_support.REPO_ROOT, "docs", "cli.md")) as document:
+            text = document.read()
+        transcript = text[text.index("$ nccl-car doctor\n"):]
+        transcript = transcript[:transcript.index("```")].splitlines()
+        shown = transcript[next(i for i, line in enumerate(transcript) if line.startswith("verdict:")):]
+        with mock.patch("nccl_car_cli.gpu_probe.probe_gpus", return_value=machine(4)):
+            report = doctor.collect(argparse.Namespace(lib=None), clean_env())
+        lines = doctor.render_text(report).splitlines()
+        self.assertEqual(shown, lines[next(i for i, line in enumerate(lines) if line.startswith("verdict:")):])
+
 
 class NcclSearchTest(unittest.TestCase):
     def test_order(self):
@@ -196,8 +240,7 @@ class NcclSearchTest(unittest.TestCase):
     def test_the_built_library_names_its_nccl_h(self):
         library = os.path.join(cli_support.BUILD_DIR, "shim", "libnccl-car.so")
         cache = os.path.join(cli_support.BUILD_DIR, "CMakeCache.txt")
-        if not os.path.isfile(library) or not os.path.isfile(cache):
-            self.skipTest(f"{library} is not built")
+        cli_support.require_built(self, library, cache)
         with open(cache) as stream:
             include = next(line.split("=", 1)[1].strip() for line in stream if line.startswith("NCCL_INCLUDE_DIR:"))
         with open(os.path.join(include, "nccl.h")) as header:

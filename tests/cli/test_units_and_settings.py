@@ -142,15 +142,43 @@ class PolicyTest(unittest.TestCase):
         self.assertGreaterEqual(self.policy["max_ranks"], 2)
 
     def test_every_type_and_op_is_taken_where_the_library_serves(self):
-        answer = self.query.decide({}, 2, True, 90, [16], "bf16")
-        self.assertEqual(answer["types_taken"], [t["name"] for t in self.policy["element_types"]])
-        self.assertEqual(answer["ops_taken"], self.policy["ops"])
+        every_type = [t["name"] for t in self.policy["element_types"]]
+        taken = self.query.decide({}, 2, True, 90, [16], "bf16")["taken"]
+        self.assertEqual(list(taken), self.policy["collectives"])
+        for collective, answer in taken.items():
+            with self.subTest(collective=collective):
+                self.assertEqual(answer["types"], every_type)
+        # The all-gather takes no op; the others every op.
+        self.assertEqual([answer["ops"] for answer in taken.values()], [self.policy["ops"], None, self.policy["ops"]])
         # Older GPUs: a subset (NCCL itself refuses some types there), never more.
-        older = self.query.decide({}, 2, True, 80, [16], "bf16")
-        self.assertLess(set(older["types_taken"]), set(answer["types_taken"]))
-        self.assertEqual(self.query.decide({"NCCL_CAR_DISABLE": "1"}, 2, True, 90, [16], "bf16")["types_taken"], [])
+        older = self.query.decide({}, 2, True, 80, [16], "bf16")["taken"]
+        for collective in taken:
+            self.assertLess(set(older[collective]["types"]), set(every_type))
+        disabled = self.query.decide({"NCCL_CAR_DISABLE": "1"}, 2, True, 90, [16], "bf16")["taken"]
+        self.assertEqual([answer["types"] for answer in disabled.values()], [[]] * len(taken))
         # Where the policy serves no communicator: nothing.
-        self.assertEqual(self.query.decide({}, self.policy["max_ranks"] + 1, True, 90, [16], "bf16")["ops_taken"], [])
+        beyond = self.query.decide({}, self.policy["max_ranks"] + 1, True, 90, [16], "bf16")["taken"]
+        self.assertEqual([answer["ops"] for answer in beyond.values()], [[], None, []])
+        self.assertEqual([answer["types"] for answer in beyond.values()], [[]] * len(taken))
+
+    def test_each_collective_is_asked_on_its_own(self):
+        # A collective switched off takes nothing while the others still take every type: the
+        # answer is each collective's own, not the all-reduce's repeated.
+        every_type = [t["name"] for t in self.policy["element_types"]]
+        for variable, off in (("NCCL_CAR_ALLGATHER_MAX_BYTES", "all-gather"),
+                              ("NCCL_CAR_REDUCESCATTER_MAX_BYTES", "reduce-scatter")):
+            with self.subTest(variable=variable):
+                taken = self.query.decide({variable: "0"}, 2, True, 90, [16], "bf16")["taken"]
+                self.assertEqual({collective: answer["types"] for collective, answer in taken.items()},
+                                 {collective: [] if collective == off else every_type for collective in taken})
+        # An op the library has no kernel for: the reducing collectives take nothing, the
+        # all-gather (which reads no op) every type.
+        taken = self.query.decide({}, 2, True, 90, [16], "bf16")
+        other_op = self.query._ask(["decide", "--ranks", "2", "--full-nvlink", "--compute-capability", "90",
+                                    "--op", "other", "16"], {})["taken"]
+        self.assertEqual({collective: answer["types"] for collective, answer in other_op.items()},
+                         {"all-reduce": [], "all-gather": every_type, "reduce-scatter": []})
+        self.assertEqual(taken["taken"]["all-gather"], other_op["all-gather"])
 
 
 class WithoutQueryProgramTest(unittest.TestCase):

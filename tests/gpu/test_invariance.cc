@@ -181,8 +181,9 @@ class Rig {
   }
 
   // Every rank: its input prefix copied from the device copy, the all-reduce, and (where it
-  // ran) the output compared with the reference into counter `slot`. Nothing waits.
-  Submitted enqueue(std::size_t v, const Call& call, std::size_t slot, bool compare = true) {
+  // ran) the output compared with the reference into the difference counter of call case
+  // `callCase`. Nothing waits.
+  Submitted enqueue(std::size_t v, const Call& call, std::size_t callCase, bool compare = true) {
     RankGroup& g = group(v);
     const std::size_t bytes = call.count * static_cast<std::size_t>(elementBytes(call.type));
     Submitted submitted;
@@ -208,17 +209,17 @@ class Rig {
     for (const SubmitResult& result : results) submitted.sameKernel = submitted.sameKernel && result.algorithm == *submitted.ran;
     if (compare && submitted.launched == ranks_) {
       for (int r = 0; r < ranks_; ++r) {
-        CHECK_CUDA(countDifferingBytes(output(call, r), reference(), bytes, counters_ + slot, g.stream(r)));
+        CHECK_CUDA(countDifferingBytes(output(call, r), reference(), bytes, counters_ + callCase, g.stream(r)));
       }
     }
     return submitted;
   }
 
-  // Captures enqueue(v, call, slot) into one graph per rank and replays it twice.
-  Submitted replayFromGraph(std::size_t v, const Call& call, std::size_t slot) {
+  // Captures enqueue(v, call, callCase) into one graph per rank and replays it twice.
+  Submitted replayFromGraph(std::size_t v, const Call& call, std::size_t callCase) {
     RankGroup& g = group(v);
     for (int r = 0; r < ranks_; ++r) CHECK_CUDA(cudaStreamBeginCapture(g.stream(r), cudaStreamCaptureModeThreadLocal));
-    const Submitted submitted = enqueue(v, call, slot);
+    const Submitted submitted = enqueue(v, call, callCase);
     std::vector<cudaGraph_t> graphs(ranks_);
     for (int r = 0; r < ranks_; ++r) CHECK_CUDA(cudaStreamEndCapture(g.stream(r), &graphs[r]));
     std::vector<cudaGraphExec_t> execs(ranks_);
@@ -340,7 +341,7 @@ void checkInvariance(const Scope& scope) {
       for (ReduceOp op : scope.ops) {
         const std::vector<HostBuffer>& inputs = draws.at({type, op == ReduceOp::Prod});
         rig.upload(inputs, largestCount * size);
-        std::vector<std::string> described;  // what each counter slot checked
+        std::vector<std::string> described;  // what each call case (one difference counter each) checked
 
         // The reference: 1stage (variant 0) at the largest message, out of place, aligned.
         const Rig::Call first{type, op, largestCount, false, std::vector<std::size_t>(ranks, 0),
@@ -363,9 +364,9 @@ void checkInvariance(const Scope& scope) {
             const Rig::Call call{type, op, count, (callIndex / 3) % 2 == 1, shiftsFor(ranks, type, pattern, callIndex),
                                  shiftsFor(ranks, type, pattern, callIndex + 7)};
             ++callIndex;
-            const std::size_t slot = described.size();
-            REQUIRE(slot + 1 < kMaxCallsPerCombination);
-            const Rig::Submitted submitted = rig.enqueue(v, call, slot);
+            const std::size_t callCase = described.size();
+            REQUIRE(callCase + 1 < kMaxCallsPerCombination);
+            const Rig::Submitted submitted = rig.enqueue(v, call, callCase);
             described.push_back(describeCall(ranks, rig.variants()[v], call, submitted));
             ++calls;
             if (submitted.launched == 0) {
@@ -387,8 +388,8 @@ void checkInvariance(const Scope& scope) {
             const std::size_t count = counts[counts.size() / 2];
             const Rig::Call call{type, op, count, true, shiftsFor(ranks, type, 2, callIndex),
                                  shiftsFor(ranks, type, 2, callIndex)};
-            const std::size_t slot = described.size();
-            const Rig::Submitted submitted = rig.replayFromGraph(v, call, slot);
+            const std::size_t callCase = described.size();
+            const Rig::Submitted submitted = rig.replayFromGraph(v, call, callCase);
             described.push_back(describeCall(ranks, rig.variants()[v], call, submitted) + ", graph replayed twice");
             if (submitted.launched != 0 && submitted.launched != ranks) fail(described.back() + ": not every rank captured it");
           }
@@ -399,10 +400,10 @@ void checkInvariance(const Scope& scope) {
           }
         }
         const std::vector<unsigned long long> differing = rig.counters(described.size());
-        for (std::size_t slot = 0; slot < described.size(); ++slot) {
-          if (differing[slot] != 0) {
-            fail(described[slot] + ": " + std::to_string(differing[slot]) + " bytes differ from the reference (" +
-                 firstText + ")");
+        for (std::size_t callCase = 0; callCase < described.size(); ++callCase) {
+          if (differing[callCase] != 0) {
+            fail(described[callCase] + ": " + std::to_string(differing[callCase]) +
+                 " bytes differ from the reference (" + firstText + ")");
           }
         }
       }

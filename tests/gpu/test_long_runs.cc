@@ -24,29 +24,29 @@ constexpr int kDevice = 0;
 
 // One call of a long run, with the exact expected output of every rank. `count` is NCCL's
 // (kernels/algorithms.h); `outCount` the elements of each rank's output.
-struct SizedSlot {
+struct CallCase {
   Collective collective;
   std::size_t count, outCount;
   std::unique_ptr<DeviceBuffers> in, out, expected;
 };
 
-struct SlotShape {
+struct CallShape {
   Collective collective;
   std::size_t bytes;  // the whole message: an all-gather's output, a reduce-scatter's input
 };
 
 // Inputs are small integers, so the fp32 sum is exact in any order and every rank must
 // produce exactly the bits computed here. A whole message is a multiple of 4 x ranks bytes.
-std::vector<SizedSlot> makeSlots(int ranks, const std::vector<SlotShape>& shapes, Random& random) {
-  std::vector<SizedSlot> slots;
-  for (const SlotShape& shape : shapes) {
+std::vector<CallCase> makeCallCases(int ranks, const std::vector<CallShape>& shapes, Random& random) {
+  std::vector<CallCase> callCases;
+  for (const CallShape& shape : shapes) {
     const std::size_t whole = shape.collective == Collective::AllReduce ? shape.bytes / 4 : shape.bytes / 4 / ranks * ranks;
     const std::size_t part = shape.collective == Collective::AllReduce ? whole : whole / ranks;
     const std::size_t inCount = shape.collective == Collective::AllGather ? part : whole;
-    SizedSlot slot{shape.collective, part, shape.collective == Collective::ReduceScatter ? part : whole, {}, {}, {}};
-    slot.in = std::make_unique<DeviceBuffers>(ranks, inCount * 4);
-    slot.out = std::make_unique<DeviceBuffers>(ranks, slot.outCount * 4);
-    slot.expected = std::make_unique<DeviceBuffers>(ranks, slot.outCount * 4);
+    CallCase callCase{shape.collective, part, shape.collective == Collective::ReduceScatter ? part : whole, {}, {}, {}};
+    callCase.in = std::make_unique<DeviceBuffers>(ranks, inCount * 4);
+    callCase.out = std::make_unique<DeviceBuffers>(ranks, callCase.outCount * 4);
+    callCase.expected = std::make_unique<DeviceBuffers>(ranks, callCase.outCount * 4);
     HostBuffer sum{ElementType::Float32, std::vector<std::uint8_t>(whole * 4)};  // all-gather: the inputs in rank order
     for (std::size_t i = 0; i < whole; ++i) sum.set(i, 0);
     for (int r = 0; r < ranks; ++r) {
@@ -57,20 +57,21 @@ std::vector<SizedSlot> makeSlots(int ranks, const std::vector<SlotShape>& shapes
         const std::size_t at = shape.collective == Collective::AllGather ? r * part + i : i;
         sum.set(at, sum.at(at) + value);
       }
-      slot.in->upload(r, input);
+      callCase.in->upload(r, input);
     }
     for (int r = 0; r < ranks; ++r) {
       if (shape.collective != Collective::ReduceScatter) {
-        slot.expected->upload(r, sum);
+        callCase.expected->upload(r, sum);
       } else {
         const auto block = sum.bytes.begin() + static_cast<long>(r * part * 4);
-        slot.expected->upload(r, HostBuffer{ElementType::Float32, std::vector<std::uint8_t>(block, block + part * 4)});
+        callCase.expected->upload(r,
+                                  HostBuffer{ElementType::Float32, std::vector<std::uint8_t>(block, block + part * 4)});
       }
     }
-    slot.out->poison();
-    slots.push_back(std::move(slot));
+    callCase.out->poison();
+    callCases.push_back(std::move(callCase));
   }
-  return slots;
+  return callCases;
 }
 
 class ErrorCounters {
@@ -94,15 +95,15 @@ class ErrorCounters {
   unsigned long long* counters_ = nullptr;
 };
 
-// Enqueues one call per rank for `slot`, then each rank's compare-and-poison.
-void callAndCheck(RankGroup& group, SizedSlot& slot, ErrorCounters& errors) {
+// Enqueues one call per rank for `callCase`, then each rank's compare-and-poison.
+void callAndCheck(RankGroup& group, CallCase& callCase, ErrorCounters& errors) {
   std::string why;
-  const bool launched = group.submit(slot.collective, slot.in->constPointers(), slot.out->pointers(), slot.count,
-                                     ElementType::Float32, ReduceOp::Sum, &why);
-  INFO(collectiveName(slot.collective) << " of " << slot.count << " not launched: " << why);
+  const bool launched = group.submit(callCase.collective, callCase.in->constPointers(), callCase.out->pointers(),
+                                     callCase.count, ElementType::Float32, ReduceOp::Sum, &why);
+  INFO(collectiveName(callCase.collective) << " of " << callCase.count << " not launched: " << why);
   REQUIRE(launched);
   for (int r = 0; r < group.ranks(); ++r) {
-    CHECK_CUDA(compareAndPoison(slot.out->at(r), slot.expected->at(r), slot.outCount * 4, errors.of(r),
+    CHECK_CUDA(compareAndPoison(callCase.out->at(r), callCase.expected->at(r), callCase.outCount * 4, errors.of(r),
                                 group.stream(r)));
   }
 }
@@ -114,7 +115,7 @@ void callAndCheck(RankGroup& group, SizedSlot& slot, ErrorCounters& errors) {
 // 1004 bytes is not a whole number of packs. The all-gathers and reduce-scatters between them
 // share the push areas with 1shot and 2shot (each a part per rank of at most a few KiB, what
 // those areas hold at 8 ranks).
-const std::vector<SlotShape> kMixedShapes = {
+const std::vector<CallShape> kMixedShapes = {
     {Collective::AllReduce, 16},          {Collective::AllGather, 8 * 12},
     {Collective::AllReduce, 1004},        {Collective::ReduceScatter, 8 * 4 * 1001},
     {Collective::AllReduce, 4096 + 16},   {Collective::AllGather, 8 * 4 * 1000},
@@ -136,11 +137,12 @@ std::uint64_t takenCalls(RankEngine& engine) {
   return calls;
 }
 
-// Captures one call per slot (and its check) on every rank's stream into one graph per rank.
-std::vector<cudaGraphExec_t> captureSlots(RankGroup& group, std::vector<SizedSlot>& slots, ErrorCounters& errors) {
+// Captures one call per call case (and its check) on every rank's stream into one graph per rank.
+std::vector<cudaGraphExec_t> captureCallCases(RankGroup& group, std::vector<CallCase>& callCases,
+                                              ErrorCounters& errors) {
   const int ranks = group.ranks();
   for (int r = 0; r < ranks; ++r) CHECK_CUDA(cudaStreamBeginCapture(group.stream(r), cudaStreamCaptureModeThreadLocal));
-  for (auto& slot : slots) callAndCheck(group, slot, errors);
+  for (auto& callCase : callCases) callAndCheck(group, callCase, errors);
   // End every capture before instantiating: instantiation is refused while this thread
   // still has a capture under way.
   std::vector<cudaGraph_t> captured(ranks);
@@ -160,20 +162,20 @@ TEST_CASE("100,000 back-to-back calls mixing every kernel and size, eager and gr
   for (int ranks : {2, 5, 8}) {
     Random random(ranks);
     RankGroup group(kDevice, ranks, mixedConfig(ranks));
-    auto slots = makeSlots(ranks, kMixedShapes, random);
+    auto callCases = makeCallCases(ranks, kMixedShapes, random);
     ErrorCounters errors(ranks);
-    std::vector<cudaGraphExec_t> graphs = captureSlots(group, slots, errors);
+    std::vector<cudaGraphExec_t> graphs = captureCallCases(group, callCases, errors);
     const std::uint64_t capturedCalls = takenCalls(group.engine(0));
     const int calls = ranks == 8 ? 100000 : 20000;
     const auto start = std::chrono::steady_clock::now();
     int issued = 0;
     for (int round = 0; issued < calls; ++round) {
       if (round % 2 == 0) {
-        for (auto& slot : slots) callAndCheck(group, slot, errors);
+        for (auto& callCase : callCases) callAndCheck(group, callCase, errors);
       } else {
         for (int r = 0; r < ranks; ++r) CHECK_CUDA(cudaGraphLaunch(graphs[r], group.stream(r)));
       }
-      issued += static_cast<int>(slots.size());
+      issued += static_cast<int>(callCases.size());
     }
     group.synchronize();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -181,7 +183,8 @@ TEST_CASE("100,000 back-to-back calls mixing every kernel and size, eager and gr
     CHECK(errors.total() == 0);
     for (int r = 0; r < ranks; ++r) CHECK_CUDA(cudaGraphExecDestroy(graphs[r]));
     RankEngine& engine = group.engine(0);
-    CHECK(takenCalls(engine) - capturedCalls == static_cast<std::uint64_t>((issued / slots.size() + 1) / 2 * slots.size()));
+    CHECK(takenCalls(engine) - capturedCalls ==
+          static_cast<std::uint64_t>((issued / callCases.size() + 1) / 2 * callCases.size()));
     CHECK(engine.stats().taken(Algorithm::OneShotPush) > 0);
     CHECK(engine.stats().taken(Algorithm::OneStage) > 0);
     CHECK(engine.stats().taken(Algorithm::AllGatherPush) > 0);
@@ -196,19 +199,19 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
   for (int ranks : {2, 4, 8}) {
     Random random(100 + ranks);
     RankGroup group(kDevice, ranks, mixedConfig(ranks));
-    auto slots = makeSlots(ranks, kMixedShapes, random);
+    auto callCases = makeCallCases(ranks, kMixedShapes, random);
     ErrorCounters errors(ranks);
     // Capture itself must not run anything: outputs poisoned with a byte that neither the
     // all-reduce (the sums) nor the check (0xFF) writes must keep it, and the check, had it
     // run on them, would have counted errors.
     constexpr std::uint8_t kNeverWritten = 0x5A;
-    for (auto& slot : slots) slot.out->poison(kNeverWritten);
-    std::vector<cudaGraphExec_t> graphs = captureSlots(group, slots, errors);
+    for (auto& callCase : callCases) callCase.out->poison(kNeverWritten);
+    std::vector<cudaGraphExec_t> graphs = captureCallCases(group, callCases, errors);
     group.synchronize();
     CHECK(errors.total() == 0);
-    for (auto& slot : slots) {
+    for (auto& callCase : callCases) {
       for (int r = 0; r < ranks; ++r) {
-        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.outCount);
+        const HostBuffer seen = callCase.out->download(r, ElementType::Float32, callCase.outCount);
         CHECK(std::all_of(seen.bytes.begin(), seen.bytes.end(), [](std::uint8_t b) { return b == kNeverWritten; }));
       }
     }
@@ -222,14 +225,14 @@ TEST_CASE("CUDA graph capture of every kernel replays correctly 1,000 times", "[
     CHECK(errors.total() == 0);
     // A graph that ran nothing would leave no errors either: its last node, the check,
     // poisons every output, so poisoned outputs prove the replays ran.
-    for (auto& slot : slots) {
+    for (auto& callCase : callCases) {
       for (int r = 0; r < ranks; ++r) {
-        const HostBuffer seen = slot.out->download(r, ElementType::Float32, slot.outCount);
+        const HostBuffer seen = callCase.out->download(r, ElementType::Float32, callCase.outCount);
         CHECK(std::all_of(seen.bytes.begin(), seen.bytes.end(), [](std::uint8_t b) { return b == 0xFF; }));
       }
     }
     for (int r = 0; r < ranks; ++r) CHECK_CUDA(cudaGraphExecDestroy(graphs[r]));
-    CHECK(takenCalls(group.engine(0)) == slots.size());
+    CHECK(takenCalls(group.engine(0)) == callCases.size());
   }
 }
 
@@ -244,9 +247,9 @@ TEST_CASE("barrier counters run through the 32-bit wrap-around", "[gpu][wrap]") 
       config.maxBlocks = coResidentBlockLimit(kDevice, ranks);
       RankGroup group(kDevice, ranks, config);
       for (int r = 0; r < ranks; ++r) REQUIRE(group.engine(r).presetRound(kStart) == cudaSuccess);
-      auto slots = makeSlots(ranks, kMixedShapes, random);
+      auto callCases = makeCallCases(ranks, kMixedShapes, random);
       ErrorCounters errors(ranks);
-      for (int call = 0; call < kCalls; ++call) callAndCheck(group, slots[call % slots.size()], errors);
+      for (int call = 0; call < kCalls; ++call) callAndCheck(group, callCases[call % callCases.size()], errors);
       group.synchronize();
       CAPTURE(ranks, algorithmName(algorithm));
       CHECK(errors.total() == 0);

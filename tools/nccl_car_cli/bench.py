@@ -18,8 +18,7 @@ from .bench_drivers import (COLLECTIVES, DEFAULT_OP, DTYPES, LIBRARY_NAMES, MODE
                             AllReducePerf, CarNcclBench, default_program)
 from .bench_report import NO_MATPLOTLIB, format_tables, verdict_lines, write_chart, write_csv
 from .bench_results import any_wrong, rows_of
-from .bench_runs import (NAMES, VARIANT_NAMES, SavedRuns, analyse, by_name, chosen, load, plan, run_all,
-                         tail, with_nccl)
+from .bench_runs import VARIANTS_FROM, SavedRuns, analyse, chosen, load, plan, run_all, tail, with_nccl
 from .errors import EXIT_FAILED, EXIT_OK, MissingPrerequisite, UsageError
 from .tune_table import winner_at
 from .units import format_size, short_size
@@ -93,6 +92,14 @@ def _list_of(allowed, what):
     return parse
 
 
+def _names(text):
+    """Comma-separated names, each once, checked later against what the library has."""
+    names = [word.strip() for word in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"an empty name in '{text}'")
+    return sorted(set(names), key=names.index)
+
+
 def _sizes(text):
     values = [options.positive_size(word) for word in text.split(",")]
     return sorted(set(values), key=values.index)
@@ -115,8 +122,9 @@ def add_arguments(parser):
                         help="the real libnccl.so.2 every run uses, NCCL's and the library's alike (its folder first "
                              "on LD_LIBRARY_PATH; the library forwards to it through NCCL_CAR_NCCL_LIB): to compare "
                              "against another NCCL than the one the program finds, e.g. 2.32.3's")
-    parser.add_argument("--configs", type=_list_of(NAMES, "configuration"), metavar="LIST",
-                        help=f"variants of nccl-car to run as well: {', '.join(VARIANT_NAMES)}")
+    parser.add_argument("--configs", type=_names, metavar="LIST",
+                        help="variants of nccl-car to run as well: car-KERNEL (NCCL_CAR_ALGO=KERNEL) for each "
+                             f"{VARIANTS_FROM} kernel the library has, as `nccl_car_query policy` names them")
     parser.add_argument("--collective", choices=COLLECTIVES,
                         help="what is measured (default all-reduce; the others: car_nccl_bench only)")
     parser.add_argument("--dtypes", type=_list_of(SPELLINGS, "dtype"), metavar="LIST",
@@ -369,9 +377,8 @@ def _print_logs(analysis, configs):
               "was loaded there too (a launcher -x LD_PRELOAD, /etc/ld.so.preload?), so they are not a baseline")
 
 
-def _report(header, records, driver, csv_path, chart_path):
+def _report(header, configs, records, driver, csv_path, chart_path):
     """Prints the table and the rest from the runs' records; returns the exit status."""
-    configs = [by_name(name) for name in header["configs"]]
     analysis = analyse(records, driver, header["repeats"])
     rows = rows_of(analysis.samples, analysis.choices, configs, header["dtypes"], header["ops"],
                    header["workloads"], header["modes"])
@@ -410,14 +417,33 @@ def _report(header, records, driver, csv_path, chart_path):
     return status
 
 
+def library_kernels(env, library):
+    """A function giving the library's kernels that --configs can force (VARIANTS_FROM's),
+    asked of its query program when first called: bench types no kernel name."""
+    def kernels():
+        query, unavailable = library_query.find(env, library)
+        if query is None:
+            raise MissingPrerequisite(f"the variants of ours are the library's kernels: {unavailable}")
+        try:
+            return library_query.kernels_by_collective(query.policy(env))[VARIANTS_FROM]
+        except library_query.QueryUnavailable as error:
+            raise MissingPrerequisite(f"the variants of ours are the library's kernels: {error}") from None
+    return kernels
+
+
 def execute(args):
     check_usage(args)
+    library, _source = paths.library_location(args.lib, os.environ)
+    kernels = library_kernels(os.environ, library)
     if args.from_folder:
-        header, records = load(args.from_folder)
+        header, configs, records = load(args.from_folder, kernels)
         print(f"runs read from {args.from_folder}", file=sys.stderr)
-        return _report(header, records, _reader(header), args.csv, args.chart)
+        return _report(header, configs, records, _reader(header), args.csv, args.chart)
+    try:
+        configs = chosen(args.configs, kernels)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     driver, library = prerequisites(args)
-    configs = chosen(args.configs)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     header = _header(args, driver, library, configs, seed)
     probe = not args.no_probe and driver.name == CarNcclBench.name
@@ -430,4 +456,4 @@ def execute(args):
     saved = SavedRuns(args.save, header) if args.save else None
     records = run_all(jobs, driver, with_nccl(os.environ, args.nccl), library, args.timeout, _progress(args.repeats),
                       saved)
-    return _report(header, records, driver, args.csv, args.chart)
+    return _report(header, configs, records, driver, args.csv, args.chart)

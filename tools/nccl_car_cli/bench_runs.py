@@ -62,21 +62,30 @@ NCCL_NAMES = tuple(config.name for config in NCCL_CONFIGS)
 CAR = Config("car", with_car=True)
 CAR_PDL0 = Config("car-pdl0", with_car=True, car_variables=(("NCCL_CAR_PDL", "0"),))
 ALWAYS = NCCL_CONFIGS + (CAR, CAR_PDL0)
-CAR_VARIANTS = tuple(car_forcing(kernel) for kernel in ("1shot", "2shot", "1stage", "2stage"))
-ALL_CONFIGS = ALWAYS + CAR_VARIANTS
-NAMES = tuple(config.name for config in ALL_CONFIGS)
-VARIANT_NAMES = tuple(config.name for config in CAR_VARIANTS)
+ALWAYS_NAMES = tuple(config.name for config in ALWAYS)
+# The variants of ours: car-KERNEL for each kernel NCCL_CAR_ALGO can force, the all-reduce's,
+# as the library names them (library_query.kernels_by_collective).
+VARIANTS_FROM = "all-reduce"
 
 
-def chosen(extra_names):
+def known_configs(kernels):
+    """Every configuration bench knows: ALWAYS, then ours forcing each of `kernels` (the
+    library's all-reduce kernels, in its order)."""
+    return ALWAYS + tuple(car_forcing(kernel) for kernel in kernels)
+
+
+def chosen(extra_names, kernels=tuple):
     """NCCL's four configurations, car and car-pdl0 always, then the variants named, in the
-    order of ALL_CONFIGS whatever the order of the names."""
+    order of known_configs whatever the order of the names. `kernels()` gives the library's
+    all-reduce kernels, asked only when a name is not one of ALWAYS. A name that is none of
+    them: ValueError, saying which are."""
+    known = known_configs(kernels() if any(name not in ALWAYS_NAMES for name in extra_names) else ())
+    names = [config.name for config in known]
+    unknown = [name for name in extra_names if name not in names]
+    if unknown:
+        raise ValueError(f"unknown configuration '{unknown[0]}': expected some of {', '.join(names)}")
     wanted = set(extra_names)
-    return [config for config in ALL_CONFIGS if config in ALWAYS or config.name in wanted]
-
-
-def by_name(name):
-    return ALL_CONFIGS[NAMES.index(name)]
+    return [config for config in known if config in ALWAYS or config.name in wanted]
 
 
 def variables(config, base_env, library, probe=False):
@@ -211,11 +220,12 @@ class Analysis:
     choices: dict = field(default_factory=dict)    # (dtype, op, config, size) -> what NCCL chose
     failures: list = field(default_factory=list)   # "<job>: <why>"
     logs: dict = field(default_factory=lambda: defaultdict(LogTally))   # configuration -> tally
+    configs: dict = field(default_factory=dict)    # configuration name -> Config
 
     def nccl_runs_with_library(self):
         """The NCCL-only configurations whose runs printed library lines."""
         return [name for name, tally in self.logs.items()
-                if not by_name(name).with_car and tally.library_lines]
+                if not self.configs[name].with_car and tally.library_lines]
 
 
 def failure_of(record, driver):
@@ -235,6 +245,7 @@ def analyse(records, driver, repeats):
             analysis.choices[(job.dtype, job.op, job.config.name, size)] = choice
         if failure:
             analysis.failures.append(f"{job.describe(repeats)}: {failure}")
+        analysis.configs[job.config.name] = job.config
         tally = analysis.logs[job.config.name]
         for line in record.stderr.splitlines():
             tally.feed(line)
@@ -297,8 +308,10 @@ def _upgraded(manifest, version):
     return manifest
 
 
-def load(folder):
-    """(header, [RunRecord]) from a folder that --save wrote."""
+def load(folder, kernels=tuple):
+    """(header, [Config] of its configurations, [RunRecord]) from a folder that --save wrote.
+    `kernels()` gives the library's all-reduce kernels (known_configs), asked only when the
+    folder names a variant of ours."""
     path = os.path.join(folder, MANIFEST)
     try:
         with open(path) as stream:
@@ -313,14 +326,15 @@ def load(folder):
         if missing:
             raise KeyError(", ".join(missing))
         manifest = _upgraded(manifest, version)
-        for name in manifest["configs"]:
-            by_name(name)   # a configuration this bench does not know: ValueError
+        variants = any(name not in ALWAYS_NAMES for name in manifest["configs"])
+        known = {config.name: config for config in known_configs(kernels() if variants else ())}
+        configs = [known[name] for name in manifest["configs"]]   # one this bench does not know: KeyError
         records = []
         for entry in manifest["runs"]:
             op = DEFAULT_OP if version == 1 else entry["op"]
             mode = _LEGACY_MODES.get(entry["mode"]) if version < 3 and entry["mode"] else entry["mode"]
             probe = bool(entry.get("probe", False))
-            job = Job(by_name(entry["config"]), entry["dtype"], op, mode, entry["repeat"] - 1, probe)
+            job = Job(known[entry["config"]], entry["dtype"], op, mode, entry["repeat"] - 1, probe)
             stdout, stdout_problem = _read(folder, entry["stdout"])
             stderr, stderr_problem = _read(folder, entry["stderr"])
             failures = [f for f in (entry["failure"], stdout_problem, stderr_problem) if f]
@@ -331,7 +345,7 @@ def load(folder):
                          "nccl-car bench --save") from None
     except (ValueError, KeyError, TypeError) as error:
         raise UsageError(f"{path} is not what nccl-car bench --save writes ({error!r})") from None
-    return manifest, records
+    return manifest, configs, records
 
 
 def run_all(jobs, driver, base_env, library, timeout, progress, saved=None):

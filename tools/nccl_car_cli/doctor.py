@@ -168,14 +168,26 @@ def summarise(gpus, candidates):
             f"would be accelerated{beyond}"), True
 
 
+def _collective_taken(policy, collective, answers):
+    """What the policy takes of `collective` on every communicator of `answers` (each the
+    query's taken[collective]), in its own words: "all-gather calls of int8, ...", "no
+    all-gather calls"."""
+    types = [t["name"] for t in policy["element_types"] if all(t["name"] in answer["types"] for answer in answers)]
+    if any(answer["ops"] is None for answer in answers):   # a collective without an op
+        return f"{collective} calls of {', '.join(types)}" if types else f"no {collective} calls"
+    ops = [op for op in policy["ops"] if all(op in answer["ops"] for answer in answers)]
+    if not (types and ops):
+        return f"no {collective} calls"
+    return f"{collective} calls of {', '.join(ops)} on {', '.join(types)}"
+
+
 def _taken_note(policy, taken):
-    """What the policy takes on every communicator it accelerates here, in its own names."""
-    types = [t["name"] for t in policy["element_types"]
-             if all(t["name"] in candidate["types_taken"] for candidate in taken)]
-    ops = [op for op in policy["ops"] if all(op in candidate["ops_taken"] for candidate in taken)]
-    return (f"({SAMPLE_TYPE} sums at doubling sizes, as the library's policy decides them; it takes "
-            f"{' and '.join(policy['collectives'])} calls of {', '.join(ops)} on {', '.join(types)}, with every "
-            f"rank on this host; other types may switch kernels, or go to NCCL, at other sizes)")
+    """What the policy takes on every communicator it accelerates here, collective by
+    collective, in its own names."""
+    collectives = [_collective_taken(policy, collective, [candidate["taken"][collective] for candidate in taken])
+                   for collective in policy["collectives"]]
+    return (f"({SAMPLE_TYPE} sums at doubling sizes, as the library's policy decides them; with every rank on this "
+            f"host it takes {'; '.join(collectives)}; other types may switch kernels, or go to NCCL, at other sizes)")
 
 
 def judge(gpus, effective, query, env, table=None):
@@ -205,8 +217,7 @@ def judge(gpus, effective, query, env, table=None):
         for candidate in candidates:
             answer = query.decide(env, candidate["ranks"], candidate["full_nvlink"], candidate["compute_capability"],
                                   sizes, SAMPLE_TYPE, table)
-            candidate.update(decisions=answer["decisions"], types_taken=answer["types_taken"],
-                             ops_taken=answer["ops_taken"])
+            candidate.update(decisions=answer["decisions"], taken=answer["taken"])
     except QueryUnavailable as error:
         result.update(line=f"verdict: not known: {error}", accelerates=None)
         return result

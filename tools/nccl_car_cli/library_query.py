@@ -66,10 +66,11 @@ class LibraryQuery:
         return self._ask(["policy"], env)
 
     def decide(self, env, ranks, full_nvlink, compute_capability, sizes, dtype, table=None):
-        """planCall's answers for a sum of each size in bytes, on a communicator of these
-        facts, under `env`'s settings and the choice table `table` ((path, fingerprint); None:
-        the built-in rule): decisions ([{bytes, ours, algorithm, reason}]), types_taken (with
-        sum) and ops_taken (with `dtype`) on that communicator."""
+        """planCall's answers for an all-reduce sum of each size in bytes, on a communicator
+        of these facts, under `env`'s settings and the choice table `table` ((path,
+        fingerprint); None: the built-in rule): decisions ([{bytes, ours, algorithm, reason}]),
+        and taken ({collective: {types (with sum), ops (with `dtype`; None for a collective
+        without an op)}}): what the policy takes of each collective on that communicator."""
         args = ["decide", "--ranks", str(ranks), "--compute-capability", str(compute_capability),
                 "--type", dtype] + (["--full-nvlink"] if full_nvlink else [])
         if table:
@@ -91,6 +92,14 @@ class LibraryQuery:
         """[{kind, line, host, pid, level, facts...}]: lines of every kind the log parser
         reads, made by the library's own formatter."""
         return self._ask(["log-samples"], {})["samples"]
+
+
+def kernels_by_collective(policy):
+    """{collective: (kernel names, in the library's order)} from a policy() answer: which of
+    the library's kernels (kernels/algorithms.h, kAlgorithms) serve each collective, every
+    collective named, those without a kernel with none."""
+    return {collective: tuple(kernel["name"] for kernel in policy["kernels"] if kernel["collective"] == collective)
+            for collective in policy["collectives"]}
 
 
 def find(env, library=None):

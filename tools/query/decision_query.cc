@@ -81,26 +81,40 @@ bool parse(const std::vector<std::string>& args, Question* question, std::string
   return true;
 }
 
-// Which types (with the question's op) and which ops (with its type) the policy takes in an
-// all-reduce of one element on the question's communicator: none when the library is disabled.
+// For each collective, which types (with the question's op) and which ops (with its type) the
+// policy takes in its smallest call (one element; one per rank for the all-gather and the
+// reduce-scatter) on the question's communicator: none when the library is disabled. A
+// collective that takes no op (the all-gather) has "ops": null.
 void writeTaken(JsonWriter& json, const Question& question, const car::Config& config) {
-  auto takes = [&](const car::CallFacts& call) { return !config.disable && car::planCall(question.comm, call, config).ours; };
-  json.key("types_taken").beginArray();
-  for (int t = 0; t < car::kElementTypeCount; ++t) {
-    car::CallFacts call = question.call;
-    call.type = static_cast<car::ElementType>(t);
+  auto takes = [&](car::CallFacts call) {
     call.count = 1;
-    if (takes(call)) json.string(car::elementTypeName(*call.type));
+    return !config.disable && car::planCall(question.comm, call, config).ours;
+  };
+  json.key("taken").beginObject();
+  for (int c = 0; c < car::kCollectiveCount; ++c) {
+    car::CallFacts asked = question.call;
+    asked.collective = static_cast<car::Collective>(c);
+    json.key(car::collectiveName(asked.collective)).beginObject().key("types").beginArray();
+    for (int t = 0; t < car::kElementTypeCount; ++t) {
+      car::CallFacts call = asked;
+      call.type = static_cast<car::ElementType>(t);
+      if (takes(call)) json.string(car::elementTypeName(*call.type));
+    }
+    json.endArray().key("ops");
+    if (!car::reduces(asked.collective)) {
+      json.null();
+    } else {
+      json.beginArray();
+      for (int o = 0; o < car::kReduceOpCount; ++o) {
+        car::CallFacts call = asked;
+        call.op = static_cast<car::ReduceOp>(o);
+        if (takes(call)) json.string(car::reduceOpName(*call.op));
+      }
+      json.endArray();
+    }
+    json.endObject();
   }
-  json.endArray();
-  json.key("ops_taken").beginArray();
-  for (int o = 0; o < car::kReduceOpCount; ++o) {
-    car::CallFacts call = question.call;
-    call.op = static_cast<car::ReduceOp>(o);
-    call.count = 1;
-    if (takes(call)) json.string(car::reduceOpName(*call.op));
-  }
-  json.endArray();
+  json.endObject();
 }
 
 }  // namespace

@@ -12,10 +12,11 @@
 
 namespace carquery {
 
-// Parses the arguments after "decide" and writes the decisions, and which types and ops the
-// policy takes on that communicator at all ("types_taken" with the question's op, "ops_taken"
-// with its type). Returns false, with *error saying what is wrong with the arguments, when
-// there is nothing to answer.
+// Parses the arguments after "decide" and writes the decisions (of the question's collective),
+// and, for every collective, which types and ops the policy takes on that communicator at all:
+// "taken": {collective: {"types" (with the question's op), "ops" (with its type; null for a
+// collective without an op)}}. Returns false, with *error saying what is wrong with the
+// arguments, when there is nothing to answer.
 bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, const car::Config& config,
                     std::string* error);
 

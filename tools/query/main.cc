@@ -29,8 +29,8 @@ constexpr const char* kUsage = R"(usage:
       what the library does with a call of each size on such a communicator, under this
       environment's settings (default: all-reduce, bf16, sum; NAME, TYPE and OP as `policy`
       names them; BYTES the whole message: every rank's part of an all-gather or a
-      reduce-scatter), and which types and ops it takes there at all; with a choice table
-      that the machine of that fingerprint would follow
+      reduce-scatter), and, for each collective, which types and ops it takes there at
+      all; with a choice table that the machine of that fingerprint would follow
   nccl_car_query fingerprint [--device D] [--nccl-version CODE]
       this machine as a choice table sees it: its description, fingerprint and the table's
       default path (needs a GPU)

@@ -19,6 +19,11 @@ class Build:
     def dropin_folder(self):
         return os.path.join(self.folder, "shim", "dropin")
 
+    @property
+    def query(self):
+        """nccl_car_query, the library's answers (tools/query/), built into tools/."""
+        return os.path.join(self.folder, "tools", "nccl_car_query")
+
     def program(self, name):
         """One of the end-to-end programs (tests/e2e/*.cc), built into tests/."""
         return os.path.join(self.folder, "tests", name)

@@ -10,6 +10,7 @@ import tempfile
 from . import environments
 from .launch import Launch, run_one, run_together
 from .tools_path import REPO_ROOT
+from nccl_car_cli.library_query import LibraryQuery, QueryUnavailable, kernels_by_collective  # noqa: E402
 
 MPS_SCRIPT = os.path.join(REPO_ROOT, "tests", "e2e", "mps.sh")
 
@@ -25,7 +26,20 @@ class Context:
         self.logs = logs
         self.say = say
         self._mps_script = mps_script
+        self._kernels = None
         os.makedirs(logs, exist_ok=True)
+
+    @property
+    def kernels(self):
+        """{collective: the library's kernels that serve it}, as the build's query program
+        names them (the command-line tool's way of asking it), for the verdicts that count
+        calls by kernel. QueryUnavailable when the build lacks the program."""
+        if self._kernels is None:
+            if not os.access(self.build.query, os.X_OK):
+                raise QueryUnavailable(f"{self.build.query} is not built: the verdicts read the library's kernel "
+                                       "names from it")
+            self._kernels = kernels_by_collective(LibraryQuery(self.build.query).policy({}))
+        return self._kernels
 
     def log(self, name):
         return os.path.join(self.logs, name + ".log")

@@ -14,6 +14,7 @@ from .context import Context, Skip
 from .machine import Machine
 from .tools_path import REPO_ROOT
 from .verdict import FAIL, PASS, SKIPPED
+from nccl_car_cli.library_query import QueryUnavailable  # noqa: E402  (tools/ is on the path: .verdict)
 
 SKIP_EXIT_CODE = 77
 
@@ -63,6 +64,9 @@ def run_scenario(scenario, machine, build, logs_root, say=_say, **context_option
     except Skip as skip:
         say(f"{scenario.name}: SKIPPED ({skip})")
         statuses.append(SKIPPED)
+    except QueryUnavailable as error:  # the build is incomplete: no verdict can be given
+        say(f"{scenario.name}: FAIL ({error})")
+        statuses.append(FAIL)
     except Exception:  # a broken scenario fails, and says where
         say(f"{scenario.name}: FAIL (the runner broke):\n{traceback.format_exc()}")
         statuses.append(FAIL)

@@ -31,7 +31,7 @@ BUILT_IN_OPS = ("sum", "prod", "max", "min", "avg")
 @dataclass(frozen=True)
 class Perf:
     """One nccl-tests program through the library: the collective it calls (as the library's
-    lines and verdict.KERNELS name it), the ops it takes (none for all_gather_perf, which has
+    lines and its query program name it), the ops it takes (none for all_gather_perf, which has
     no -o), and the start of its scenarios' names (the all-reduce's came first and keep
     theirs)."""
     program: str
@@ -91,7 +91,7 @@ def rig(context, perf, ranks):
                                                   "-n", "5", "-w", "2", "-G", graph],
                                       env, _RIG_RUN_LIMIT)
                 yield f"{ranks} ranks {dtype} -G {graph}", verdicts.nccl_tests(run.returncode, run.text, ranks,
-                                                                              perf.collective)
+                                                                              perf.collective, kernels=context.kernels)
 
 
 _SIZES = ["-b", "4", "-e", "64M", "-f", "4", "-c", "1", "-n", "5", "-w", "2"]
@@ -115,7 +115,8 @@ def _gpus_runs(context, perf, runs):
     """Each (name, argv) run, one communicator rank per GPU."""
     for name, argv in runs:
         run = context.run_one(f"nt-{name}", argv, _gpus_env(context), _GPUS_RUN_LIMIT)
-        yield name, verdicts.nccl_tests(run.returncode, run.text, context.machine.gpus, perf.collective)
+        yield name, verdicts.nccl_tests(run.returncode, run.text, context.machine.gpus, perf.collective,
+                                        kernels=context.kernels)
 
 
 # What mpirun hands each rank on a machine with a GPU per rank (the library comes in the
@@ -206,9 +207,9 @@ def every_op_runs(context, perf, launcher, name):
             yield sweep, op, "-".join(part for part in (name, sweep.name, op) if part), argv
 
 
-def _every_op_verdict(perf, run, sweep, op, ranks):
+def _every_op_verdict(context, perf, run, sweep, op, ranks):
     return verdicts.nccl_tests_every_type(run.returncode, run.text, perf.row_op(op), sweep.sizes, ranks,
-                                          perf.collective)
+                                          perf.collective, kernels=context.kernels)
 
 
 def _every_op_label(where, sweep, op):
@@ -224,7 +225,7 @@ def rig_every_op(context, perf, ranks):
         for sweep, op, name, argv in every_op_runs(context, perf, _rig_launcher(context, ranks), f"nt-ops-n{ranks}"):
             context.restart_mps()
             run = context.run_one(name, argv, env, _EVERY_OP_RUN_LIMIT)
-            yield _every_op_label(f"{ranks} ranks", sweep, op), _every_op_verdict(perf, run, sweep, op, ranks)
+            yield _every_op_label(f"{ranks} ranks", sweep, op), _every_op_verdict(context, perf, run, sweep, op, ranks)
 
 
 def gpus_every_op(context, perf):
@@ -233,7 +234,7 @@ def gpus_every_op(context, perf):
     launcher = mpirun_command(2, _GPUS_PASSED_ON)
     for sweep, op, name, argv in every_op_runs(context, perf, launcher, "nt-ops-gpus2"):
         run = context.run_one(name, argv + ["-g", "1"], _gpus_env(context), _EVERY_OP_RUN_LIMIT)
-        yield _every_op_label("2 GPUs", sweep, op), _every_op_verdict(perf, run, sweep, op, 2)
+        yield _every_op_label("2 GPUs", sweep, op), _every_op_verdict(context, perf, run, sweep, op, 2)
 
 
 def _every_op_limit(perf):

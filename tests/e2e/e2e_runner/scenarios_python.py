@@ -55,7 +55,7 @@ def torch_every_op_rig(context, ranks):
     """torch_ops_e2e.py: all_reduce and reduce_scatter_tensor with SUM, AVG, MAX, MIN, PRODUCT,
     all_gather_into_tensor and all_gather, on 8 types, odd lengths and addresses."""
     run = _torch_rig_run(context, f"torch-ops-n{ranks}", ranks, TORCH_OPS)
-    yield f"{ranks} ranks", verdicts.torch_every_op(ranks, run.returncode, run.text)
+    yield f"{ranks} ranks", verdicts.torch_every_op(ranks, run.returncode, run.text, kernels=context.kernels)
 
 
 # PyTorch's watchdog: error handling 1 aborts the communicators (ncclCommAbort) and ends the
@@ -132,7 +132,8 @@ def torch_gpus(context):
 def torch_every_op_gpus(context):
     """torch_ops_e2e.py with one process on each of GPUs 0 and 1."""
     run = _torch_gpus_run(context, "torch-ops-gpus2", 2, TORCH_OPS)
-    yield "one process on each of 2 GPUs", verdicts.torch_every_op(2, run.returncode, run.text)
+    yield "one process on each of 2 GPUs", verdicts.torch_every_op(2, run.returncode, run.text,
+                                                                   kernels=context.kernels)
 
 
 def jax_gpus(context):

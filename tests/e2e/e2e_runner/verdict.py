@@ -81,27 +81,32 @@ def accelerated(seen, ranks, allowed=(TOO_LARGE,), most=None):
     return conditions, {**unexpected, **over}
 
 
-# The library's kernels by the collective each serves, as its released: lines name them
-# (kernels/algorithms.h, kAlgorithms: each kernel serves one collective).
-KERNELS = {"all-reduce": ("1shot", "2shot", "1stage", "2stage"), "all-gather": ("allgather",),
-           "reduce-scatter": ("reducescatter",)}
+# `kernels` below: the library's kernels by the collective each serves ({collective: names}),
+# as its released: lines name them; read from its table (kernels/algorithms.h, kAlgorithms:
+# each kernel serves one collective) through the query program (context.kernels).
 
 
-def taken_by(seen, collective):
+def kernels_text(kernels, collective):
+    """"1stage/2stage/1shot/2shot": `collective`'s kernels, as the verdicts name them."""
+    return "/".join(kernels[collective])
+
+
+def taken_by(seen, kernels, collective):
     """The calls the released: lines of `seen` (a LogTally) count as taken by `collective`'s
     kernels: a run's calls taken are its calls of that collective only where each kernel
     serves one."""
-    return sum(seen.taken[kernel] for kernel in KERNELS[collective])
+    return sum(seen.taken[kernel] for kernel in kernels[collective])
 
 
-def took_only(seen, collective):
+def took_only(seen, kernels, collective):
     """What a run of a program that calls one collective only (nccl-tests' *_perf) requires
     of the kernels that took its calls: `collective`'s took some, and no other kernel took
-    any (a kernel of another collective, or one KERNELS does not know, counting calls it did
-    not take). Returns the (description, holds) conditions and the others' counts."""
+    any (a kernel of another collective, or one the library does not name, counting calls it
+    did not take). Returns the (description, holds) conditions and the others' counts."""
     others = {kernel: count for kernel, count in seen.taken.items()
-              if count and kernel not in KERNELS[collective]}
-    return [(f"{collective} calls taken by {'/'.join(KERNELS[collective])}", taken_by(seen, collective) > 0),
+              if count and kernel not in kernels[collective]}
+    mine = taken_by(seen, kernels, collective)
+    return [(f"{collective} calls taken by {kernels_text(kernels, collective)}", mine > 0),
             ("no call taken by a kernel of another collective", not others)], others
 
 

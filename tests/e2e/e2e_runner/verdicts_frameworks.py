@@ -7,8 +7,8 @@ import math
 import re
 from collections import Counter
 
-from .verdict import (EMPTY, INELIGIBLE, KERNELS, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes,
-                      counts, judged, lines_matching, lines_with, rank_tally, tally, taken_by, took_only)
+from .verdict import (EMPTY, INELIGIBLE, NOT_READY, ONE_RANK, OP, TOO_LARGE, accelerated, all_zero, codes, counts,
+                      judged, kernels_text, lines_matching, lines_with, rank_tally, tally, taken_by, took_only)
 from nccl_car_cli.nccl_tests import parse_output  # noqa: E402  (tools/ is on the path: .verdict)
 
 # What nccl-tests' -d all runs at least (newer builds add f8e4m3 and f8e5m2, where NCCL and
@@ -47,35 +47,36 @@ def _allowed_forwards(rows):
     return tuple(allowed)
 
 
-def _library_conditions(seen, ranks, allowed, collective):
+def _library_conditions(seen, ranks, allowed, kernels, collective):
     """What a nccl-tests run of `collective` requires of the library's lines (`seen`): as
     every accelerated run (verdict.accelerated, forwards for `allowed` reasons only), and the
-    calls taken by that collective's kernels, by no other's. The conditions, and the notes
-    on forwards and kernels that should not be there."""
+    calls taken by that collective's kernels (of `kernels`, the library's), by no other's.
+    The conditions, and the notes on forwards and kernels that should not be there."""
     ours, unexpected = accelerated(seen, ranks, allowed)
-    mine, others = took_only(seen, collective)
+    mine, others = took_only(seen, kernels, collective)
     notes = [f"forwarded for other reasons: {counts(unexpected)}"] if unexpected else []
     if others:
         notes.append(f"taken by kernels of other collectives: {counts(others)}")
     return ours + mine, notes
 
 
-def nccl_tests(returncode, log, ranks, collective="all-reduce"):
+def nccl_tests(returncode, log, ranks, collective="all-reduce", *, kernels):
     """all_reduce_perf, all_gather_perf or reduce_scatter_perf (`collective`) -c 1 on `ranks`
     communicator ranks through the library: it ran to its end, every row checked and none
     wrong, its own bounds check passed; every rank eligible and released, calls taken by that
-    collective's kernels, and no call forwarded for a reason the table does not explain."""
+    collective's kernels (of `kernels`: context.kernels), and no call forwarded for a reason
+    the table does not explain."""
     output = parse_output(log)
     seen = tally(log)
     wrong, conditions = _table_conditions(returncode, output)
-    ours, notes = _library_conditions(seen, ranks, _allowed_forwards(output.rows), collective)
+    ours, notes = _library_conditions(seen, ranks, _allowed_forwards(output.rows), kernels, collective)
     return judged(conditions + ours, f"exit {returncode}, {len(output.rows)} sizes, #wrong {wrong}, {seen.eligible} "
-                                     f"communicator ranks eligible, {taken_by(seen, collective)} calls taken, "
+                                     f"communicator ranks eligible, {taken_by(seen, kernels, collective)} calls taken, "
                                      f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})",
                   notes + seen.warnings[:3])
 
 
-def nccl_tests_every_type(returncode, log, op, sizes, ranks, collective="all-reduce"):
+def nccl_tests_every_type(returncode, log, op, sizes, ranks, collective="all-reduce", *, kernels):
     """all_reduce_perf or reduce_scatter_perf -c 1 -d all -o OP (all_gather_perf -d all, its
     rows' op NO_OP) over one sweep of `sizes` sizes, on `ranks` ranks through the library:
     nccl_tests' conditions, and every type at every size and only OP (so nothing may be
@@ -89,14 +90,14 @@ def nccl_tests_every_type(returncode, log, op, sizes, ranks, collective="all-red
     seen = tally(log)
     wrong, conditions = _table_conditions(returncode, output)
     allowed = tuple(reason for reason in _allowed_forwards(rows) if reason != OP)
-    ours, library_notes = _library_conditions(seen, ranks, allowed, collective)
+    ours, library_notes = _library_conditions(seen, ranks, allowed, kernels, collective)
     conditions += [(f"{sizes} sizes of each of {', '.join(NCCL_TESTS_TYPES)}", not short),
                    (f"only {op} rows", not other_ops)] + ours
     extra = sorted(set(per_type) - set(NCCL_TESTS_TYPES))
     also = f": also {' '.join(extra)}" if extra else ""
     detail = (f"exit {returncode}, {len(rows)} rows ({len(per_type)} types{also}"
-              f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {taken_by(seen, collective)} calls taken, "
-              f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})")
+              f"; {op}), #wrong {wrong}, {seen.eligible} ranks eligible, {taken_by(seen, kernels, collective)} calls "
+              f"taken, {seen.forwarded} forwarded ({counts(seen.forward_reasons)})")
     notes = [f"{row.size} B {row.dtype} {row.redop}: #wrong {row.out_of_place.wrong} out of place, "
              f"{row.in_place.wrong} in place" for row in rows
              if (row.out_of_place.wrong or 0) + (row.in_place.wrong or 0)]
@@ -125,29 +126,29 @@ def _torch_passes(log, ranks):
     return passes
 
 
-def _torch_taken_conditions(seen, made):
+def _torch_taken_conditions(seen, made, kernels):
     """That the calls each collective's matrices made ({collective: calls}) were taken by its
-    kernels; all-reduces may be forwarded as too-large instead (the largest tensor of an
-    integer or fp64 type may be), some taken; the others' sizes are all within the library's
-    limits."""
+    kernels (of `kernels`); all-reduces may be forwarded as too-large instead (the largest
+    tensor of an integer or fp64 type may be), some taken; the others' sizes are all within
+    the library's limits."""
     conditions = []
     for collective, calls in made.items():
-        taken = taken_by(seen, collective)
+        taken = taken_by(seen, kernels, collective)
         if collective == "all-reduce":
             conditions.append((f"the {calls} all-reduces made taken or {TOO_LARGE}, some taken",
                                calls > 0 and taken > 0 and taken + seen.forward_reasons[TOO_LARGE] >= calls))
         else:
-            conditions.append((f"the {calls} {collective}s made taken by {'/'.join(KERNELS[collective])}",
+            conditions.append((f"the {calls} {collective}s made taken by {kernels_text(kernels, collective)}",
                                calls > 0 and taken >= calls))
     return conditions
 
 
-def torch_every_op(ranks, returncode, log):
+def torch_every_op(ranks, returncode, log, *, kernels):
     """tests/e2e/torch_ops_e2e.py under torchrun: every rank made every call of each of its
     matrices (TORCH_MATRICES; a combination PyTorch refused is a failure, not one fewer) and
     every one right; every rank eligible and released, and every call the ranks made taken by
-    its collective's kernels (all-reduces: or forwarded as too-large), none forwarded for
-    another reason."""
+    its collective's kernels (of `kernels`; all-reduces: or forwarded as too-large), none
+    forwarded for another reason."""
     passes = _torch_passes(log, ranks)
     passed = len(set.intersection(*(set(by_rank) for by_rank in passes.values())))
     made = {collective: 0 for collective in TORCH_MATRICES.values()}
@@ -159,11 +160,11 @@ def torch_every_op(ranks, returncode, log):
     conditions += [(f"all {ranks} ranks pass their {noun}", len(by_rank) == ranks) for noun, by_rank in passes.items()]
     conditions.append(("each made its whole matrices",
                        all(count == whole for by_rank in passes.values() for count, whole in by_rank.values())))
-    conditions += _torch_taken_conditions(seen, made) + ours
+    conditions += _torch_taken_conditions(seen, made, kernels) + ours
     notes = lines_matching([log], rf"rank \d+/{ranks}: (WRONG|FAIL)")[:8]
     if unexpected:
         notes.append(f"forwarded for other reasons: {counts(unexpected)}")
-    calls = "; ".join(f"{collective}: {calls} made, {taken_by(seen, collective)} taken"
+    calls = "; ".join(f"{collective}: {calls} made, {taken_by(seen, kernels, collective)} taken"
                       for collective, calls in made.items())
     return judged(conditions, f"exit {returncode}, {passed}/{ranks} ranks passed, {seen.eligible} eligible; {calls}; "
                               f"{seen.forwarded} forwarded ({counts(seen.forward_reasons)})", notes + seen.warnings[:3])

@@ -7,7 +7,7 @@ import stat
 import sys
 
 import runner_support
-from cli_support import stand_in_library  # noqa: E402  (runner_support puts tests/cli on the path)
+from cli_support import QUERY_PROGRAM, stand_in_library  # noqa: E402  (runner_support puts tests/cli on the path)
 from e2e_runner.build import Build
 from e2e_runner.machine import ALL_REDUCE_PERF, NCCL_TESTS_PROGRAMS, Machine
 
@@ -66,12 +66,15 @@ sys.exit(int(os.environ.get("FAKE_EXIT_RANK_" + str(rank), "0")))
 
 
 def fake_build(folder, programs=("allreduce_e2e", "recovery_e2e")):
-    """A build folder under `folder`: the library (the CLI tests' stand-in, which preloads harmlessly)
-    and stand-ins for `programs`."""
+    """A build folder under `folder`: the library (the CLI tests' stand-in, which preloads harmlessly),
+    stand-ins for `programs`, and as its query program one that runs this build's (the real
+    one, cli_support.QUERY_PROGRAM: the library's own names, whatever the stand-ins)."""
     build = Build(os.path.join(folder, "build"))
     os.makedirs(os.path.dirname(build.library))
     os.makedirs(os.path.dirname(build.program("x")))
+    os.makedirs(os.path.dirname(build.query))
     stand_in_library(os.path.dirname(build.library))
+    _executable(build.query, f'#!/bin/sh\nexec "{QUERY_PROGRAM}" "$@"\n')
     for program in programs:
         _executable(build.program(program), _PROGRAM.format(python=sys.executable, support=_support_folder()))
     return build

@@ -11,6 +11,15 @@ for folder in (E2E_DIR, CLI_TESTS_DIR):  # the runner; the CLI tests' helpers
         sys.path.insert(0, folder)
 
 from e2e_runner.verdict import FAIL, PASS, SKIPPED  # noqa: E402,F401  (needs the path above)
+import cli_support  # noqa: E402  (tests/cli, on the path above)
+from nccl_car_cli.library_query import kernels_by_collective  # noqa: E402  (tools/: cli_support)
+
+
+def library_kernels(test):
+    """{collective: kernel names} as this build's query program gives them, the way the
+    runner reads them (context.kernels): a test of a verdict that counts calls by kernel
+    fails under ctest without the program (cli_support.require_built), skips elsewhere."""
+    return kernels_by_collective(cli_support.query_program(test).policy({}))
 
 _PREFIX = "gpu-node:{pid}:{pid} [0] NCCL-CAR INFO comm 0x{comm:x} rank {rank}/{ranks} "
 

@@ -9,6 +9,8 @@ import tempfile
 import unittest
 from unittest import mock
 
+import cli_support
+import runner_support
 from fake_machine import FakeMachine, fake_nccl_tests, fake_build, fake_launchers, fake_mps, fake_torch_ops
 from runner_support import FAIL, PASS, SKIPPED
 from e2e_runner import scenarios_nccl_tests, scenarios_python
@@ -29,6 +31,9 @@ def argv_of(log_text):
 
 class ScenarioTest(unittest.TestCase):
     def setUp(self):
+        # The stand-in build's query program is this build's: the verdicts read the library's
+        # kernel names from it.
+        cli_support.require_built(self, cli_support.QUERY_PROGRAM)
         folder = tempfile.TemporaryDirectory()
         self.addCleanup(folder.cleanup)
         self.folder = folder.name
@@ -333,6 +338,25 @@ class ScenarioTest(unittest.TestCase):
         os.remove(self.build.library)
         self.assertEqual(self.run_scenario("allreduce-2ranks"), FAIL)
         self.assertIn("is not built", self.said[-1])
+
+    def test_the_kernels_are_the_build_s(self):
+        # A build whose library has one more all-reduce kernel: the runner names it too.
+        fake_query = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                  "cli", "fake_query.py")
+        with open(self.build.query, "w") as script:
+            script.write(f'#!/bin/sh\nFAKE_QUERY_REAL="{cli_support.QUERY_PROGRAM}" FAKE_EXTRA_KERNEL=newshot '
+                         f'exec "{sys.executable}" "{fake_query}" "$@"\n')
+        real = runner_support.library_kernels(self)
+        kernels = Context(self.build, FakeMachine(), self.logs).kernels
+        self.assertEqual(kernels, dict(real, **{"all-reduce": real["all-reduce"] + ("newshot",)}))
+
+    def test_a_missing_query_program_fails_the_verdicts_that_count_by_kernel(self):
+        os.remove(self.build.query)
+        machine = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=fake_nccl_tests(self.folder)))
+        self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-threads", machine=machine), FAIL)
+        self.assertIn(f"multi-gpu-nccl-tests-threads: FAIL ({self.build.query} is not built: the verdicts read the "
+                      "library's kernel names from it)", self.said)
+        self.assertEqual(self.run_scenario("allreduce-2ranks"), PASS)   # no kernel named: no query needed
 
 
 class CommandLineTest(unittest.TestCase):

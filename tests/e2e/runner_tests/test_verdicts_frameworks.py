@@ -2,8 +2,9 @@
 
 import unittest
 
-from runner_support import FAIL, PASS, info, log, released, setup
+from runner_support import FAIL, PASS, info, library_kernels, log, released, setup
 from e2e_runner import verdicts_frameworks as verdicts
+from e2e_runner.verdict import kernels_text
 from e2e_runner.launch import TIMED_OUT
 
 ROW = ("{size:>12} {count:>13}  bfloat16  {redop:>6}      -1    11.07    0.74    0.74  {wrong_out:>6}"
@@ -35,9 +36,30 @@ def perf_log(rows=((1024, 0, 0), (4096, 0, 0)), bounds="0 OK", ranks=2, eligible
     return log(*lines)
 
 
-class NcclTestsTest(unittest.TestCase):
+class LibraryKernelsCase(unittest.TestCase):
+    """The verdicts that count calls by kernel, given the library's kernels as the runner
+    gives them (context.kernels): read from this build's query program."""
+
+    def setUp(self):
+        self.kernels = library_kernels(self)
+
+    def taken_by(self, collective):
+        """How the verdicts name `collective`'s kernels ("a/b" for two)."""
+        return kernels_text(self.kernels, collective)
+
+    def nccl_tests(self, *args, **options):
+        return verdicts.nccl_tests(*args, kernels=self.kernels, **options)
+
+    def nccl_tests_every_type(self, *args, **options):
+        return verdicts.nccl_tests_every_type(*args, kernels=self.kernels, **options)
+
+    def torch_every_op(self, *args, **options):
+        return verdicts.torch_every_op(*args, kernels=self.kernels, **options)
+
+
+class NcclTestsTest(LibraryKernelsCase):
     def test_a_clean_run_passes(self):
-        verdict = verdicts.nccl_tests(0, perf_log(), 2)
+        verdict = self.nccl_tests(0, perf_log(), 2)
         self.assertEqual(verdict.status, PASS, verdict.detail)
         self.assertEqual(verdict.detail, "exit 0, 2 sizes, #wrong 0, 2 communicator ranks eligible, 48 calls taken, "
                                          "0 forwarded (none)")
@@ -45,89 +67,104 @@ class NcclTestsTest(unittest.TestCase):
     def test_a_wrong_element_in_either_column_fails(self):
         for rows in (((1024, 0, 0), (4096, 2, 0)), ((1024, 0, 1), (4096, 0, 0))):
             with self.subTest(rows=rows):
-                verdict = verdicts.nccl_tests(0, perf_log(rows=rows), 2)
+                verdict = self.nccl_tests(0, perf_log(rows=rows), 2)
                 self.assertEqual(verdict.status, FAIL)
                 self.assertIn("#wrong 0", verdict.detail.split("not met:")[1])
 
     def test_the_bounds_line_must_say_0_ok(self):
-        self.assertIn("Out of bounds values", verdicts.nccl_tests(0, perf_log(bounds="2 FAILED"), 2).detail)
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(bounds=None), 2).status, FAIL)
+        self.assertIn("Out of bounds values", self.nccl_tests(0, perf_log(bounds="2 FAILED"), 2).detail)
+        self.assertEqual(self.nccl_tests(0, perf_log(bounds=None), 2).status, FAIL)
 
     def test_no_table_fails_even_with_exit_0(self):
-        verdict = verdicts.nccl_tests(0, log("gpu-node: Test NCCL failure common.cu:1005 'unhandled cuda error'"), 2)
+        verdict = self.nccl_tests(0, log("gpu-node: Test NCCL failure common.cu:1005 'unhandled cuda error'"), 2)
         self.assertIn("a table of results", verdict.detail)
 
     def test_exit_code_and_eligible_ranks_count(self):
-        self.assertEqual(verdicts.nccl_tests(1, perf_log(), 2).status, FAIL)
-        self.assertEqual(verdicts.nccl_tests(TIMED_OUT, perf_log(), 2).status, FAIL)
-        few = verdicts.nccl_tests(0, perf_log(ranks=4, eligible=3), 4)
+        self.assertEqual(self.nccl_tests(1, perf_log(), 2).status, FAIL)
+        self.assertEqual(self.nccl_tests(TIMED_OUT, perf_log(), 2).status, FAIL)
+        few = self.nccl_tests(0, perf_log(ranks=4, eligible=3), 4)
         self.assertIn("not met: 4 ranks eligible", few.detail)
 
     def test_a_run_without_the_library_fails(self):
         # What multi-gpu-nccl-tests-* passed before: no library line at all and the rows
         # unchecked (N/A counted as 0 wrong), the verdict called without a minimum eligible.
         unchecked = perf_log(rows=((1024, "N/A", "N/A"), (4096, "N/A", "N/A")), library=False)
-        verdict = verdicts.nccl_tests(0, unchecked, 2)
+        verdict = self.nccl_tests(0, unchecked, 2)
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("not met: every row checked (no N/A), 2 ranks eligible, 2 ranks released, calls taken",
                       verdict.detail)
-        self.assertIn("2 ranks eligible", verdicts.nccl_tests(0, perf_log(library=False), 2).detail)
+        self.assertIn("2 ranks eligible", self.nccl_tests(0, perf_log(library=False), 2).detail)
 
     def test_a_run_with_every_call_forwarded_fails(self):
         # Every rank eligible, every row checked and right: what the rig's verdict asked.
         forwarded = perf_log(taken=(0, 0, 0, 0), reasons="failed=24")
-        verdict = verdicts.nccl_tests(0, forwarded, 2)
+        verdict = self.nccl_tests(0, forwarded, 2)
         self.assertIn("not met: calls taken, no call forwarded but too-large", verdict.detail)
         self.assertIn("forwarded for other reasons: failed=48", verdict.notes)
 
     def test_only_forwards_the_table_explains_pass(self):
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="too-large=3"), 2).status, PASS)
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="op=3"), 2).status, FAIL)
+        self.assertEqual(self.nccl_tests(0, perf_log(reasons="too-large=3"), 2).status, PASS)
+        self.assertEqual(self.nccl_tests(0, perf_log(reasons="op=3"), 2).status, FAIL)
         mulsum = perf_log(rows=((1024, 0, 0), (4096, 0, 0)), redop="mulsum", reasons="op=3")
-        self.assertEqual(verdicts.nccl_tests(0, mulsum, 2).status, PASS)
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="empty=1"), 2).status, FAIL)
+        self.assertEqual(self.nccl_tests(0, mulsum, 2).status, PASS)
+        self.assertEqual(self.nccl_tests(0, perf_log(reasons="empty=1"), 2).status, FAIL)
         empty = perf_log(rows=((1, 0, 0), (4096, 0, 0)), reasons="empty=1")
-        self.assertEqual(verdicts.nccl_tests(0, empty, 2).status, PASS)
-        self.assertEqual(verdicts.nccl_tests(0, perf_log(reasons="comm-not-ready=1"), 2).status, FAIL)
+        self.assertEqual(self.nccl_tests(0, empty, 2).status, PASS)
+        self.assertEqual(self.nccl_tests(0, perf_log(reasons="comm-not-ready=1"), 2).status, FAIL)
 
 
-class NcclTestsOtherCollectivesTest(unittest.TestCase):
+class NcclTestsOtherCollectivesTest(LibraryKernelsCase):
     """all_gather_perf and reduce_scatter_perf: their own kernel must have taken calls."""
 
     def test_calls_taken_by_the_collective_s_kernel_pass(self):
         gathered = perf_log(redop="none", taken=(0, 0, 0, 0), allgather=24)
-        verdict = verdicts.nccl_tests(0, gathered, 2, "all-gather")
+        verdict = self.nccl_tests(0, gathered, 2, "all-gather")
         self.assertEqual(verdict.status, PASS, verdict.detail)
         self.assertEqual(verdict.detail, "exit 0, 2 sizes, #wrong 0, 2 communicator ranks eligible, 48 calls taken, "
                                          "0 forwarded (none)")
         scattered = perf_log(taken=(0, 0, 0, 0), reducescatter=24, reasons="too-large=2")
-        self.assertEqual(verdicts.nccl_tests(0, scattered, 2, "reduce-scatter").status, PASS)
+        self.assertEqual(self.nccl_tests(0, scattered, 2, "reduce-scatter").status, PASS)
 
     def test_no_call_taken_fails(self):
-        verdict = verdicts.nccl_tests(0, perf_log(redop="none", taken=(0, 0, 0, 0), reasons="too-large=24"), 2,
+        verdict = self.nccl_tests(0, perf_log(redop="none", taken=(0, 0, 0, 0), reasons="too-large=24"), 2,
                                       "all-gather")
         self.assertEqual(verdict.status, FAIL)
-        self.assertIn("not met: calls taken, all-gather calls taken by allgather", verdict.detail)
+        self.assertIn(f"not met: calls taken, all-gather calls taken by {self.taken_by('all-gather')}", verdict.detail)
         self.assertIn("0 calls taken", verdict.detail)
 
     def test_calls_counted_by_another_collective_s_kernels_fail(self):
         # all_reduce_perf's counts in an all_gather_perf run: the library counted the calls
         # it took as all-reduces, or the run was not the one the verdict was asked about.
-        verdict = verdicts.nccl_tests(0, perf_log(redop="none"), 2, "all-gather")
+        verdict = self.nccl_tests(0, perf_log(redop="none"), 2, "all-gather")
         self.assertEqual(verdict.status, FAIL)
-        self.assertIn("not met: all-gather calls taken by allgather, no call taken by a kernel of another collective",
-                      verdict.detail)
+        self.assertIn(f"not met: all-gather calls taken by {self.taken_by('all-gather')}, no call taken by a kernel "
+                      "of another collective", verdict.detail)
         self.assertIn("taken by kernels of other collectives: 1shot=40 2shot=8", verdict.notes)
         both = perf_log(taken=(0, 0, 0, 0), reducescatter=24, allgather=1)
         self.assertIn("no call taken by a kernel of another collective",
-                      verdicts.nccl_tests(0, both, 2, "reduce-scatter").detail)
+                      self.nccl_tests(0, both, 2, "reduce-scatter").detail)
         # The all-reduce's verdict asks the same of its own runs.
         self.assertIn("no call taken by a kernel of another collective",
-                      verdicts.nccl_tests(0, perf_log(allgather=1), 2).detail)
+                      self.nccl_tests(0, perf_log(allgather=1), 2).detail)
+
+    def test_a_kernel_the_library_gains_counts_for_its_collective(self):
+        # The library's lines name kernels it has under names these canned lines do not know:
+        # counted for the collective the library says they serve; a name it does not give, for
+        # none.
+        renamed = perf_log()
+        for kernel in self.kernels["all-reduce"]:
+            renamed = renamed.replace(f" {kernel}=", f" new{kernel}=")
+        gained = dict(self.kernels, **{"all-reduce": tuple(f"new{kernel}" for kernel in self.kernels["all-reduce"])})
+        verdict = verdicts.nccl_tests(0, renamed, 2, kernels=gained)
+        self.assertEqual(verdict.status, PASS, verdict.detail)
+        self.assertIn("48 calls taken", verdict.detail)
+        verdict = self.nccl_tests(0, renamed, 2)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("no call taken by a kernel of another collective", verdict.detail)
 
     def test_a_wrong_element_fails_whatever_was_taken(self):
         wrong = perf_log(rows=((1024, 0, 0), (4096, 0, 3)), redop="none", taken=(0, 0, 0, 0), allgather=24)
-        verdict = verdicts.nccl_tests(0, wrong, 2, "all-gather")
+        verdict = self.nccl_tests(0, wrong, 2, "all-gather")
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("not met: #wrong 0", verdict.detail)
         self.assertIn("#wrong 3", verdict.detail)
@@ -172,9 +209,9 @@ def every_type_log(op="prod", sizes=ODD_SIZES, types=tuple(WORDS), wrong=None, r
     return log(*lines)
 
 
-class NcclTestsEveryTypeTest(unittest.TestCase):
+class NcclTestsEveryTypeTest(LibraryKernelsCase):
     def verdict(self, text, op="prod", sizes=10, ranks=2, returncode=0):
-        return verdicts.nccl_tests_every_type(returncode, text, op, sizes, ranks)
+        return self.nccl_tests_every_type(returncode, text, op, sizes, ranks)
 
     def test_a_clean_run_passes_and_says_what_it_saw(self):
         verdict = self.verdict(every_type_log())
@@ -244,25 +281,26 @@ class NcclTestsEveryTypeTest(unittest.TestCase):
         self.assertIn("not met: exit 0", self.verdict(every_type_log(), returncode=1).detail)
 
 
-class NcclTestsEveryTypeOtherCollectivesTest(unittest.TestCase):
+class NcclTestsEveryTypeOtherCollectivesTest(LibraryKernelsCase):
     def test_all_gather_perf_s_rows_have_no_op(self):
         gathered = every_type_log(op="none", kernels=dict(allgather=360))
-        verdict = verdicts.nccl_tests_every_type(0, gathered, "none", 10, 2, "all-gather")
+        verdict = self.nccl_tests_every_type(0, gathered, "none", 10, 2, "all-gather")
         self.assertEqual(verdict.status, PASS, verdict.detail)
         self.assertIn("120 rows (12 types: also f8e4m3 f8e5m2; none), #wrong 0, 2 ranks eligible, 720 calls taken",
                       verdict.detail)
-        self.assertIn("not met: only sum rows", verdicts.nccl_tests_every_type(0, gathered, "sum", 10, 2,
+        self.assertIn("not met: only sum rows", self.nccl_tests_every_type(0, gathered, "sum", 10, 2,
                                                                                  "all-gather").detail)
 
     def test_reduce_scatter_perf_needs_its_own_kernel(self):
         scattered = every_type_log(op="avg", kernels=dict(reducescatter=360))
-        self.assertEqual(verdicts.nccl_tests_every_type(0, scattered, "avg", 10, 2, "reduce-scatter").status, PASS)
+        self.assertEqual(self.nccl_tests_every_type(0, scattered, "avg", 10, 2, "reduce-scatter").status, PASS)
         untaken = every_type_log(op="avg", kernels=dict(reducescatter=0), reasons="too-large=360")
-        verdict = verdicts.nccl_tests_every_type(0, untaken, "avg", 10, 2, "reduce-scatter")
+        verdict = self.nccl_tests_every_type(0, untaken, "avg", 10, 2, "reduce-scatter")
         self.assertEqual(verdict.status, FAIL)
-        self.assertIn("not met: calls taken, reduce-scatter calls taken by reducescatter", verdict.detail)
+        self.assertIn(f"not met: calls taken, reduce-scatter calls taken by {self.taken_by('reduce-scatter')}",
+                      verdict.detail)
         wrong = every_type_log(op="avg", kernels=dict(reducescatter=360), wrong={("half", 1000001): "5"})
-        verdict = verdicts.nccl_tests_every_type(0, wrong, "avg", 10, 2, "reduce-scatter")
+        verdict = self.nccl_tests_every_type(0, wrong, "avg", 10, 2, "reduce-scatter")
         self.assertIn("not met: #wrong 0", verdict.detail)
         self.assertIn("1000000 B half avg: #wrong 5 out of place, 0 in place", verdict.notes)
 
@@ -301,18 +339,18 @@ def torch_ops_log(ranks, passing=None, taken=400, reasons="", interleaved=False,
     return log(*lines, *(["".join(results)] if interleaved else results))
 
 
-class TorchEveryOpTest(unittest.TestCase):
+class TorchEveryOpTest(LibraryKernelsCase):
     def test_every_rank_passing_with_every_call_taken_passes(self):
-        verdict = verdicts.torch_every_op(3, 0, torch_ops_log(3))
+        verdict = self.torch_every_op(3, 0, torch_ops_log(3))
         self.assertEqual(verdict.status, PASS, verdict.detail)
         self.assertEqual(verdict.detail, "exit 0, 3/3 ranks passed, 3 eligible; all-reduce: 1200 made, 1200 taken; "
                                          "reduce-scatter: 1440 made, 1440 taken; all-gather: 480 made, 480 taken; "
                                          "0 forwarded (none)")
-        self.assertEqual(verdicts.torch_every_op(3, 0, torch_ops_log(3, interleaved=True)).status, PASS)
-        self.assertEqual(verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="too-large=1")).status, PASS)
+        self.assertEqual(self.torch_every_op(3, 0, torch_ops_log(3, interleaved=True)).status, PASS)
+        self.assertEqual(self.torch_every_op(2, 0, torch_ops_log(2, reasons="too-large=1")).status, PASS)
 
     def test_a_wrong_rank_fails_and_is_shown(self):
-        verdict = verdicts.torch_every_op(2, 1, torch_ops_log(2, passing=1))
+        verdict = self.torch_every_op(2, 1, torch_ops_log(2, passing=1))
         self.assertIn("not met: exit 0, all 2 ranks pass their reduce-scatters", verdict.detail)
         self.assertIn("1/2 ranks passed", verdict.detail)
         self.assertIn("rank 1/2: WRONG reduce-scatter int32 avg n=1001 at +1: 334 of 1001 elements (first at 2: "
@@ -320,48 +358,49 @@ class TorchEveryOpTest(unittest.TestCase):
 
     def test_a_script_without_the_other_collectives_fails(self):
         # The script as it was: all-reduces only, every one right and taken.
-        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, matrices=TORCH_MATRICES[:1], scattered=0, gathered=0))
+        verdict = self.torch_every_op(2, 0, torch_ops_log(2, matrices=TORCH_MATRICES[:1], scattered=0, gathered=0))
         self.assertEqual(verdict.status, FAIL)
         self.assertIn("not met: all 2 ranks pass their reduce-scatters, all 2 ranks pass their all-gathers, "
                       "all 2 ranks pass their list all-gathers", verdict.detail)
         self.assertIn("0/2 ranks passed", verdict.detail)
 
     def test_forwarded_or_untaken_calls_fail(self):
-        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, reasons="op=80"))
+        verdict = self.torch_every_op(2, 0, torch_ops_log(2, reasons="op=80"))
         self.assertIn("not met: no call forwarded but too-large", verdict.detail)
         self.assertIn("forwarded for other reasons: op=160", verdict.notes)
-        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=399))
+        verdict = self.torch_every_op(2, 0, torch_ops_log(2, taken=399))
         self.assertIn("not met: the 800 all-reduces made taken or too-large", verdict.detail)
-        untaken = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=0, reasons="too-large=400"))
+        untaken = self.torch_every_op(2, 0, torch_ops_log(2, taken=0, reasons="too-large=400"))
         self.assertIn("not met: the 800 all-reduces made taken or too-large", untaken.detail)
 
     def test_gathers_and_scatters_not_taken_by_their_kernels_fail(self):
         # Every check right, and NCCL did the gathering: PyTorch cannot tell, the counts can.
-        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, gathered=0, reasons="too-large=160"))
+        verdict = self.torch_every_op(2, 0, torch_ops_log(2, gathered=0, reasons="too-large=160"))
         self.assertEqual(verdict.status, FAIL)
-        self.assertIn("not met: the 320 all-gathers made taken by allgather", verdict.detail)
+        self.assertIn(f"not met: the 320 all-gathers made taken by {self.taken_by('all-gather')}", verdict.detail)
         self.assertIn("all-gather: 320 made, 0 taken", verdict.detail)
         # too-large may excuse an all-reduce, never one of these (all within the limits).
-        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, scattered=479, reasons="too-large=1"))
-        self.assertIn("not met: the 960 reduce-scatters made taken by reducescatter", verdict.detail)
+        verdict = self.torch_every_op(2, 0, torch_ops_log(2, scattered=479, reasons="too-large=1"))
+        self.assertIn(f"not met: the 960 reduce-scatters made taken by {self.taken_by('reduce-scatter')}",
+                      verdict.detail)
 
     def test_the_largest_calls_may_go_to_nccl_as_too_large(self):
         # Integers and fp64 travel split, twice their bytes in the push areas: their largest tensors may not fit.
-        verdict = verdicts.torch_every_op(2, 0, torch_ops_log(2, taken=396, reasons="too-large=4"))
+        verdict = self.torch_every_op(2, 0, torch_ops_log(2, taken=396, reasons="too-large=4"))
         self.assertEqual(verdict.status, PASS, verdict.detail)
         self.assertIn("all-reduce: 800 made, 792 taken;", verdict.detail)
         self.assertIn("8 forwarded (too-large=8)", verdict.detail)
 
     def test_lines_of_another_world_size_do_not_count(self):
-        self.assertEqual(verdicts.torch_every_op(4, 0, torch_ops_log(2) + torch_ops_log(2)).status, FAIL)
+        self.assertEqual(self.torch_every_op(4, 0, torch_ops_log(2) + torch_ops_log(2)).status, FAIL)
 
     def test_a_case_pytorch_refused_fails(self):
         # The old script counted a refused combination as skipped and passed with fewer.
         skipped = torch_ops_log(2, taken=380).replace("PASS 400 all-reduces (8 types x 5 ops x 5 lengths x 2 "
                                                       "placements)", "PASS 380 all-reduces (8 types x 5 ops x 5 "
                                                       "lengths x 2 placements, 20 skipped)")
-        self.assertIn("not met: all 2 ranks pass their all-reduces", verdicts.torch_every_op(2, 0, skipped).detail)
-        fewer = verdicts.torch_every_op(2, 0, torch_ops_log(2, made={"reduce-scatters": 470}, scattered=470))
+        self.assertIn("not met: all 2 ranks pass their all-reduces", self.torch_every_op(2, 0, skipped).detail)
+        fewer = self.torch_every_op(2, 0, torch_ops_log(2, made={"reduce-scatters": 470}, scattered=470))
         self.assertIn("not met: each made its whole matrices", fewer.detail)
 
 
