@@ -119,7 +119,7 @@ const std::vector<SettingSpec>& settingsTable() {
       carriedIn(number("NCCL_CAR_SYMMETRIC_NCCL_BYTES", SettingType::Bytes, numberField<&Config::symmetricNcclBytes>(),
                        0, kLargestMaxBytes, 1, Agreement::Checked,
                        "all-reduces up to this size with both buffers in NCCL symmetric windows go to NCCL's "
-                       "symmetric kernels; 0: never (they were slower than ours on H200s)"),
+                       "symmetric kernels; 0: never (measured slower than ours: docs/benchmarks.md)"),
                 numberField<&SharedSettings::symmetricNcclBytes>()),
       carriedIn(flag("NCCL_CAR_DETERMINISTIC", numberField<&Config::deterministic>(), Agreement::Checked,
                      "rely on batch invariance: every call taken gives each element the bits of its inputs "
