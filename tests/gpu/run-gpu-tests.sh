@@ -42,7 +42,7 @@ step() {  # step NAME GPU TIMEOUT COMMAND...
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 step launch-path "$first" 60 "$tests" "[launch-path]" -w NoTests
-step release "$first" 120 "$tests" "[release],[leak]" -w NoTests
+step release "$first" 300 "$tests" "[release],[leak]" -w NoTests
 # Two lanes: each runs its steps in order; the lanes run at once when there are two GPUs.
 lane0() {
   step special-unaligned-36 "$first" 150 "$tests" "[correctness]~[push]~[pull]" -w NoTests --durations yes
