@@ -1,5 +1,6 @@
 // The stand-in NCCL's groups, queries and collectives. Collectives only record: there is
-// no device, and the buffers are never touched.
+// no device, and the buffers are never touched; but under STANDIN_NCCL_EXCHANGE=1 the
+// all-gathers of one clique gather (standin_exchange.cc).
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -32,6 +33,16 @@ ncclResult_t intQuery(const char* function, ncclComm_t comm, int* out, int ncclC
     line.num("value", *out);
   }
   return standin::finish(line, function, normal);
+}
+
+std::size_t typeBytes(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 1;  // fp8
+  }
 }
 
 const char* errorText(ncclResult_t result) {
@@ -135,6 +146,7 @@ ncclResult_t ncclGroupEnd() {
     --tGroupDepth;
     normal = ncclSuccess;
   }
+  if (tGroupDepth == 0 && normal == ncclSuccess) normal = standin::runQueuedGathers();
   if (tGroupDepth == 0 && !tFilledAtGroupEnd.empty()) {
     std::string filled;
     for (const auto& [slot, made] : tFilledAtGroupEnd) {
@@ -180,7 +192,13 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
-  return collective(calls::allGather(sendbuff, recvbuff, sendcount, datatype, comm, stream), comm, "ncclAllGather");
+  CallLine line = calls::allGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  standin::delayIfAsked("ncclAllGather");
+  ncclResult_t normal = standin::checkComm(comm, line);
+  if (normal == ncclSuccess) {
+    normal = standin::allGather(comm, sendbuff, recvbuff, sendcount * typeBytes(datatype), tGroupDepth > 0);
+  }
+  return standin::finish(line, "ncclAllGather", normal);
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,

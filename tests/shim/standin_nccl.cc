@@ -126,9 +126,10 @@ bool envNonblocking() {
 }
 
 // Creates the communicator of an init call into *out; returns the normal result.
-ncclResult_t initOne(ncclComm_t* out, int nranks, int rank, bool nonblocking, CallLine& line) {
+ncclResult_t initOne(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, bool nonblocking, CallLine& line) {
   if (out == nullptr || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   *out = standin::newComm(rank, nranks, standin::fakeDevice(), nonblocking);
+  standin::joinClique(*out, id);
   line.ptr("made", *out);
   return nonblocking ? ncclInProgress : ncclSuccess;
 }
@@ -146,7 +147,7 @@ extern "C" {
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   CallLine line = standin::calls::initRank(comm, nranks, commId, rank);
-  const ncclResult_t normal = initOne(comm, nranks, rank, envNonblocking(), line);
+  const ncclResult_t normal = initOne(comm, nranks, commId, rank, envNonblocking(), line);
   return standin::finish(line, "ncclCommInitRank", normal);
 }
 
@@ -155,7 +156,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
                                     ncclConfig_t* config) {
   CallLine line = standin::calls::initRankConfig(comm, nranks, commId, rank, config);
   const bool nonblocking = standin::nonblockingFrom(config, envNonblocking());
-  const ncclResult_t normal = initOne(comm, nranks, rank, nonblocking, line);
+  const ncclResult_t normal = initOne(comm, nranks, commId, rank, nonblocking, line);
   return standin::finish(line, "ncclCommInitRankConfig", normal);
 }
 #endif
@@ -166,7 +167,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   CallLine line = standin::calls::initRankScalable(newcomm, nranks, myrank, nId, commIds, config);
   ncclResult_t normal = ncclInvalidArgument;
   if (nId >= 1 && commIds != nullptr) {
-    normal = initOne(newcomm, nranks, myrank, standin::nonblockingFrom(config, envNonblocking()), line);
+    normal = initOne(newcomm, nranks, commIds[0], myrank, standin::nonblockingFrom(config, envNonblocking()), line);
   }
   return standin::finish(line, "ncclCommInitRankScalable", normal);
 }

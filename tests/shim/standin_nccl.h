@@ -4,7 +4,8 @@
 // (it still does its normal work, e.g. creates the communicator). Nonblocking communicators
 // report ncclInProgress to the first STANDIN_NCCL_ASYNC_POLLS (default 2) async-error queries.
 // STANDIN_NCCL_DELAY_MS_<function>=<ms> makes that function sleep first (a call slow to
-// reach NCCL's own checks).
+// reach NCCL's own checks). STANDIN_NCCL_EXCHANGE=1 makes the all-gathers of communicators
+// made from one unique id in one process really gather (standin_exchange.cc).
 // Built with CAR_NCCL_API_LEVEL=<an older NCCL_VERSION_CODE> it is that older NCCL: it has only
 // the functions of that release (shim/exports/nccl_api.def) and ncclGetVersion answers that code.
 #pragma once
@@ -16,8 +17,13 @@
 #endif
 
 #include <atomic>
+#include <cstdint>
 
 #include "call_line.h"
+
+namespace standin {
+struct Clique;
+}
 
 // The stand-in's communicator. Never freed (destroyed ones stay, marked), so a use after
 // destroy is reported instead of being undefined, and addresses are never reused, unless
@@ -29,6 +35,8 @@ struct ncclComm {
   bool nonblocking = false;
   std::atomic<int> pendingPolls{0};
   std::atomic<bool> destroyed{false};
+  standin::Clique* clique = nullptr;  // STANDIN_NCCL_EXCHANGE=1 only
+  std::uint64_t gathers = 0;          // all-gathers made in the clique
 };
 
 namespace standin {
@@ -58,5 +66,13 @@ bool nonblockingFrom(const ncclConfig_t* config, bool inherited);
 // As NCCL does for a split or shrink inside a group: *slot stays NULL until the thread's
 // outermost ncclGroupEnd, which writes `made` into it. Returns false outside a group.
 bool fillAtGroupEnd(ncclComm_t* slot, ncclComm_t made);
+
+// standin_exchange.cc. Under STANDIN_NCCL_EXCHANGE=1, `comm` joins the clique of `id` (of
+// its rank count); otherwise nothing.
+void joinClique(ncclComm_t comm, const ncclUniqueId& id);
+// In a clique: gathers `bytes` of every rank into `recv`, now or, `inGroup`, at the
+// thread's outermost group end (runQueuedGathers). Outside one: nothing, ncclSuccess.
+ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, bool inGroup);
+ncclResult_t runQueuedGathers();
 
 }  // namespace standin

@@ -2,7 +2,8 @@
 # ThreadSanitizer check of the shim (CI runs it from scripts/build-and-test.sh, after ctest):
 # builds libnccl-car.so, the stand-in libnccl.so.2 and the scripted driver with
 # -fsanitize=thread into build-tsan/ (or $TSAN_BUILD_DIR; settings in tsan.cmake), then
-# runs the driver's threads, fuzz, recovery and guest scenarios with the instrumented shim preloaded. Any
+# runs the driver's threads, fuzz, recovery and guest scenarios with the instrumented shim preloaded,
+# and ranks as threads (car_multi_rank_driver) with the instrumented fake-CUDA library. Any
 # TSan report ends a run at once with exit code 66 and fails this script, printing it.
 # The scenarios' results themselves are checked by the shim tests (ctest shim_tests).
 set -euo pipefail
@@ -16,16 +17,20 @@ cmake_args=(-S "$root" -B "$build" -G Ninja -C "$here/tsan.cmake")
 mkdir -p "$build"
 cmake "${cmake_args[@]}" >"$build/tsan-configure.log" 2>&1 || { cat "$build/tsan-configure.log"; exit 1; }
 # Only what the runs need: no GPU tests, no Catch2 executables.
-cmake --build "$build" --parallel --target nccl-car shim_driver car_standin_nccl
+cmake --build "$build" --parallel --target nccl-car shim_driver car_standin_nccl nccl-car-fake-cuda car_multi_rank_driver
 built=$SECONDS
 shim=$build/shim/libnccl-car.so
 driver=$build/tests/shim_driver
+fake_cuda_shim=$build/tests/fake-cuda/libnccl-car.so
+multi_rank_driver=$build/tests/car_multi_rank_driver
 
 tsan_options="halt_on_error=1:exitcode=66:second_deadlock_stack=1"
-if ! nm -D --undefined-only "$shim" | grep -c __tsan_func_entry >/dev/null; then  # not -q: pipefail
-  echo "tsan: $shim is not instrumented (check $here/tsan.cmake)" >&2
-  exit 1
-fi
+for library in "$shim" "$fake_cuda_shim"; do
+  if ! nm -D --undefined-only "$library" | grep -c __tsan_func_entry >/dev/null; then  # not -q: pipefail
+    echo "tsan: $library is not instrumented (check $here/tsan.cmake)" >&2
+    exit 1
+  fi
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -66,13 +71,15 @@ scenarios=(
   "abort-in-forward|abort-in-forward|STANDIN_NCCL_DELAY_MS_ncclAllReduce=1000"
   "address-reuse|address-reuse pnccl|STANDIN_NCCL_REUSE_ADDRESSES=1|gave this communicator's address"
 )
-for scenario in "${scenarios[@]}"; do
-  IFS='|' read -r name args extra expect <<<"$scenario"
+# run_scenario NAME PROGRAM LIBRARY "ARGS" "EXTRA" ERR_LINE OUT_LINE: one run with LIBRARY
+# preloaded; it must exit 0, print OUT_LINE as a whole line and ERR_LINE somewhere in stderr.
+run_scenario() {
+  local name=$1 program=$2 library=$3 args=$4 extra=$5 expect_err=$6 expect_out=$7 rc
   rm -f "$work/calls.log"
   set +e
   # shellcheck disable=SC2086 # args and extra are word lists
   env -i PATH=/usr/bin:/bin TSAN_OPTIONS="$tsan_options" STANDIN_NCCL_LOG="$work/calls.log" NCCL_CAR_DEBUG=INFO \
-    LD_PRELOAD="$shim" $extra "${runner[@]}" "$driver" $args >"$work/out" 2>"$work/err"
+    LD_PRELOAD="$library" $extra "${runner[@]}" "$program" $args >"$work/out" 2>"$work/err"
   rc=$?
   set -e
   if [ "$rc" -eq 66 ] || grep -q "ThreadSanitizer" "$work/err"; then
@@ -80,12 +87,32 @@ for scenario in "${scenarios[@]}"; do
     grep -v "NCCL-CAR" "$work/err" | head -200 >&2
     exit 1
   fi
-  if [ "$rc" -ne 0 ] || ! grep -qx done "$work/out" || ! grep -q "${expect:- released: }" "$work/err"; then
+  if [ "$rc" -ne 0 ] || ! grep -qx "$expect_out" "$work/out" || ! grep -q -- "$expect_err" "$work/err"; then
     echo "tsan: scenario $name failed (exit $rc) or the shim was not active:" >&2
     tail -20 "$work/out" >&2
     head -50 "$work/err" >&2
     exit 1
   fi
-  echo "tsan: $name ($driver $args${extra:+ with $extra}): no race reported"
+  echo "tsan: $name ($(basename "$program") $args${extra:+ with $extra}): no race reported"
+}
+
+for scenario in "${scenarios[@]}"; do
+  IFS='|' read -r name args extra expect <<<"$scenario"
+  run_scenario "$name" "$driver" "$shim" "$args" "$extra" "${expect:- released: }" done
 done
-echo "tsan: ${#scenarios[@]} scenarios, no race reported (build $((built - start)) s, runs $((SECONDS - built)) s)"
+
+# Ranks as threads over the stand-in's exchange, with the library over the fake CUDA runtime
+# (tests/fake_cuda/): set-up, engines, launches and releases race between real ranks, and
+# the calls must be taken. name|ranks calls communicators|extra environment
+multi_rank_scenarios=(
+  "multi-rank-2|2 2000 1|"
+  "multi-rank-4-two-comms|4 1000 2|"
+  "multi-rank-4-two-comms-nonblocking|4 1000 2|NCCL_COMM_BLOCKING=0"
+  "multi-rank-8-two-comms|8 500 2|"
+)
+for scenario in "${multi_rank_scenarios[@]}"; do
+  IFS='|' read -r name args extra <<<"$scenario"
+  run_scenario "$name" "$multi_rank_driver" "$fake_cuda_shim" "$args" "STANDIN_NCCL_EXCHANGE=1 $extra" \
+    " released: taken 1shot=[1-9]" "multi-rank failures=0"
+done
+echo "tsan: $((${#scenarios[@]} + ${#multi_rank_scenarios[@]})) scenarios, no race reported (build $((built - start)) s, runs $((SECONDS - built)) s)"

@@ -1,0 +1,153 @@
+// Ranks as threads of one process, on the stand-in NCCL (STANDIN_NCCL_EXCHANGE=1) with
+// libnccl-car.so built over the fake CUDA runtime preloaded: the set-up's exchanges, the
+// engines, the launch path and the release protocol run for real between the ranks, which is
+// what ThreadSanitizer (tests/tsan/run-tsan.sh) and the shim tests need to see.
+//
+//   car_multi_rank_driver <ranks> <calls> <communicators>
+//
+// Every rank creates `communicators` communicators (more than one: in one group, set up as
+// one batch), then one thread per communicator makes `calls` all-reduces on it, the same
+// sequence on every rank (sizes on both sides of the 8 MiB limit, every op, several types,
+// in and out of place, some in groups of two), all threads of all ranks at once. Then
+// each rank ends its communicators by turns with ncclCommDestroy, ncclCommAbort, or
+// ncclCommFinalize and ncclCommDestroy. With NCCL_COMM_BLOCKING=0 the communicators are
+// nonblocking (set up at their first all-reduce, on each one's own thread). Prints what each thread asked of its communicator,
+// then "multi-rank failures=N" (calls that did not return ncclSuccess); exits 0 when N is 0.
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kLimit = std::size_t{8} << 20;  // the library's default all-reduce limit
+constexpr std::size_t kLargest = std::size_t{9} << 20;  // past it: forwarded
+constexpr std::size_t kSizes[] = {256, 4096, 65536 + 16, 1 << 20, 3 << 20, 8 << 20, kLargest};
+constexpr ncclDataType_t kTypes[] = {ncclFloat32, ncclBfloat16, ncclFloat16, ncclInt32};
+constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+
+std::atomic<int> gFailures{0};
+
+// NCCL_COMM_BLOCKING=0: NCCL's own switch, which the stand-in honours.
+bool nonblocking() {
+  const char* text = std::getenv("NCCL_COMM_BLOCKING");
+  return text != nullptr && std::string(text) == "0";
+}
+
+void check(ncclResult_t result, const char* what, int rank) {
+  if (result == ncclSuccess) return;
+  if (result == ncclInProgress && nonblocking()) return;  // a nonblocking creation, waited for below
+  std::fprintf(stderr, "rank %d: %s returned %d\n", rank, what, static_cast<int>(result));
+  ++gFailures;
+}
+
+void waitUntilReady(int rank, ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) state = ncclSystemError;
+  }
+  check(state, "ncclCommGetAsyncError", rank);
+}
+
+std::size_t elementBytes(ncclDataType_t type) {
+  return type == ncclFloat32 || type == ncclInt32 ? 4 : 2;
+}
+
+// The n-th call's shape, the same on every rank.
+struct Shape {
+  std::size_t bytes;
+  ncclDataType_t type;
+  ncclRedOp_t op;
+  bool inPlace;
+  bool grouped;
+};
+
+Shape shapeOf(std::uint64_t n) {
+  const std::uint64_t mix = n * 0x9E3779B97F4A7C15ull;
+  Shape shape{};
+  shape.bytes = kSizes[(mix >> 8) % (sizeof(kSizes) / sizeof(kSizes[0]))];
+  shape.type = kTypes[(mix >> 16) % (sizeof(kTypes) / sizeof(kTypes[0]))];
+  shape.op = kOps[(mix >> 24) % (sizeof(kOps) / sizeof(kOps[0]))];
+  shape.inPlace = (mix >> 32) % 3 == 0;
+  shape.grouped = (mix >> 40) % 5 == 0;
+  return shape;
+}
+
+// Prints what it asked of the communicator: "rank R comm 0x.. all-reduces=N above-8MiB=M".
+void allReduces(int rank, ncclComm_t comm, int calls) {
+  // "Device" buffers are host memory under the fake CUDA runtime. Never written: the
+  // kernels are no-ops, and untouched pages cost ThreadSanitizer no shadow.
+  std::unique_ptr<char, decltype(&std::free)> send(static_cast<char*>(std::malloc(2 * kLargest)), &std::free);
+  std::unique_ptr<char, decltype(&std::free)> recv(static_cast<char*>(std::malloc(2 * kLargest)), &std::free);
+  int made = 0, above8MiB = 0;
+  for (int n = 0; n < calls; ++n) {
+    const Shape shape = shapeOf(static_cast<std::uint64_t>(n));
+    const std::size_t count = shape.bytes / elementBytes(shape.type);
+    const int inGroup = shape.grouped ? 2 : 1;
+    if (shape.grouped) check(ncclGroupStart(), "ncclGroupStart", rank);
+    for (int k = 0; k < inGroup; ++k) {
+      char* out = recv.get() + static_cast<std::size_t>(k) * kLargest;
+      const char* in = shape.inPlace ? out : send.get() + static_cast<std::size_t>(k) * kLargest;
+      check(ncclAllReduce(in, out, count, shape.type, shape.op, comm, nullptr), "ncclAllReduce", rank);
+    }
+    if (shape.grouped) check(ncclGroupEnd(), "ncclGroupEnd", rank);
+    made += inGroup;
+    if (shape.bytes > kLimit) above8MiB += inGroup;
+  }
+  std::printf("rank %d comm %p all-reduces=%d above-8MiB=%d\n", rank, static_cast<void*>(comm), made, above8MiB);
+}
+
+void end(int rank, int index, ncclComm_t comm) {
+  switch ((rank + index) % 3) {
+    case 0: check(ncclCommDestroy(comm), "ncclCommDestroy", rank); break;
+    case 1: check(ncclCommAbort(comm), "ncclCommAbort", rank); break;
+    default:
+      check(ncclCommFinalize(comm), "ncclCommFinalize", rank);
+      check(ncclCommDestroy(comm), "ncclCommDestroy", rank);
+      break;
+  }
+}
+
+void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& ids) {
+  const int communicators = static_cast<int>(ids.size());
+  std::vector<ncclComm_t> comms(ids.size(), nullptr);
+  if (communicators > 1) check(ncclGroupStart(), "ncclGroupStart", rank);
+  for (int c = 0; c < communicators; ++c) {
+    check(ncclCommInitRank(&comms[static_cast<std::size_t>(c)], ranks, ids[static_cast<std::size_t>(c)], rank),
+          "ncclCommInitRank", rank);
+  }
+  if (communicators > 1) check(ncclGroupEnd(), "ncclGroupEnd", rank);
+  if (nonblocking()) {
+    for (ncclComm_t comm : comms) waitUntilReady(rank, comm);
+  }
+  std::vector<std::thread> users;
+  for (ncclComm_t comm : comms) users.emplace_back(allReduces, rank, comm, calls);
+  for (std::thread& user : users) user.join();
+  for (int c = 0; c < communicators; ++c) end(rank, c, comms[static_cast<std::size_t>(c)]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators>\n", argv[0]);
+    return 2;
+  }
+  const int ranks = std::atoi(argv[1]);
+  const int calls = std::atoi(argv[2]);
+  const int communicators = std::atoi(argv[3]);
+  if (ranks < 1 || calls < 0 || communicators < 1) return 2;
+  std::vector<ncclUniqueId> ids(static_cast<std::size_t>(communicators));
+  for (ncclUniqueId& id : ids) check(ncclGetUniqueId(&id), "ncclGetUniqueId", -1);
+  std::vector<std::thread> rankThreads;
+  for (int rank = 0; rank < ranks; ++rank) rankThreads.emplace_back(runRank, rank, ranks, calls, std::cref(ids));
+  for (std::thread& thread : rankThreads) thread.join();
+  std::printf("multi-rank failures=%d\n", gFailures.load());
+  return gFailures.load() == 0 ? 0 : 1;
+}
