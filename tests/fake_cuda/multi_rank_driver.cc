@@ -6,11 +6,12 @@
 //   car_multi_rank_driver <ranks> <calls> <communicators>
 //
 // Every rank creates `communicators` communicators (more than one: in one group, set up as
-// one batch), then one thread per communicator makes `calls` all-reduces on it, the same
-// sequence on every rank (sizes on both sides of the 8 MiB limit, every op, several types,
-// in and out of place, some in groups of two), all threads of all ranks at once. Then
-// each rank ends its communicators by turns with ncclCommDestroy, ncclCommAbort, or
-// ncclCommFinalize and ncclCommDestroy. With NCCL_COMM_BLOCKING=0 the communicators are
+// one batch), then one thread per communicator makes all-reduces on it (`calls` on the
+// first, twice as many on the second, ...), the same sequence on every rank (sizes on both
+// sides of the 8 MiB limit, every op, several types, in and out of place, some in groups of
+// two), all threads of all ranks at once. Each thread then ends its communicator, while the
+// others may still launch: by turns ncclCommDestroy, ncclCommAbort, or ncclCommFinalize
+// and ncclCommDestroy. With NCCL_COMM_BLOCKING=0 the communicators are
 // nonblocking (set up at their first all-reduce, on each one's own thread). Prints what each thread asked of its communicator,
 // then "multi-rank failures=N" (calls that did not return ncclSuccess); exits 0 when N is 0.
 #include <nccl.h>
@@ -127,9 +128,13 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
     for (ncclComm_t comm : comms) waitUntilReady(rank, comm);
   }
   std::vector<std::thread> users;
-  for (ncclComm_t comm : comms) users.emplace_back(allReduces, rank, comm, calls);
+  for (int c = 0; c < communicators; ++c) {
+    users.emplace_back([=] {
+      allReduces(rank, comms[static_cast<std::size_t>(c)], calls * (c + 1));
+      end(rank, c, comms[static_cast<std::size_t>(c)]);
+    });
+  }
   for (std::thread& user : users) user.join();
-  for (int c = 0; c < communicators; ++c) end(rank, c, comms[static_cast<std::size_t>(c)]);
 }
 
 }  // namespace
