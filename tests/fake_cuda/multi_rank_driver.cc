@@ -3,7 +3,7 @@
 // engines, the launch path and the release protocol run for real between the ranks, which is
 // what ThreadSanitizer (tests/tsan/run-tsan.sh) and the shim tests need to see.
 //
-//   car_multi_rank_driver <ranks> <calls> <communicators>
+//   car_multi_rank_driver <ranks> <calls> <communicators> [opposite-order]
 //
 // Every rank creates `communicators` communicators (more than one: in one group, set up as
 // one batch), then one thread per communicator makes all-reduces on it (`calls` on the
@@ -11,7 +11,9 @@
 // sides of the 8 MiB limit, every op, several types, in and out of place, some in groups of
 // two), all threads of all ranks at once. Each thread then ends its communicator, while the
 // others may still launch: by turns ncclCommDestroy, ncclCommAbort, or ncclCommFinalize
-// and ncclCommDestroy. With NCCL_COMM_BLOCKING=0 the communicators are
+// and ncclCommDestroy. `opposite-order`: before that, each rank's thread makes one
+// all-reduce on every communicator, even ranks in the order 0, 1, ..., odd ranks the reverse
+// (NCCL asks for no order between communicators; issue 24 item 3). With NCCL_COMM_BLOCKING=0 the communicators are
 // nonblocking (set up at their first all-reduce, on each one's own thread). Prints what each thread asked of its communicator,
 // then "multi-rank failures=N" (calls that did not return ncclSuccess); exits 0 when N is 0.
 #include <nccl.h>
@@ -80,13 +82,14 @@ Shape shapeOf(std::uint64_t n) {
   return shape;
 }
 
-// Prints what it asked of the communicator: "rank R comm 0x.. all-reduces=N above-8MiB=M".
-void allReduces(int rank, ncclComm_t comm, int calls) {
+// Prints what it asked of the communicator, the `earlier` all-reduces made on it included:
+// "rank R comm 0x.. all-reduces=N above-8MiB=M".
+void allReduces(int rank, ncclComm_t comm, int calls, int earlier) {
   // "Device" buffers are host memory under the fake CUDA runtime. Never written: the
   // kernels are no-ops, and untouched pages cost ThreadSanitizer no shadow.
   std::unique_ptr<char, decltype(&std::free)> send(static_cast<char*>(std::malloc(2 * kLargest)), &std::free);
   std::unique_ptr<char, decltype(&std::free)> recv(static_cast<char*>(std::malloc(2 * kLargest)), &std::free);
-  int made = 0, above8MiB = 0;
+  int made = earlier, above8MiB = 0;
   for (int n = 0; n < calls; ++n) {
     const Shape shape = shapeOf(static_cast<std::uint64_t>(n));
     const std::size_t count = shape.bytes / elementBytes(shape.type);
@@ -115,7 +118,7 @@ void end(int rank, int index, ncclComm_t comm) {
   }
 }
 
-void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& ids) {
+void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& ids, bool oppositeOrder) {
   const int communicators = static_cast<int>(ids.size());
   std::vector<ncclComm_t> comms(ids.size(), nullptr);
   if (communicators > 1) check(ncclGroupStart(), "ncclGroupStart", rank);
@@ -127,10 +130,19 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
   if (nonblocking()) {
     for (ncclComm_t comm : comms) waitUntilReady(rank, comm);
   }
+  if (oppositeOrder) {
+    std::vector<char> buffer(4096);
+    for (int i = 0; i < communicators; ++i) {
+      const int c = rank % 2 == 0 ? i : communicators - 1 - i;
+      check(ncclAllReduce(buffer.data(), buffer.data(), 1024, ncclFloat32, ncclSum, comms[static_cast<std::size_t>(c)],
+                          nullptr),
+            "ncclAllReduce", rank);
+    }
+  }
   std::vector<std::thread> users;
   for (int c = 0; c < communicators; ++c) {
     users.emplace_back([=] {
-      allReduces(rank, comms[static_cast<std::size_t>(c)], calls * (c + 1));
+      allReduces(rank, comms[static_cast<std::size_t>(c)], calls * (c + 1), oppositeOrder ? 1 : 0);
       end(rank, c, comms[static_cast<std::size_t>(c)]);
     });
   }
@@ -140,8 +152,9 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators>\n", argv[0]);
+  const bool oppositeOrder = argc == 5 && std::string(argv[4]) == "opposite-order";
+  if (argc != 4 && !oppositeOrder) {
+    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators> [opposite-order]\n", argv[0]);
     return 2;
   }
   const int ranks = std::atoi(argv[1]);
@@ -151,7 +164,7 @@ int main(int argc, char** argv) {
   std::vector<ncclUniqueId> ids(static_cast<std::size_t>(communicators));
   for (ncclUniqueId& id : ids) check(ncclGetUniqueId(&id), "ncclGetUniqueId", -1);
   std::vector<std::thread> rankThreads;
-  for (int rank = 0; rank < ranks; ++rank) rankThreads.emplace_back(runRank, rank, ranks, calls, std::cref(ids));
+  for (int rank = 0; rank < ranks; ++rank) rankThreads.emplace_back(runRank, rank, ranks, calls, std::cref(ids), oppositeOrder);
   for (std::thread& thread : rankThreads) thread.join();
   std::printf("multi-rank failures=%d\n", gFailures.load());
   return gFailures.load() == 0 ? 0 : 1;

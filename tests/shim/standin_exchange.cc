@@ -32,9 +32,16 @@ struct Clique {
 
 namespace {
 
-// Long enough for any test machine, short enough that a rank that never comes fails the run
-// instead of hanging it.
-constexpr auto kRoundTimeout = std::chrono::seconds(60);
+// How long a rank waits for the others in one all-gather before it returns ncclSystemError:
+// long enough for any test machine, short enough that a rank that never comes fails the run
+// instead of hanging it. STANDIN_NCCL_EXCHANGE_TIMEOUT_MS sets another.
+std::chrono::milliseconds roundTimeout() {
+  static const std::chrono::milliseconds timeout = [] {
+    const char* text = std::getenv("STANDIN_NCCL_EXCHANGE_TIMEOUT_MS");
+    return std::chrono::milliseconds(text != nullptr ? std::atol(text) : 60000);
+  }();
+  return timeout;
+}
 
 struct QueuedGather {
   ncclComm_t comm;
@@ -59,7 +66,7 @@ ncclResult_t gather(ncclComm_t comm, const void* send, void* recv, std::size_t b
   round.sends[static_cast<std::size_t>(comm->rank)] = send;
   ++round.arrived;
   clique.changed.notify_all();
-  if (!clique.changed.wait_for(lock, kRoundTimeout, [&] { return round.arrived == clique.nranks; })) {
+  if (!clique.changed.wait_for(lock, roundTimeout(), [&] { return round.arrived == clique.nranks; })) {
     round.sends[static_cast<std::size_t>(comm->rank)] = nullptr;
     --round.arrived;
     return ncclSystemError;

@@ -5,7 +5,8 @@
 // report ncclInProgress to the first STANDIN_NCCL_ASYNC_POLLS (default 2) async-error queries.
 // STANDIN_NCCL_DELAY_MS_<function>=<ms> makes that function sleep first (a call slow to
 // reach NCCL's own checks). STANDIN_NCCL_EXCHANGE=1 makes the all-gathers of communicators
-// made from one unique id in one process really gather (standin_exchange.cc).
+// made from one unique id in one process really gather (standin_exchange.cc), each rank
+// waiting for the others at most STANDIN_NCCL_EXCHANGE_TIMEOUT_MS (default 60000).
 // Built with CAR_NCCL_API_LEVEL=<an older NCCL_VERSION_CODE> it is that older NCCL: it has only
 // the functions of that release (shim/exports/nccl_api.def) and ncclGetVersion answers that code.
 #pragma once
