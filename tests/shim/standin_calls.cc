@@ -166,6 +166,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (tGroupDepth > 0) {
     --tGroupDepth;
     normal = ncclSuccess;
+    if (tGroupDepth == 0) standin::dropQueuedGathers();
     if (simInfo != nullptr) {
       simInfo->estimatedTime = 1.0f;
       line.text("estimate", std::to_string(simInfo->estimatedTime).c_str());

@@ -113,6 +113,8 @@ ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_
   return gather(comm, send, recv, bytes);
 }
 
+void dropQueuedGathers() { tQueued.clear(); }
+
 ncclResult_t runQueuedGathers() {
   std::vector<QueuedGather> queued;
   queued.swap(tQueued);

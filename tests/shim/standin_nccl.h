@@ -75,5 +75,7 @@ void joinClique(ncclComm_t comm, const ncclUniqueId& id);
 // thread's outermost group end (runQueuedGathers). Outside one: nothing, ncclSuccess.
 ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, bool inGroup);
 ncclResult_t runQueuedGathers();
+// A group ended by ncclGroupSimulateEnd runs nothing: its queued all-gathers are dropped.
+void dropQueuedGathers();
 
 }  // namespace standin
