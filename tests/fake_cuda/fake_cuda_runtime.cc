@@ -44,7 +44,10 @@ std::map<const char*, Allocation>& allocations() {
   static auto* live = new std::map<const char*, Allocation>();  // outlives static destruction
   return *live;
 }
-std::set<const void*>& liveHandles() {  // streams and events
+// Live streams and live events, each kind its own set: a handle of one kind is never taken
+// for the other.
+template <typename Fake>
+std::set<const void*>& liveHandles() {
   static auto* live = new std::set<const void*>();
   return *live;
 }
@@ -70,12 +73,32 @@ bool validDevice(int device) { return device >= 0 && device < deviceCount(); }
 bool validStream(cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return true;
   std::lock_guard<std::mutex> lock(gMutex);
-  return liveHandles().count(stream) != 0;
+  return liveHandles<FakeStream>().count(stream) != 0;
 }
 
 bool liveEvent(cudaEvent_t event) {
   std::lock_guard<std::mutex> lock(gMutex);
-  return event != nullptr && liveHandles().count(event) != 0;
+  return event != nullptr && liveHandles<FakeEvent>().count(event) != 0;
+}
+
+template <typename Handle, typename Fake>
+cudaError_t createHandle(Handle* out, const Fake& value) {
+  if (out == nullptr) return fail(cudaErrorInvalidValue);
+  auto* made = new Fake(value);
+  std::lock_guard<std::mutex> lock(gMutex);
+  liveHandles<Fake>().insert(made);
+  *out = reinterpret_cast<Handle>(made);
+  return cudaSuccess;
+}
+
+template <typename Fake>
+cudaError_t destroyHandle(const void* handle) {
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (handle == nullptr || liveHandles<Fake>().erase(handle) == 0) return fail(cudaErrorInvalidResourceHandle);
+  }
+  delete static_cast<const Fake*>(handle);
+  return cudaSuccess;
 }
 
 void busIdOf(int device, char* out, std::size_t length) {
@@ -260,22 +283,10 @@ cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStre
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
-  if (stream == nullptr) return fail(cudaErrorInvalidValue);
-  auto* made = new FakeStream{tDevice, gNextStreamId.fetch_add(1)};
-  std::lock_guard<std::mutex> lock(gMutex);
-  liveHandles().insert(made);
-  *stream = reinterpret_cast<cudaStream_t>(made);
-  return cudaSuccess;
+  return createHandle(stream, FakeStream{tDevice, gNextStreamId.fetch_add(1)});
 }
 
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    if (stream == nullptr || liveHandles().erase(stream) == 0) return fail(cudaErrorInvalidResourceHandle);
-  }
-  delete reinterpret_cast<FakeStream*>(stream);
-  return cudaSuccess;
-}
+cudaError_t cudaStreamDestroy(cudaStream_t stream) { return destroyHandle<FakeStream>(stream); }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   return validStream(stream) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
@@ -308,23 +319,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
-  if (event == nullptr) return fail(cudaErrorInvalidValue);
-  auto* made = new FakeEvent{tDevice};
-  std::lock_guard<std::mutex> lock(gMutex);
-  liveHandles().insert(made);
-  *event = reinterpret_cast<cudaEvent_t>(made);
-  return cudaSuccess;
-}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) { return createHandle(event, FakeEvent{tDevice}); }
 
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    if (event == nullptr || liveHandles().erase(event) == 0) return fail(cudaErrorInvalidResourceHandle);
-  }
-  delete reinterpret_cast<FakeEvent*>(event);
-  return cudaSuccess;
-}
+cudaError_t cudaEventDestroy(cudaEvent_t event) { return destroyHandle<FakeEvent>(event); }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!liveEvent(event) || !validStream(stream)) return fail(cudaErrorInvalidResourceHandle);
