@@ -33,6 +33,11 @@ constexpr std::size_t kDefaultPushMaxBytes = std::size_t{8} << 20;
 // where our all-reduce of the same bytes on the wire was under half of NCCL's best.
 constexpr std::size_t kDefaultAllGatherMaxBytes = std::size_t{1} << 20;
 constexpr std::size_t kDefaultReduceScatterMaxBytes = std::size_t{1} << 20;
+// How long a communicator's set-up may take (docs/design.md, "The set-up"): long enough for a
+// rank that is merely slow to come, short enough that a dead peer leaves a creating call
+// well inside PyTorch's collective timeout (10 minutes).
+constexpr std::uint64_t kDefaultSetupTimeoutMs = 60000;
+constexpr std::uint64_t kLongestSetupTimeoutMs = std::uint64_t{24} * 3600 * 1000;
 
 struct Config {
   bool disable = false;                                 // NCCL_CAR_DISABLE
@@ -65,6 +70,10 @@ struct Config {
   // GPU; 0: no bound. Per rank: the ranks agree through the handshake, where a rank without
   // room for one more block makes that communicator NCCL's on every rank.
   std::size_t gpuMemoryBytes = 0;
+  // NCCL_CAR_SETUP_TIMEOUT_MS: a set-up not done this long after it started gives up and its
+  // communicator forwards everything; a blocking creation waits at most this long. Per rank:
+  // a rank that gives up tells the others (shim/handshake/setup_board.h).
+  std::uint64_t setupTimeoutMs = kDefaultSetupTimeoutMs;
   LogLevel logLevel = LogLevel::Warn;                   // NCCL_CAR_DEBUG
   std::string ncclLibrary;                              // NCCL_CAR_NCCL_LIB
   std::string debugFile;  // NCCL_CAR_DEBUG_FILE, unexpanded (%h, %p); empty: stderr

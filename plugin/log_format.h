@@ -92,17 +92,21 @@ inline size_t formatCommName(char* out, size_t size, const void* comm, int rank,
   return used;
 }
 
-// "<comm> setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes)":
-// the largest all-reduce taken, and the GPU memory the communicator holds for it (its buffer
-// block); computeCapability 0: the ranks' GPUs differ ("sm_mixed").
+// "<comm> setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes;
+// from call 0)": the largest all-reduce taken, the GPU memory the communicator holds for it
+// (its buffer block), and the first of its calls our kernels may take, as the ranks agreed
+// (0: the first; the calls before it went to NCCL); computeCapability 0: the ranks' GPUs
+// differ ("sm_mixed").
 inline size_t formatSetupEligible(char* out, size_t size, const char* comm, bool sameProcess, bool fullNvlink,
-                                  int computeCapability, unsigned long long maxBytes, unsigned long long heldBytes) {
+                                  int computeCapability, unsigned long long maxBytes, unsigned long long heldBytes,
+                                  unsigned long long firstCall) {
   size_t used = 0;
   logformat::append(out, size, &used, "%s setup: eligible (%s peers, %s, sm_", comm,
                     sameProcess ? "same-process" : "ipc", fullNvlink ? "full nvlink" : "no nvlink");
   if (computeCapability == 0) logformat::append(out, size, &used, "mixed");
   else logformat::append(out, size, &used, "%d", computeCapability);
-  logformat::append(out, size, &used, ", up to %llu bytes; holds %llu bytes)", maxBytes, heldBytes);
+  logformat::append(out, size, &used, ", up to %llu bytes; holds %llu bytes; from call %llu)", maxBytes, heldBytes,
+                    firstCall);
   return used;
 }
 

@@ -132,6 +132,11 @@ const std::vector<SettingSpec>& settingsTable() {
              "most GPU memory the buffer blocks of one process may hold on one GPU (each taken communicator's "
              "setup line says what it holds); a communicator whose block would not fit on some rank goes to "
              "NCCL on every rank; 0: no bound"),
+      number("NCCL_CAR_SETUP_TIMEOUT_MS", SettingType::Count, numberField<&Config::setupTimeoutMs>(), 1,
+             kLongestSetupTimeoutMs, 1, Agreement::PerRank,
+             "milliseconds a communicator's set-up may take, from its exchange to the ranks' agreement on the "
+             "first call ours take; a blocking creation waits at most this long; past it the communicator goes "
+             "to NCCL, with a WARN"),
       flag("NCCL_CAR_PDL", numberField<&Config::pdl>(), Agreement::PerRank,
            "programmatic dependent launch on sm_90 and newer"),
       number("NCCL_CAR_COPY_IN_KERNEL_BYTES", SettingType::Bytes, numberField<&Config::copyInKernelBytes>(), 0,

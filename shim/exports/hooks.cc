@@ -11,7 +11,6 @@
 #include <optional>
 #include <thread>
 
-#include "stream_calls.h"
 #include "lifecycle/comm_health.h"
 #include "lifecycle/group_calls.h"
 #include "log.h"
@@ -98,17 +97,6 @@ bool parentNonblocking(ncclComm_t parent) {
   return state ? state->nonblocking() : defaultNonblocking();
 }
 
-// The engine's own query (kernels/driver_calls.h); a stream that cannot say counts as not
-// capturing.
-bool capturing(cudaStream_t stream) {
-  bool capturing = false;
-  if (streamIsCapturing(stream, &capturing) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return capturing;
-}
-
 // Where a call of a collective we hook goes.
 enum class Route {
   Ours,     // our kernel is on the stream
@@ -148,29 +136,11 @@ void warnInvarianceEnds(CommState* state, ForwardReason reason, Collective colle
            forwardReasonName(reason), collectiveName(collective), call);
 }
 
-// False when an abort, destroy or finalize from another thread has the communicator, before
-// or while a pending nonblocking one is set up here first.
-bool gateOpen(const RealNccl& real, const std::shared_ptr<CommState>& state, cudaStream_t stream) {
-  if (state->gate().closed()) return false;
-  // Never set up inside the caller's graph capture: the handshake's copies and collectives
-  // would be captured too, or break the capture. Every rank captures the same calls.
-  if (state->phase() == CommPhase::Pending && state->nonblocking() && !capturing(stream)) {
-    setUpBeforeAllReduce(real, state);
-    if (state->gate().closed()) return false;  // aborted while we set it up
-  }
-  return true;
-}
-
 // Under the state's lock: whether our kernels may take a call now. A call they may not is
 // counted here, where NCCL's side would not count it; *reason says why (none once released).
 bool admits(const RealNccl& real, CommState& state, CommState::Locked& locked, ncclComm_t comm,
             std::optional<ForwardReason>* reason) {
-  if (!locked.takesCall()) {
-    const CommPhase phase = locked.phase();
-    if (phase == CommPhase::Pending || phase == CommPhase::SettingUp) *reason = ForwardReason::NotReady;
-    else if (phase != CommPhase::Released) *reason = ForwardReason::NotEligible;
-    return false;
-  }
+  if (!locked.takesCall(reason)) return false;
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm, &async);
   if (!ncclAllowsOurKernel(query, async)) {
@@ -275,7 +245,7 @@ Route launchDeferred(const DeferredCall& deferred) {
              "finalized before the group ended", describe(state), collectiveName(deferred.call.collective));
     return Route::Refused;
   }
-  if (!locked.takesCall()) return Route::Nccl;
+  if (!locked.takesDeferredCall()) return Route::Nccl;
   return submit(state, locked, deferred.call).launched ? Route::Ours : Route::Nccl;
 }
 
@@ -331,29 +301,42 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
   std::shared_ptr<CommState> state;
-  bool open = true;
   if (!passThrough()) {
     guarded(name, [&] {
       state = Registry::instance().find(comm);
-      if (state) open = gateOpen(*real, state, stream);
-      else warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
+      if (!state) warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
     });
   }
-  if (!state) return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config);
+  const auto forward = [&] { return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config); };
+  if (!state) return forward();
   // Held from our look at the communicator until NCCL's call returns: an abort, destroy or
   // finalize from another thread waits for it (at most kGateCloseSeconds), and never frees
   // the communicator in between.
   const NcclGate::Hold hold(state->gate());
-  if (!open || !hold.entered()) {
+  if (!hold.entered()) {
     guarded(name, [&] { refuse(*state, collective); });
     return ncclInvalidUsage;
   }
   Route route = Route::Nccl;
+  bool setUpHere = false;
   guarded(name, [&] {
+    setUpHere = setUpAtCall(*state, stream);
     route = routeCollective(*real, state, collective, send, recv, count, type, op, comm, stream, config);
   });
   if (route == Route::Ours) return ncclSuccess;
-  return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config);
+  if (setUpHere) {
+    // A nonblocking communicator's set-up point: its exchange goes to NCCL with this call.
+    bool issued = false;
+    ncclResult_t answer = ncclSuccess;
+    guarded(name, [&] {
+      answer = setUpWithCall(*real, state, [&] {
+        issued = true;
+        return forward();
+      });
+    });
+    if (issued) return answer;
+  }
+  return forward();
 }
 
 // A kept call our side could not launch at the group's end: NCCL's now, after the group.

@@ -1,17 +1,20 @@
 #include "handshake/handshake.h"
 
+#include <chrono>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "cuda_check.h"
 #include "device_guard.h"
 #include "exports/fault_injection.h"
-#include "handshake/handshake_exchange.h"
-#include "ipc/block_retirement.h"
-#include "handshake/host_identity.h"
-#include "log.h"
-#include "handshake/p2p_limit.h"
 #include "exports/shim_config.h"
+#include "handshake/host_identity.h"
+#include "handshake/p2p_limit.h"
 #include "handshake/topology.h"
+#include "ipc/block_budget.h"
+#include "ipc/block_retirement.h"
+#include "log.h"
 
 namespace car {
 namespace {
@@ -21,55 +24,88 @@ void copyText(char* field, std::size_t size, const std::string& value) {
   field[size - 1] = '\0';
 }
 
-// Asks NCCL (through the gate) for our rank, the rank count and the device. False, with
-// the member's failure set, when it cannot or the count is not ours to take.
-bool learnCommunicator(const RealNccl& real, BatchMember& member) {
-  CommState& state = *member.state;
+// One log line for a verdict that keeps the communicator NCCL's: a WARN for a fault or a
+// misconfiguration, nothing more for a set-up we simply do not serve (the INFO line follows).
+void warnVerdict(const CommState& state, const Verdict& verdict, bool alreadyWarned) {
+  if (verdict.differingVariable != nullptr) {
+    CAR_WARN(state.device(), "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
+             verdict.reason);
+  } else if (verdict.unexpected && !alreadyWarned) {
+    CAR_WARN(state.device(), "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
+  }
+}
+
+Verdict refusal(const std::string& reason, bool unexpected) {
+  Verdict verdict;
+  verdict.reason = reason;
+  verdict.unexpected = unexpected;
+  return verdict;
+}
+
+}  // namespace
+
+double setupClock() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+SetUp::SetUp(std::shared_ptr<CommState> state, double deadline) : deadline_(deadline) {
+  exchange_.state = std::move(state);
+}
+
+SetUp::~SetUp() = default;
+
+// ---- Before the exchange: the calling thread.
+
+bool SetUp::learnCommunicator(const RealNccl& real, const CommState* gateHeld) {
+  CommState& state = *exchange_.state;
   int rank = 0, ranks = 0, device = 0;
   bool known = false;
-  const bool asked = state.gate().pass([&] {
+  const auto ask = [&] {
     known = real.commUserRank(state.comm(), &rank) == ncclSuccess &&
             real.commCount(state.comm(), &ranks) == ncclSuccess &&
             real.commCuDevice(state.comm(), &device) == ncclSuccess;
-  });
+  };
+  bool asked = true;
+  if (gateHeld == &state) ask();
+  else asked = state.gate().pass(ask);
   // What NCCL did answer, even on a failure: the log lines name it.
   if (asked) state.learnIdentity(rank, ranks, device);
   if (!asked || !known) {
-    member.failure = asked ? "cannot query the real communicator" : kStoppedDuringSetup;
+    concludeIneligible(refusal(asked ? "cannot query the real communicator" : kStoppedDuringSetup, asked));
     return false;
   }
   if (!takesWorldSize(ranks)) {
-    // Every rank sees the same count, so every rank skips the handshake alike.
-    member.failure = worldSizeRefusal(ranks);
+    // Every rank sees the same count, so every rank skips the exchange alike.
+    concludeIneligible(refusal(worldSizeRefusal(ranks), false));
     return false;
   }
   return true;
 }
 
-// The handshake's own stream and scratch, on the communicator's device (`onDevice`). Once
-// both exist the rank takes part in both exchanges whatever fails later, so the peers are
-// not left waiting.
-bool openHandshake(BatchMember& member, const DeviceGuard& onDevice) {
-  CommState& state = *member.state;
+// The exchange's own stream and scratch, on the communicator's device (`onDevice`).
+bool SetUp::openExchange(const DeviceGuard& onDevice) {
+  CommState& state = *exchange_.state;
   if (onDevice.error() == cudaSuccess &&
-      cudaStreamCreateWithFlags(&member.stream, cudaStreamNonBlocking) == cudaSuccess &&
-      (member.scratch = takeScratch(state.device())) != nullptr) {
+      cudaStreamCreateWithFlags(&exchange_.stream, cudaStreamNonBlocking) == cudaSuccess &&
+      (exchange_.scratch = takeScratch(state.device())) != nullptr) {
     return true;
   }
   cudaGetLastError();
-  member.failure = "CUDA unusable for the handshake";
-  CAR_WARN(state.device(), "{}: {}; the peers' handshake cannot complete. All-reduces go to NCCL.", describe(state),
-           member.failure);
-  member.warned = true;
+  const std::string reason = "CUDA unusable for the set-up";
+  CAR_WARN(state.device(), "{}: {}; the peers' set-up cannot complete. All-reduces go to NCCL.", describe(state),
+           reason);
+  warned_ = true;
+  concludeIneligible(refusal(reason, true));
   return false;
 }
 
-// Our record: who we are, where, with which settings. A device that cannot be asked makes the
-// status NoDevice; no room for one more block under NCCL_CAR_GPU_MEMORY_BYTES, NoRoom.
-void fillRecord(BatchMember& member) {
-  const CommState& state = *member.state;
+// Our record: who we are, where, with which settings, and where our board is. A device that
+// cannot be asked makes the status NoDevice; no board, NoBoard; no room for one more block
+// under NCCL_CAR_GPU_MEMORY_BYTES, NoRoom.
+void SetUp::fillRecord() {
+  const CommState& state = *exchange_.state;
   const ProcessIdentity& self = processIdentity();
-  HandshakeRecord& record = member.record;
+  HandshakeRecord& record = exchange_.record;
   record.magic = kHandshakeMagic;
   record.status = RankStatus::Ready;
   record.rank = state.rank();
@@ -86,39 +122,86 @@ void fillRecord(BatchMember& member) {
   if (cudaDeviceGetPCIBusId(record.busId, sizeof(record.busId), state.device()) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.device()) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, state.device()) != cudaSuccess) {
+    cudaGetLastError();
     record.status = RankStatus::NoDevice;
   }
   record.computeCapability = major * 10 + minor;
   if (record.status != RankStatus::Ready) return;
+  std::string problem;
+  board_ = SysvReleaseBoard::create(&problem);
+  if (!board_) {
+    record.status = RankStatus::NoBoard;
+    CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), problem);
+    warned_ = true;
+    return;
+  }
+  ownPage_ = &board_->page();
+  record.boardId = board_->id();
+  record.boardToken = board_->token();
   // Room for our block, before any rank allocates one: every rank learns from the records
-  // whether all have it.
-  // Blocks kept at a release because a peer still mapped them may be free by now: into the
-  // pool first, where this claim can take one.
+  // whether all have it. Blocks kept at a release because a peer still mapped them may be
+  // free by now: into the pool first, where this claim can take one.
   blockRetirement().sweep();
   const std::size_t bytes = blockLayoutFor(setupConfig(state.device())).totalBytes;
-  member.memory = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
-  if (!member.memory) record.status = RankStatus::NoRoom;
+  memory_ = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
+  if (!memory_) record.status = RankStatus::NoRoom;
 }
 
-// Our buffer block, starting with the release board peers attach before they map it. False
-// (status NoBoard) when no board could be made.
-bool createBlock(BatchMember& member) {
-  CommState& state = *member.state;
-  std::string problem;
-  member.block = BufferBlock::create(&problem);
-  if (!member.block) {
-    member.record.status = RankStatus::NoBoard;
-    CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), problem);
-    member.warned = true;
-    return false;
+bool SetUp::prepare(const RealNccl& real, const CommState* gateHeld) {
+  if (!learnCommunicator(real, gateHeld)) return false;
+  DeviceGuard guard(exchange_.state->device());  // what follows runs on the communicator's device
+  if (!openExchange(guard)) return false;
+  // From here on this rank takes part in the exchange whatever fails (the record's status
+  // says so), so that its peers are not left waiting.
+  fillRecord();
+  return true;
+}
+
+std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states,
+                                                JoinedCall* joined) {
+  const double deadline = setupClock() + static_cast<double>(shimConfig().setupTimeoutMs) / 1000.0;
+  std::vector<std::shared_ptr<SetUp>> exchanging;
+  std::vector<ExchangeMember*> members;
+  for (const std::shared_ptr<CommState>& state : states) {
+    auto setUp = std::make_shared<SetUp>(state, deadline);
+    if (!setUp->prepare(real, joined != nullptr ? joined->gateHeld : nullptr)) continue;  // settled: nothing sent
+    members.push_back(&setUp->exchange_);
+    exchanging.push_back(std::move(setUp));
+  }
+  if (!members.empty()) {
+    issueExchange(real, cudaHandshakeDevice(), members, joined);
+  } else if (joined != nullptr) {
+    joined->result = joined->issue();  // nothing of ours to go with it (one rank, no GPU): alone, as it came
+  }
+  return exchanging;
+}
+
+// ---- After the exchange: the set-up worker.
+
+BoardPage& SetUp::ownPage() const { return *ownPage_; }
+
+bool SetUp::attachPeerBoards(std::string* problem) {
+  const std::vector<HandshakeRecord>& records = exchange_.records;
+  peerBoards_.clear();
+  peerBoards_.resize(records.size());
+  for (std::size_t p = 0; p < records.size(); ++p) {
+    if (static_cast<int>(p) == rank()) continue;
+    std::string why;
+    peerBoards_[p] = SysvReleaseBoard::attach(records[p].boardId, records[p].boardToken, &why);
+    if (!peerBoards_[p]) {
+      *problem = fmt::format("rank {}: {}", p, why);
+      peerBoards_.clear();
+      return false;
+    }
   }
   return true;
 }
 
-// The engine, and the block's memory and IPC handle. Status NoBuffers when they cannot be
-// made or exported.
-void createEngine(BatchMember& member) {
-  CommState& state = *member.state;
+// The engine, and the block's memory and IPC handle.
+bool SetUp::createBlockAndEngine(std::string* problem) {
+  CommState& state = *exchange_.state;
+  DeviceGuard guard(state.device());
+  block_ = BufferBlock::create(std::move(board_));
   EngineOptions options;
   options.device = state.device();
   options.rank = state.rank();
@@ -127,153 +210,240 @@ void createEngine(BatchMember& member) {
   std::unique_ptr<RankEngine> engine;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
                                                    : RankEngine::create(options, &state.counters(), &engine);
-  if (err == cudaSuccess) err = member.block->allocate(std::move(member.memory), blockLayoutFor(options.config), member.stream);
+  if (err == cudaSuccess) err = block_->allocate(std::move(memory_), blockLayoutFor(options.config), exchange_.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    engine.reset();  // the block was never exported: nobody got its handle
-    member.record.status = RankStatus::NoBuffers;
-    CAR_WARN(state.device(), "{}: cannot allocate or export our buffers ({}); all-reduces go to NCCL",
-             describe(state), cudaGetErrorString(err));
-    member.warned = true;
-    return;
+    *problem = fmt::format("rank {} could not allocate or export its buffers ({})", state.rank(), cudaGetErrorString(err));
+    return false;
   }
   state.lock().installEngine(std::move(engine));
+  return true;
 }
 
-// Everything before the first exchange, which says who we are, not yet where our block is:
-// nothing is allocated before the verdict on those records. A failure after the scratch
-// exists still takes part (the record's status says so), so the peers are not left waiting.
-void prepare(const RealNccl& real, BatchMember& member) {
-  if (!learnCommunicator(real, member)) return;
-  DeviceGuard guard(member.state->device());  // what follows runs on the communicator's device
-  if (!openHandshake(member, guard)) return;
-  member.inHandshake = true;
-  fillRecord(member);
-}
-
-// After the first exchange, our block and engine, for a communicator every rank judged
-// eligible so far (the same bytes, one function: the same verdict on every rank); then the
-// same record, with the block in it, for the second exchange. A communicator we do not take
-// allocates nothing; its ranks still make the later exchanges, as every rank in the
-// handshake does whatever it judged, so that no rank waits in an all-gather another one
-// skipped. A rank whose own part failed says it cannot take part.
-void provideBlock(BatchMember& member) {
-  if (!member.failure.empty()) {
-    member.record.status = RankStatus::NoDevice;
-    return;
-  }
-  if (!judgeRecords(member.records).eligible) return;
-  DeviceGuard guard(member.state->device());
-  if (!createBlock(member)) return;
-  createEngine(member);
-  member.block->publish(&member.record);
-}
-
-// Tries to reach every peer, if the records allow it, and writes our link report.
-void mapPeers(BatchMember& member) {
-  CommState& state = *member.state;
-  LinkReport& report = member.report;
-  report.magic = kHandshakeMagic;
-  if (!member.failure.empty()) {
-    copyText(report.problem, sizeof(report.problem), member.failure);
-    return;
-  }
-  member.verdict = judgeRecords(member.records);
-  if (!member.verdict.eligible) return;
-  if (!member.block) {  // the first exchange's records, which every rank judged alike, said no
-    copyText(report.problem, sizeof(report.problem), "no buffer block: the first exchange found it not ours");
+// The records, the same bytes on every rank, judged alike everywhere: a communicator we do
+// not take allocates nothing and attaches no board.
+void SetUp::afterRecords() {
+  const Verdict verdict = judgeRecords(exchange_.records);
+  if (!verdict.eligible) {
+    concludeIneligible(verdict);
     return;
   }
   std::string problem;
-  if (!member.block->mapPeers(member.records, state.rank(), &member.bases, &problem)) {
-    copyText(report.problem, sizeof(report.problem), problem);
+  if (!attachPeerBoards(&problem) || !createBlockAndEngine(&problem)) {
+    fail(problem, true);
     return;
   }
-  report.mapped = 1;
+  publishBlock(ownPage(), block_->published());
+  blocks_.assign(exchange_.records.size(), PublishedBlock{});
+  blocks_[static_cast<std::size_t>(rank())] = block_->published();
+  stage_ = Stage::AwaitingBlocks;
+}
+
+// Every peer's block, once published; a peer that failed says so in its report instead.
+bool SetUp::collectBlocks() {
+  for (std::size_t p = 0; p < blocks_.size(); ++p) {
+    if (static_cast<int>(p) == rank()) continue;
+    const BoardPage& page = peerBoards_[p]->page();
+    if (const std::optional<LinkReport> report = publishedReport(page); report && report->mapped == 0) {
+      concludeIneligible(refusal(fmt::format("rank {}: {}", p, fieldText(report->problem)), true));
+      return false;
+    }
+    const std::optional<PublishedBlock> block = publishedBlock(page);
+    if (!block) return false;
+    blocks_[p] = *block;
+  }
+  return true;
+}
+
+// Maps every peer's block, measures the links, and publishes what we found.
+void SetUp::mapAndReport() {
+  CommState& state = *exchange_.state;
+  report_.magic = kHandshakeMagic;
+  std::string problem;
+  if (!block_->mapPeers(exchange_.records, blocks_, std::move(peerBoards_), rank(), &bases_, &problem)) {
+    peerBoards_.clear();
+    fail(fmt::format("rank {} could not map its peers' buffers: {}", rank(), problem), true);
+    return;
+  }
+  report_.mapped = 1;
   DeviceGuard guard(state.device());
   for (int p = 0; p < state.ranks(); ++p) {
-    const PairLink link = p == state.rank() ? PairLink{true, true}
-                                          : linkBetween(state.device(), fieldText(member.record.busId),
-                                                        fieldText(member.records[p].busId));
-    report.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
-    report.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
+    const PairLink link = p == rank() ? PairLink{true, true}
+                                      : linkBetween(state.device(), fieldText(exchange_.record.busId),
+                                                    fieldText(exchange_.records[static_cast<std::size_t>(p)].busId));
+    report_.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
+    report_.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
   }
-  report.nvmlMissing = nvmlAvailable() ? 0 : 1;
+  report_.nvmlMissing = nvmlAvailable() ? 0 : 1;
+  publishReport(ownPage(), report_);
+  reports_.assign(exchange_.records.size(), LinkReport{});
+  stage_ = Stage::AwaitingReports;
 }
 
-// What the handshake made, given back: the engine (none of its kernels ever ran), then the
-// block, which peers may have mapped.
-void letGo(CommState::Locked& locked, BatchMember& member) {
-  locked.takeEngine().reset();
-  BufferBlock::retire(std::move(member.block), describe(*member.state));
+// Every rank's report, once published: judged alike on every rank.
+void SetUp::collectReports() {
+  const std::vector<BoardPage*> pages = block_->boardPages(rank());
+  for (std::size_t p = 0; p < pages.size(); ++p) {
+    const std::optional<LinkReport> report = publishedReport(*pages[p]);
+    if (!report) return;
+    if (report->mapped == 0) {  // said at once, without waiting for the others
+      concludeIneligible(refusal(fmt::format("rank {}: {}", p, fieldText(report->problem)), true));
+      return;
+    }
+    reports_[p] = *report;
+  }
+  const Verdict verdict = judgeLinks(exchange_.records, reports_);
+  if (verdict.eligible) concludeAgreeing(verdict);
+  else concludeIneligible(verdict);
 }
 
-void conclude(BatchMember& member) {
-  CommState& state = *member.state;
+void SetUp::followAgreement(double now) {
+  CommState& state = *exchange_.state;
   CommState::Locked locked = state.lock();
-  if (locked.phase() == CommPhase::Released) {
-    // Destroyed or aborted while we were setting it up: nothing of ours ran on it.
-    letGo(locked, member);
-    CAR_INFO(state.device(), "{} released during set-up", describe(state));
-    return;
+  if (locked.agreeing()) {
+    const bool late = now > deadline_;
+    const std::string why = fmt::format("the ranks did not agree on a first call within NCCL_CAR_SETUP_TIMEOUT_MS "
+                                        "({} ms)", shimConfig().setupTimeoutMs);
+    locked.followAgreement(late, why);
+    if (late && locked.phase() == CommPhase::Ineligible) {
+      CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), why);
+    }
   }
-  Verdict verdict;
-  if (state.stopRequested()) {
-    verdict.reason = "revoked or shrunk with NCCL_SHRINK_ABORT during set-up";
-  } else if (!member.failure.empty()) {
-    verdict.reason = member.failure;
-    verdict.unexpected = takesWorldSize(state.ranks());  // else simply not our size
-  } else {
-    verdict = judgeLinks(member.records, member.reports);
-  }
-  if (verdict.eligible && locked.engine() != nullptr) {
-    locked.engine()->attachPeers(member.bases.data(), member.block->layout(), verdict.fullNvlink,
-                                 verdict.computeCapability);
-    locked.becomeReady(std::move(member.block), verdict);
-    return;
-  }
-  letGo(locked, member);
-  if (verdict.differingVariable != nullptr) {
-    CAR_WARN(state.device(), "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
-             verdict.reason);
-  } else if (verdict.unexpected && !member.warned) {
-    CAR_WARN(state.device(), "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
-  }
-  locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason);
+  if (!locked.agreeing()) settle();
 }
 
-}  // namespace
+bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
+  if (settled()) return true;
+  CommState& state = *exchange_.state;
+  const CommPhase phase = state.phase();
+  if (stage_ == Stage::Agreeing && phase != CommPhase::Agreeing) {  // its release let go of everything
+    settle();
+    return true;
+  }
+  if (stage_ != Stage::Agreeing && phase != CommPhase::SettingUp) {  // released meanwhile
+    CommState::Locked locked = state.lock();
+    letGo(locked);
+    CAR_INFO(state.device(), "{} released during set-up", describe(state));
+    settle();
+    return true;
+  }
+  if (stage_ != Stage::Agreeing && state.stopRequested()) {
+    // What failed first is what the log says; else the stop itself.
+    const bool failedFirst = !exchange_.failure.empty() && exchange_.failure != kStoppedDuringSetup;
+    fail(failedFirst ? exchange_.failure
+                     : "stopped during set-up (ncclCommAbort, ncclCommRevoke or ncclCommShrink with NCCL_SHRINK_ABORT)",
+         failedFirst);
+    return true;
+  }
+  if (stage_ == Stage::Exchanging) {
+    switch (pollExchange(real, device, exchange_)) {
+      case ExchangeProgress::Pending:
+        if (now > deadline_) giveUp("the exchange of records (some rank has not made it)");
+        return settled();
+      case ExchangeProgress::Failed:
+        fail(exchange_.failure, exchange_.failure != kStoppedDuringSetup);
+        return true;
+      case ExchangeProgress::Done: afterRecords(); break;
+    }
+  }
+  if (stage_ == Stage::AwaitingBlocks) {
+    if (!collectBlocks()) {
+      if (!settled() && now > deadline_) giveUp("the peers' buffers");
+      return settled();
+    }
+    mapAndReport();
+  }
+  if (stage_ == Stage::AwaitingReports) {
+    collectReports();
+    if (stage_ == Stage::AwaitingReports) {
+      if (now > deadline_) giveUp("the peers' link reports");
+      return settled();
+    }
+  }
+  if (stage_ == Stage::Agreeing) followAgreement(now);
+  return settled();
+}
 
-void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<BatchMember> members(states.size());
-  bool anyInHandshake = false;
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    members[i].state = states[i];
-    prepare(real, members[i]);
-    anyInHandshake = anyInHandshake || members[i].inHandshake;
+// ---- Endings.
+
+void SetUp::fail(const std::string& reason, bool unexpected) {
+  if (ownPage_ != nullptr) {
+    LinkReport failed{};
+    failed.magic = kHandshakeMagic;
+    copyText(failed.problem, sizeof(failed.problem), reason);
+    publishReport(*ownPage_, failed);
   }
-  if (anyInHandshake) {  // e.g. only 1-rank communicators: no collective at all
-    // Who, where, with which settings: enough for the verdict of a communicator we do not take.
-    exchangeRecords(real, cudaHandshakeDevice(), members);
-    for (BatchMember& member : members) {
-      if (member.inHandshake) provideBlock(member);
+  concludeIneligible(refusal(reason, unexpected));
+}
+
+void SetUp::giveUp(const char* waitingFor) {
+  CommState& state = *exchange_.state;
+  const std::string reason = fmt::format("the set-up did not complete within NCCL_CAR_SETUP_TIMEOUT_MS ({} ms), "
+                                         "waiting for {}", shimConfig().setupTimeoutMs, waitingFor);
+  CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), reason);
+  warned_ = true;
+  fail(reason, true);
+}
+
+void SetUp::concludeIneligible(const Verdict& verdict) {
+  CommState& state = *exchange_.state;
+  {
+    CommState::Locked locked = state.lock();
+    letGo(locked);
+    if (locked.phase() == CommPhase::Released) {
+      CAR_INFO(state.device(), "{} released during set-up", describe(state));
+    } else {
+      warnVerdict(state, verdict, warned_);
+      locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason);
     }
-    // The records again, with every rank's block: what mapping the peers needs.
-    exchangeRecords(real, cudaHandshakeDevice(), members);
-    for (BatchMember& member : members) {
-      if (member.inHandshake) mapPeers(member);
-    }
-    exchangeReports(real, cudaHandshakeDevice(), members);
   }
-  for (BatchMember& member : members) {
-    conclude(member);
-    if (member.stream == nullptr) continue;
-    DeviceGuard guard(member.state->device());
-    // An all-gather NCCL did not stop may still write the scratch: it is never reused.
-    if (member.scratch != nullptr && !member.deviceBusy) returnScratch(member.state->device(), member.scratch);
+  settle();
+}
+
+void SetUp::concludeAgreeing(const Verdict& verdict) {
+  CommState& state = *exchange_.state;
+  CommState::Locked locked = state.lock();
+  if (locked.phase() != CommPhase::SettingUp || locked.engine() == nullptr) {
+    letGo(locked);
+    if (locked.phase() == CommPhase::Released) CAR_INFO(state.device(), "{} released during set-up", describe(state));
+    settle();
+    return;
+  }
+  locked.engine()->attachPeers(bases_.data(), block_->layout(), verdict.fullNvlink, verdict.computeCapability);
+  auto agreement = std::make_unique<CallSwitch>(block_->boardPages(rank()), rank());
+  // The block (and its boards, which the agreement reads) is the state's from here on.
+  ownPage_ = nullptr;
+  locked.beginAgreeing(std::move(block_), verdict, std::move(agreement));
+  stage_ = Stage::Agreeing;
+  if (!locked.agreeing()) settle();
+}
+
+// What the set-up made, given back: the engine (none of its kernels ever ran), then the
+// block, which peers may have mapped, and the boards.
+void SetUp::letGo(CommState::Locked& locked) {
+  if (stage_ == Stage::Agreeing) return;  // the state holds all of it now; its release lets go
+  locked.takeEngine().reset();
+  ownPage_ = nullptr;
+  BufferBlock::retire(std::move(block_), describe(*exchange_.state));
+  peerBoards_.clear();
+  board_.reset();
+  memory_.reset();
+}
+
+void SetUp::settle() {
+  if (settled()) return;
+  stage_ = Stage::Settled;
+  // The exchange's stream and scratch: kept for good while an all-gather may still write the
+  // scratch or still be launched on the stream.
+  if (exchange_.stream != nullptr && !exchange_.deviceBusy) {
+    DeviceGuard guard(exchange_.state->device());
+    if (exchange_.scratch != nullptr) returnScratch(exchange_.state->device(), exchange_.scratch);
     // Returns at once; CUDA frees the stream when its work is done.
-    CAR_CUDA_RELEASE(member.state->device(), cudaStreamDestroy(member.stream));
+    CAR_CUDA_RELEASE(exchange_.state->device(), cudaStreamDestroy(exchange_.stream));
   }
+  exchange_.stream = nullptr;
+  exchange_.scratch = nullptr;
+  settled_.store(true, std::memory_order_release);
 }
 
 }  // namespace car

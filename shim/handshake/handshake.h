@@ -1,16 +1,108 @@
-// The setup handshake of a batch of communicators: two all-gathers over each real
-// communicator (records, then link reports), the batch's collectives issued in one group.
+// The set-up of our side of one rank of one communicator (docs/design.md, "The set-up"):
+//   1. started on the calling thread at the set-up point (shim/lifecycle/setup.h): NCCL's
+//      answers, a private stream, our board and our record; then the one exchange through
+//      NCCL, an all-gather of the records, issued for the whole batch in one group;
+//   2. advanced by the set-up worker (shim/lifecycle/setup_worker.h), never waiting for a
+//      peer: the records judged alike on every rank; for a communicator we may take, the
+//      peers' boards attached, our block made and published in our board, the peers'
+//      blocks mapped once they publish theirs, our link report published, the reports
+//      judged alike; then the ranks agree, through the boards, on the first call our
+//      kernels take (shim/handshake/setup_board.h), which calls of the program may also
+//      settle between the worker's looks;
+//   3. bounded: not settled within NCCL_CAR_SETUP_TIMEOUT_MS of its start, it gives up, with
+//      a WARN, and the communicator forwards every call; a rank that gives up or fails says so
+//      in its board, so that its peers stop waiting for it.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "lifecycle/comm_state.h"
+#include "device_guard.h"
 #include "exports/real_nccl.h"
+#include "handshake/handshake_exchange.h"
+#include "handshake/setup_board.h"
+#include "handshake/verdict.h"
+#include "ipc/block_memory.h"
+#include "ipc/buffer_block.h"
+#include "ipc/release_board.h"
+#include "lifecycle/comm_state.h"
 
 namespace car {
 
-// Sets every Pending state of the batch to Ready or Ineligible, and logs the verdict.
-void runHandshakes(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states);
+class SetUp {
+ public:
+  // `deadline`: steady-clock seconds (setupClock()) by which it settles or gives up.
+  SetUp(std::shared_ptr<CommState> state, double deadline);
+  ~SetUp();
+  SetUp(const SetUp&) = delete;
+  SetUp& operator=(const SetUp&) = delete;
+
+  const std::shared_ptr<CommState>& state() const { return exchange_.state; }
+  double deadline() const { return deadline_; }
+  // Goes as far as it can without waiting for a peer; `now` in setupClock() seconds. True
+  // once settled: the state is Ready, Ineligible or Released, or Agreeing no more. Only ever
+  // called from one thread at a time (the worker's, or the starting one before it hands over).
+  bool advance(const RealNccl& real, HandshakeDevice& device, double now);
+  bool settled() const { return settled_.load(std::memory_order_acquire); }
+
+ private:
+  friend std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real,
+                                                         const std::vector<std::shared_ptr<CommState>>& states,
+                                                         JoinedCall* joined);
+  enum class Stage { Exchanging, AwaitingBlocks, AwaitingReports, Agreeing, Settled };
+
+  // Before the exchange, on the calling thread (which may hold the state's gate already:
+  // `gateHeld`). False (and settled) when this rank cannot take part in the exchange at all.
+  bool prepare(const RealNccl& real, const CommState* gateHeld);
+  bool learnCommunicator(const RealNccl& real, const CommState* gateHeld);
+  bool openExchange(const DeviceGuard& onDevice);
+  void fillRecord();
+
+  void afterRecords();
+  bool attachPeerBoards(std::string* problem);
+  bool createBlockAndEngine(std::string* problem);
+  bool collectBlocks();
+  void mapAndReport();
+  void collectReports();
+  void followAgreement(double now);
+
+  BoardPage& ownPage() const;
+  int rank() const { return state()->rank(); }
+  // Publishes our failure where the peers look for it (once there is a board), then concludes.
+  void fail(const std::string& reason, bool unexpected);
+  void giveUp(const char* waitingFor);
+  void concludeIneligible(const Verdict& verdict);
+  void concludeAgreeing(const Verdict& verdict);
+  void letGo(CommState::Locked& locked);
+  void settle();
+
+  ExchangeMember exchange_;
+  double deadline_;
+  Stage stage_ = Stage::Exchanging;
+  std::atomic<bool> settled_{false};
+  bool warned_ = false;  // this rank already WARNed about its own failure
+
+  std::unique_ptr<BlockMemory> memory_;    // room (or kept memory) for our block, until the block holds it
+  std::unique_ptr<SysvReleaseBoard> board_;  // ours, until the block holds it
+  BoardPage* ownPage_ = nullptr;             // in board_, then in the block's
+  std::vector<std::unique_ptr<SysvReleaseBoard>> peerBoards_;  // by rank, until the mappings hold them
+  std::unique_ptr<BufferBlock> block_;
+  std::vector<PublishedBlock> blocks_;
+  std::vector<void*> bases_;
+  LinkReport report_{};
+  std::vector<LinkReport> reports_;
+};
+
+// The set-ups of `states`, each already claimed (SettingUp): everything before the exchange,
+// then every exchange in one NCCL group, with `joined` (the caller's own call) in it when
+// given. Those that could not take part are settled here; the others are returned, for the
+// set-up worker to advance.
+std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states,
+                                                JoinedCall* joined = nullptr);
+
+// The clock of set-up deadlines, in seconds.
+double setupClock();
 
 }  // namespace car

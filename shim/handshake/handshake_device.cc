@@ -1,4 +1,4 @@
-// The CUDA side of the handshake's exchanges (shim/handshake/handshake_exchange.h). Everything runs
+// The CUDA side of the set-up's exchange (shim/handshake/handshake_exchange.h). Everything runs
 // on the handshake's own non-blocking stream and waits for that stream alone: a plain
 // cudaMemcpy, a memset on the legacy stream or a cudaFree would also wait for the caller's
 // streams or the whole device, where one of our kernels may wait for this very peer.
@@ -14,7 +14,7 @@ namespace {
 
 class CudaHandshakeDevice final : public HandshakeDevice {
  public:
-  bool stage(BatchMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
+  bool stage(ExchangeMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
              std::size_t clearBytes) override {
     DeviceGuard guard(member.state->device());
     const bool ok = guard.error() == cudaSuccess &&
@@ -26,7 +26,7 @@ class CudaHandshakeDevice final : public HandshakeDevice {
     return ok;
   }
 
-  StreamState query(BatchMember& member) override {
+  StreamState query(ExchangeMember& member) override {
     DeviceGuard guard(member.state->device());
     const cudaError_t err = cudaStreamQuery(member.stream);
     if (err == cudaSuccess) return StreamState::Idle;
@@ -34,7 +34,7 @@ class CudaHandshakeDevice final : public HandshakeDevice {
     return err == cudaErrorNotReady ? StreamState::Busy : StreamState::Failed;
   }
 
-  bool readBack(BatchMember& member, std::size_t offset, void* out, std::size_t bytes) override {
+  bool readBack(ExchangeMember& member, std::size_t offset, void* out, std::size_t bytes) override {
     DeviceGuard guard(member.state->device());
     const bool ok = guard.error() == cudaSuccess &&
                     cudaMemcpyAsync(out, member.scratch + offset, bytes, cudaMemcpyDeviceToHost, member.stream) ==

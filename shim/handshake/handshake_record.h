@@ -1,6 +1,6 @@
-// What every rank tells every other rank at setup, in all-gathers over the real communicator:
-// the records (without the blocks, then, for a communicator judged eligible, with them),
-// then the link reports. Plain fixed-size data: it travels as bytes.
+// What every rank tells every other rank at set-up, in the one all-gather over the real
+// communicator (the records), and then in the ranks' boards (shim/ipc/board_page.h: the
+// link reports, the blocks' handles). Plain fixed-size data: it travels as bytes.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,20 +22,19 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415237;  // "CAR7": layout and protocol version
+constexpr std::uint32_t kHandshakeMagic = 0x43415238;  // "CAR8": layout and protocol version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
 enum class RankStatus : std::uint32_t {
   Ready = 0,
-  NoBuffers = 1,      // cudaMalloc or IPC export of the buffer block failed
+  NoBuffers = 1,      // (CAR7) buffers now fail after the exchange, in the board's report
   NoDevice = 2,       // CUDA unusable on this rank
   NoBoard = 3,        // the release board (shim/ipc/release_board.h) could not be created
   NoRoom = 4,         // one more block would exceed NCCL_CAR_GPU_MEMORY_BYTES on this rank's GPU
 };
 
-// The records' all-gathers: identity, device and settings of each rank; the second time, for a
-// communicator the first ones made eligible, its block too (boardId, blockAddress, handle).
+// The records' all-gather: identity, device and settings of each rank, and where its board is.
 struct HandshakeRecord {
   std::uint32_t magic;
   RankStatus status;
@@ -44,19 +43,18 @@ struct HandshakeRecord {
   std::int32_t pid;
   std::int32_t cudaDevice;     // ordinal in the owner's process
   std::int32_t computeCapability;  // major * 10 + minor of the rank's GPU
-  std::int32_t boardId;        // System V id of the rank's release board, -1 if none
+  std::int32_t boardId;        // System V id of the rank's board (release and set-up), -1 if none
   std::uint64_t ipcNamespace;
   std::uint64_t pidNamespace;
-  std::uint64_t blockAddress;  // the block in the owner's address space
+  std::uint64_t boardToken;    // the board's token (shim/ipc/board_page.h)
   char host[128];              // "hostname/boot-id", NUL-terminated
   char busId[32];              // PCI bus id of the rank's GPU
-  cudaIpcMemHandle_t handle;   // of the whole buffer block
   SharedSettings settings;
   std::int32_t p2pLimit;       // P2pLimit: NCCL_P2P_DISABLE / NCCL_P2P_LEVEL on this rank
   std::int32_t reserved;
 };
 
-// The last all-gather: what each rank found when it tried to reach every peer. Each rank
+// What each rank found when it tried to reach every peer, published in its board. Each rank
 // can only judge its own row; the verdict uses everybody's.
 struct LinkReport {
   std::uint32_t magic;
@@ -70,15 +68,17 @@ struct LinkReport {
 // Both travel through NCCL as bytes: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
 static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
-// Layout "CAR7" on the wire. Changing either struct fails this on purpose: bump
+// Layout "CAR8" on the wire. Changing either struct fails this on purpose: bump
 // kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
 // changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
-// compute alike; and when the exchanges change, so that the ranks must take part in other
-// ones. CAR5: PushState holds 256 area copies (was 128). CAR6: the records go twice, the
-// blocks only in the second (ranks of different versions may wait in an all-gather the
-// other never makes: every rank must load the same library). CAR7: the shared settings carry
-// the all-gather and reduce-scatter limits and the choice table's digest.
-static_assert(kHandshakeMagic == 0x43415237 && sizeof(HandshakeRecord) == 344 && sizeof(LinkReport) == 116,
+// compute alike; when the board page's layout changes (shim/ipc/board_page.h); and when the
+// exchanges change, so that the ranks must take part in other ones. CAR5: PushState holds 256
+// area copies (was 128). CAR6: the records go twice, the blocks only in the second (ranks of
+// different versions may wait in an all-gather the other never makes: every rank must load
+// the same library). CAR7: the shared settings carry the all-gather and reduce-scatter limits
+// and the choice table's digest. CAR8: one exchange through NCCL; the blocks' handles and the
+// link reports go through the boards, whose token the record carries.
+static_assert(kHandshakeMagic == 0x43415238 && sizeof(HandshakeRecord) == 280 && sizeof(LinkReport) == 116,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
 static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),

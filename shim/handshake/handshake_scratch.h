@@ -1,8 +1,8 @@
-// Where the handshake's two all-gathers put their bytes in a communicator's device scratch:
+// Where the set-up's one all-gather puts its bytes in a communicator's device scratch:
 //
-//   | our record | rank 0's record ... rank n-1's | our report | rank 0's report ... |
+//   | our record | rank 0's record ... rank n-1's |
 //
-// Each all-gather sends our own item from its `send` offset and receives every rank's, in
+// The all-gather sends our own record from its `send` offset and receives every rank's, in
 // rank order, from its `receive` offset (ncclAllGather's layout).
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace car {
 
-// One all-gather's part of the scratch.
+// The all-gather's part of the scratch.
 struct GatherArea {
   std::size_t send = 0;
   std::size_t receive = 0;
@@ -23,16 +23,13 @@ struct GatherArea {
 };
 
 struct ScratchLayout {
-  GatherArea records;  // exchange 1: HandshakeRecord
-  GatherArea reports;  // exchange 2: LinkReport
+  GatherArea records;  // HandshakeRecord
   std::size_t bytes = 0;
 
   static constexpr ScratchLayout forRanks(int ranks) {
     ScratchLayout layout;
     layout.records = GatherArea{0, sizeof(HandshakeRecord), sizeof(HandshakeRecord)};
-    const std::size_t reportsStart = layout.records.end(ranks);
-    layout.reports = GatherArea{reportsStart, reportsStart + sizeof(LinkReport), sizeof(LinkReport)};
-    layout.bytes = layout.reports.end(ranks);
+    layout.bytes = layout.records.end(ranks);
     return layout;
   }
 };

@@ -20,8 +20,7 @@ BlockLayout blockLayoutFor(const Config& config) {
   return layoutFor(pullBufferBytes(config), config.pushMaxBytes);
 }
 
-std::unique_ptr<BufferBlock> BufferBlock::create(std::string* problem) {
-  std::unique_ptr<SysvReleaseBoard> board = SysvReleaseBoard::create(problem);
+std::unique_ptr<BufferBlock> BufferBlock::create(std::unique_ptr<SysvReleaseBoard> board) {
   if (!board) return nullptr;
   return std::unique_ptr<BufferBlock>(new BufferBlock(std::move(board)));
 }
@@ -62,15 +61,23 @@ cudaError_t BufferBlock::allocate(int device, const BlockLayout& layout, cudaStr
   return allocate(std::move(memory), layout, stream);
 }
 
-void BufferBlock::publish(HandshakeRecord* record) const {
-  record->boardId = board_->id();
-  record->blockAddress = reinterpret_cast<std::uint64_t>(base_);
-  record->handle = handle_;
+PublishedBlock BufferBlock::published() const {
+  PublishedBlock block;
+  block.address = reinterpret_cast<std::uint64_t>(base_);
+  block.handle = handle_;
+  return block;
 }
 
-bool BufferBlock::mapPeers(const std::vector<HandshakeRecord>& records, int myRank, std::vector<void*>* bases,
-                           std::string* problem) {
-  return peers_.mapAll(records, myRank, device_, base_, bases, problem);
+bool BufferBlock::mapPeers(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+                           std::vector<std::unique_ptr<SysvReleaseBoard>> peerBoards, int myRank,
+                           std::vector<void*>* bases, std::string* problem) {
+  return peers_.mapAll(records, blocks, std::move(peerBoards), myRank, device_, base_, bases, problem);
+}
+
+std::vector<BoardPage*> BufferBlock::boardPages(int myRank) const {
+  std::vector<BoardPage*> pages = peers_.boardPages();
+  if (myRank >= 0 && static_cast<std::size_t>(myRank) < pages.size()) pages[static_cast<std::size_t>(myRank)] = &board_->page();
+  return pages;
 }
 
 void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& who) {

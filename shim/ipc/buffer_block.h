@@ -1,11 +1,12 @@
 // The buffer block of one rank of one communicator, from its allocation to its retirement,
 // and this rank's view of its peers' blocks: one owner for all of it (docs/design.md, "The
 // buffer block" and "Release"). In order:
-//   create()    its release board (shim/ipc/release_board.h): peers attach it before they map
-//               the block, so the owner can tell when none maps it any more;
+//   create()    with its release board (shim/ipc/release_board.h), made before the set-up's
+//               exchange: peers attach it before they map the block, so the owner can tell
+//               when none maps it any more;
 //   allocate()  the device memory (kernels/rank_signal.h's layout; shim/ipc/block_memory.h),
 //               initialised and exported;
-//   publish()   what a peer needs to map it, into our handshake record;
+//   published() what a peer needs to map it, for our board;
 //   mapPeers()  every peer's block mapped here, each behind the peer's board;
 //   retire()    our mappings of the peers closed, then our block's memory let go once no
 //               importer is left (kept for the next block, never cudaFree'd); or abandon():
@@ -22,6 +23,7 @@
 #include "../kernels/rank_signal.h"
 #include "config.h"
 #include "handshake/handshake_record.h"
+#include "handshake/setup_board.h"
 #include "ipc/block_memory.h"
 #include "ipc/peer_mapping.h"
 #include "ipc/release_board.h"
@@ -34,9 +36,8 @@ BlockLayout blockLayoutFor(const Config& config);
 
 class BufferBlock {
  public:
-  // A block with its release board, nothing allocated yet. Null, with *problem, when System V
-  // shared memory refuses a board.
-  static std::unique_ptr<BufferBlock> create(std::string* problem);
+  // A block around its release board (made by SysvReleaseBoard::create), nothing allocated yet.
+  static std::unique_ptr<BufferBlock> create(std::unique_ptr<SysvReleaseBoard> board);
 
   // Allocates the block in `memory` (claimed by the caller, with its room; kept memory of an
   // earlier block, or new memory: one cudaMalloc, not VMM memory, which cudaIpcGetMemHandle
@@ -50,14 +51,19 @@ class BufferBlock {
   // The same with memory claimed here, from the process-wide pool, without a bound.
   cudaError_t allocate(int device, const BlockLayout& layout, cudaStream_t stream);
 
-  // Our board's id, the block's address and its IPC handle (once allocated), for the peers.
-  void publish(HandshakeRecord* record) const;
+  // The block's address and its IPC handle (once allocated), for the peers.
+  PublishedBlock published() const;
 
-  // Fills bases[r] with rank r's block as seen here (our own at myRank), attaching each
-  // peer's board before mapping its block. On failure unmaps what it mapped and describes the
-  // first problem.
-  bool mapPeers(const std::vector<HandshakeRecord>& records, int myRank, std::vector<void*>* bases,
+  // Fills bases[r] with rank r's block as seen here (our own at myRank), from the peers'
+  // records and published blocks, behind their boards (peerBoards[r], attached by the caller;
+  // null at myRank), which it keeps until its mappings are closed. On failure unmaps what it
+  // mapped and describes the first problem.
+  bool mapPeers(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+                std::vector<std::unique_ptr<SysvReleaseBoard>> peerBoards, int myRank, std::vector<void*>* bases,
                 std::string* problem);
+  // Every rank's board page (ours at myRank), once the peers are mapped: what the agreement on
+  // the first call taken reads (shim/handshake/setup_board.h). Valid while the block lives.
+  std::vector<BoardPage*> boardPages(int myRank) const;
 
   void* base() const { return base_; }
   const BlockLayout& layout() const { return layout_; }

@@ -34,14 +34,14 @@ std::string keyOf(const cudaIpcMemHandle_t& handle) {
 cudaError_t enablePeerAccess(int myDevice, int peerDevice);
 
 // Opens (or shares) the mapping of `peer`'s block for `myDevice`, the current device.
-cudaError_t openShared(const HandshakeRecord& peer, int myDevice, void** pointer) {
+cudaError_t openShared(const HandshakeRecord& peer, const PublishedBlock& block, int myDevice, void** pointer) {
   if (faultActive(Fault::IpcOpen)) return cudaErrorMapBufferObjectFailed;
   std::lock_guard<std::mutex> lock(gCacheMutex);
-  OpenedHandle& entry = cache()[keyOf(peer.handle)];
+  OpenedHandle& entry = cache()[keyOf(block.handle)];
   if (entry.references == 0) {
-    cudaError_t err = cudaIpcOpenMemHandle(&entry.pointer, peer.handle, cudaIpcMemLazyEnablePeerAccess);
+    cudaError_t err = cudaIpcOpenMemHandle(&entry.pointer, block.handle, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
-      cache().erase(keyOf(peer.handle));
+      cache().erase(keyOf(block.handle));
       return err;
     }
     entry.openedBy = myDevice;
@@ -85,9 +85,12 @@ cudaError_t enablePeerAccess(int myDevice, int peerDevice) {
 
 }  // namespace
 
-bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRank, int myDevice, void* myBase,
-                          std::vector<void*>* bases, std::string* problem) {
+bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+                          std::vector<std::unique_ptr<SysvReleaseBoard>> boards, int myRank, int myDevice,
+                          void* myBase, std::vector<void*>* bases, std::string* problem) {
   DeviceGuard guard(myDevice);
+  boards_ = std::move(boards);
+  boards_.resize(records.size());
   bases->assign(records.size(), nullptr);
   for (std::size_t r = 0; r < records.size(); ++r) {
     const HandshakeRecord& peer = records[r];
@@ -95,21 +98,18 @@ bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRan
       (*bases)[r] = myBase;
       continue;
     }
-    std::string boardProblem;
-    std::unique_ptr<SysvReleaseBoard> board = SysvReleaseBoard::attach(peer.boardId, &boardProblem);
-    if (!board) {
-      *problem = fmt::format("rank {}: {}", r, boardProblem);
+    if (!boards_[r] || boards_[r]->retired()) {
+      *problem = fmt::format("rank {}: its release board is {}", r, boards_[r] ? "retired" : "not attached");
       unmapAll();
       return false;
     }
-    boards_.push_back(std::move(board));
     cudaError_t err = cudaSuccess;
     if (sameProcess(records[myRank], peer)) {
       err = enablePeerAccess(myDevice, peer.cudaDevice);
-      (*bases)[r] = reinterpret_cast<void*>(peer.blockAddress);
+      (*bases)[r] = reinterpret_cast<void*>(blocks[r].address);
     } else {
-      err = openShared(peer, myDevice, &(*bases)[r]);
-      if (err == cudaSuccess) openedHandles_.push_back(keyOf(peer.handle));
+      err = openShared(peer, blocks[r], myDevice, &(*bases)[r]);
+      if (err == cudaSuccess) openedHandles_.push_back(keyOf(blocks[r].handle));
     }
     if (err != cudaSuccess) {
       cudaGetLastError();
@@ -119,6 +119,14 @@ bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, int myRan
     }
   }
   return true;
+}
+
+std::vector<BoardPage*> PeerMappings::boardPages() const {
+  std::vector<BoardPage*> pages(boards_.size(), nullptr);
+  for (std::size_t r = 0; r < boards_.size(); ++r) {
+    if (boards_[r]) pages[r] = &boards_[r]->page();
+  }
+  return pages;
 }
 
 void PeerMappings::unmapAll() {

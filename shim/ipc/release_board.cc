@@ -3,23 +3,19 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <random>
 
 #include <fmt/format.h>
 
 namespace car {
 namespace {
-
-constexpr std::size_t kPageBytes = 4096;
-
-struct BoardPage {
-  std::atomic<std::uint32_t> retired;
-};
 
 // Attachments this process holds, per board: which importers are ranks of our own process
 // (whose release will come here later) cannot be read from the kernel's count.
@@ -38,6 +34,17 @@ void countHere(int id, int change) {
 
 BoardPage* pageOf(void* page) { return static_cast<BoardPage*>(page); }
 
+// Never 0, which a page no owner wrote holds.
+std::uint64_t freshToken() {
+  static std::mutex mutex;
+  static std::mt19937_64 generator(static_cast<std::uint64_t>(std::random_device{}()) ^
+                                   (static_cast<std::uint64_t>(getpid()) << 32));
+  std::lock_guard<std::mutex> lock(mutex);
+  std::uint64_t token = 0;
+  while (token == 0) token = generator();
+  return token;
+}
+
 // Attaches and keeps the page out of fork()ed children (a data-loader worker must not
 // count as an importer until it exits).
 void* attachPage(int id, std::string* problem) {
@@ -46,7 +53,7 @@ void* attachPage(int id, std::string* problem) {
     *problem = fmt::format("cannot attach release board {}: {}", id, std::strerror(errno));
     return nullptr;
   }
-  madvise(page, kPageBytes, MADV_DONTFORK);  // best effort: a failure only keeps blocks longer
+  madvise(page, kBoardPageBytes, MADV_DONTFORK);  // best effort: a failure only keeps blocks longer
   countHere(id, +1);
   return page;
 }
@@ -56,7 +63,7 @@ void* attachPage(int id, std::string* problem) {
 SysvReleaseBoard::SysvReleaseBoard(int id, void* page) : id_(id), page_(page) {}
 
 std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::create(std::string* problem) {
-  const int id = shmget(IPC_PRIVATE, kPageBytes, IPC_CREAT | 0600);
+  const int id = shmget(IPC_PRIVATE, kBoardPageBytes, IPC_CREAT | 0600);
   if (id < 0) {
     *problem = fmt::format("cannot create a release board: {}", std::strerror(errno));
     return nullptr;
@@ -66,13 +73,19 @@ std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::create(std::string* problem)
   // not. Linux still lets peers attach it by id until then.
   shmctl(id, IPC_RMID, nullptr);
   if (page == nullptr) return nullptr;
+  // A new segment is zeroed: every flag and slot starts unset.
+  pageOf(page)->token = freshToken();
   return std::unique_ptr<SysvReleaseBoard>(new SysvReleaseBoard(id, page));
 }
 
-std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::attach(int id, std::string* problem) {
+std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::attach(int id, std::uint64_t token, std::string* problem) {
   void* page = attachPage(id, problem);
   if (page == nullptr) return nullptr;
   std::unique_ptr<SysvReleaseBoard> board(new SysvReleaseBoard(id, page));
+  if (pageOf(page)->token != token) {
+    *problem = fmt::format("release board {} is another page than the one its owner sent (its owner is gone)", id);
+    return nullptr;
+  }
   // Pairs with retire(): either the owner counts our attachment, or we see its flag.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (pageOf(page)->retired.load(std::memory_order_seq_cst) != 0) {

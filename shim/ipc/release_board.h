@@ -11,10 +11,14 @@
 // handshake already requires peers in other processes to share (POSIX segments live in a
 // mounted /dev/shm, which containers may not share); it needs no name and no file, and,
 // marked for removal at once, it vanishes with its last attachment, even after a crash.
+// The same page carries what the set-up publishes for the peers (shim/ipc/board_page.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+
+#include "ipc/board_page.h"
 
 namespace car {
 
@@ -33,15 +37,21 @@ class ReleaseBoard {
 // destructor detaches.
 class SysvReleaseBoard final : public ReleaseBoard {
  public:
-  // A new board, already marked for removal: it lives as long as someone is attached.
+  // A new board with a fresh random token, already marked for removal: it lives as long as
+  // someone is attached.
   static std::unique_ptr<SysvReleaseBoard> create(std::string* problem);
-  // Attaches the owner's board; fails if it is gone or retired (the owner is releasing).
-  static std::unique_ptr<SysvReleaseBoard> attach(int id, std::string* problem);
+  // Attaches the owner's board; fails if it is gone, holds another token (the id went to
+  // another page), or is retired (the owner is releasing).
+  static std::unique_ptr<SysvReleaseBoard> attach(int id, std::uint64_t token, std::string* problem);
   ~SysvReleaseBoard() override;
   SysvReleaseBoard(const SysvReleaseBoard&) = delete;
   SysvReleaseBoard& operator=(const SysvReleaseBoard&) = delete;
 
   int id() const { return id_; }
+  std::uint64_t token() const { return page().token; }
+  // Still the owner's: its block is not being released. Checked again before a block is mapped.
+  bool retired() const { return page().retired.load(std::memory_order_seq_cst) != 0; }
+  BoardPage& page() const { return *static_cast<BoardPage*>(page_); }
   void retire() override;
   int importers() const override;
   int importersHere() const override;

@@ -10,6 +10,7 @@ CommPhase phaseBefore(IneligibleCause cause) {
   switch (cause) {
     case IneligibleCause::NoSetUp: return CommPhase::Pending;
     case IneligibleCause::Verdict: return CommPhase::SettingUp;
+    case IneligibleCause::NotAgreed: return CommPhase::Agreeing;
     case IneligibleCause::NcclBroken:
     case IneligibleCause::LaunchFailed: return CommPhase::Ready;
   }
@@ -22,6 +23,7 @@ const char* phaseName(CommPhase phase) {
   switch (phase) {
     case CommPhase::Pending: return "pending";
     case CommPhase::SettingUp: return "setting-up";
+    case CommPhase::Agreeing: return "agreeing";
     case CommPhase::Ready: return "ready";
     case CommPhase::Ineligible: return "ineligible";
     case CommPhase::Released: return "released";
@@ -33,9 +35,11 @@ bool phaseChangeAllowed(CommPhase from, CommPhase to) {
   switch (to) {
     case CommPhase::Pending: return false;
     case CommPhase::SettingUp: return from == CommPhase::Pending;
-    case CommPhase::Ready: return from == CommPhase::SettingUp;
+    case CommPhase::Agreeing: return from == CommPhase::SettingUp;
+    case CommPhase::Ready: return from == CommPhase::Agreeing;
     case CommPhase::Ineligible:
-      return from == CommPhase::Pending || from == CommPhase::SettingUp || from == CommPhase::Ready;
+      return from == CommPhase::Pending || from == CommPhase::SettingUp || from == CommPhase::Agreeing ||
+             from == CommPhase::Ready;
     case CommPhase::Released: return from != CommPhase::Released;
   }
   return false;
@@ -70,18 +74,53 @@ void CommState::Locked::installEngine(std::unique_ptr<RankEngine> engine) {
   if (state_.engine_ && state_.stopRequested_.load()) state_.engine_->raiseAbort();
 }
 
-bool CommState::Locked::becomeReady(std::unique_ptr<BufferBlock> block, const Verdict& verdict) {
-  if (!state_.engine_ || !block || !state_.moveTo(CommPhase::Ready)) {
+bool CommState::Locked::beginAgreeing(std::unique_ptr<BufferBlock> block, const Verdict& verdict,
+                                     std::unique_ptr<CallSwitch> agreement) {
+  if (!state_.engine_ || !block || !agreement || !state_.moveTo(CommPhase::Agreeing)) {
     CAR_WARN(state_.device(), "{}: internal error: cannot become ready from phase {}; all-reduces go to NCCL",
              describe(state_), phaseName(phase()));
+    if (agreement) agreement->giveUp();
+    agreement.reset();  // it reads the block's boards
     BufferBlock::retire(std::move(block), describe(state_));
     return false;
   }
   state_.block_ = std::move(block);
+  state_.agreement_ = std::move(agreement);
+  state_.verdict_ = verdict;
+  follow(state_.agreement_->joinReady(state_.calls_));
+  return true;
+}
+
+void CommState::Locked::follow(const CallSwitch::Outcome& outcome) {
+  if (phase() != CommPhase::Agreeing || outcome.state == CallSwitch::State::Undecided) return;
+  state_.agreement_.reset();
+  if (outcome.state == CallSwitch::State::Never) {
+    becomeIneligible(IneligibleCause::NotAgreed, "another rank gave up its set-up before the ranks agreed on a first "
+                                                 "call (its log says why)");
+    return;
+  }
+  state_.firstTaken_ = outcome.firstTaken;
+  state_.moveTo(CommPhase::Ready);
+  const Verdict& verdict = state_.verdict_;
   CAR_INFO(state_.device(), "{}", logText(formatSetupEligible, describe(state_).c_str(), verdict.allSameProcess,
                                             verdict.fullNvlink, verdict.computeCapability,
-                                            state_.engine_->config().maxBytes, state_.block_->layout().totalBytes));
-  return true;
+                                            state_.engine_->config().maxBytes, state_.block_->layout().totalBytes,
+                                            outcome.firstTaken));
+}
+
+void CommState::Locked::followAgreement(bool giveUp, const std::string& whyGiveUp) {
+  if (phase() != CommPhase::Agreeing) return;
+  if (!giveUp) {
+    follow(state_.agreement_->poll());
+    return;
+  }
+  const CallSwitch::Outcome outcome = state_.agreement_->giveUp();
+  if (outcome.state == CallSwitch::State::Never) {
+    state_.agreement_.reset();
+    becomeIneligible(IneligibleCause::NotAgreed, whyGiveUp);
+    return;
+  }
+  follow(outcome);
 }
 
 bool CommState::Locked::becomeIneligible(IneligibleCause cause, const std::string& reason) {
@@ -93,6 +132,7 @@ bool CommState::Locked::becomeIneligible(IneligibleCause cause, const std::strin
       CAR_INFO(-1, "{}", logText(formatSetupNotEligible, describe(state_).c_str(), reason.c_str()));
       break;
     case IneligibleCause::Verdict:
+    case IneligibleCause::NotAgreed:
       CAR_INFO(state_.device(), "{}", logText(formatSetupNotEligible, describe(state_).c_str(), reason.c_str()));
       break;
     case IneligibleCause::NcclBroken:
@@ -112,18 +152,38 @@ std::optional<CommPhase> CommState::Locked::release() {
   return before;
 }
 
-bool CommState::Locked::takesCall() {
+bool CommState::Locked::takesCall(std::optional<ForwardReason>* reason) {
+  const std::uint64_t call = state_.calls_++;
+  if (phase() == CommPhase::Agreeing) follow(state_.agreement_->beforeCall(call));
+  std::optional<ForwardReason> forwarded;
   switch (phase()) {
     case CommPhase::Pending:
-    case CommPhase::SettingUp: state_.counters_.countForwarded(ForwardReason::NotReady); return false;
+    case CommPhase::SettingUp:
+    case CommPhase::Agreeing: forwarded = ForwardReason::NotReady; break;
     case CommPhase::Ready:
-      if (!state_.stopRequested()) return true;
-      state_.counters_.countForwarded(ForwardReason::NotEligible);
-      return false;
-    case CommPhase::Ineligible: state_.counters_.countForwarded(ForwardReason::NotEligible); return false;
+      // Every rank forwards the calls before the agreed one.
+      if (call < state_.firstTaken_) forwarded = ForwardReason::NotReady;
+      else if (state_.stopRequested()) forwarded = ForwardReason::NotEligible;
+      break;
+    case CommPhase::Ineligible: forwarded = ForwardReason::NotEligible; break;
     case CommPhase::Released: return false;
   }
+  if (!forwarded) return true;
+  state_.counters_.countForwarded(*forwarded);
+  if (reason != nullptr) *reason = forwarded;
   return false;
+}
+
+bool CommState::Locked::takesDeferredCall() {
+  if (phase() == CommPhase::Ready && !state_.stopRequested()) return true;
+  if (phase() != CommPhase::Released) state_.counters_.countForwarded(ForwardReason::NotEligible);
+  return false;
+}
+
+std::unique_ptr<BufferBlock> CommState::Locked::takeBlock() {
+  if (state_.agreement_) state_.agreement_->giveUp();
+  state_.agreement_.reset();
+  return std::move(state_.block_);
 }
 
 std::unique_ptr<RankEngine> CommState::Locked::takeEngine() {

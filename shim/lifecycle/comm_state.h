@@ -2,16 +2,17 @@
 // in its life, what it holds, and what its all-reduces did. Every change of phase goes through
 // one method here, which checks that the change is allowed and logs it.
 //
-//   Pending ──beginSetUp──> SettingUp ──becomeReady──> Ready
-//      │                        │                        │
-//      └──────────── becomeIneligible(cause) ────────────┴──> Ineligible
-//   Pending, SettingUp, Ready, Ineligible ──release──> Released
+//   Pending ──beginSetUp──> SettingUp ──beginAgreeing──> Agreeing ──follow(decided)──> Ready
+//      │                        │                            │                          │
+//      └──────────────────── becomeIneligible(cause) ────────┴──────────────────────────┴──> Ineligible
+//   every phase but Released ──release──> Released
 //
 // Locking, all of it:
-//  - The state's lock (lock(), a Locked view) covers the phase, the reason, the engine's use
-//    and the block. An all-reduce holds it from its look at the phase through its launch, a
-//    release through its drain, the handshake's conclusion through its verdict. phase() may
-//    be read without it as a hint, to be checked again under it.
+//  - The state's lock (lock(), a Locked view) covers the phase, the reason, the engine's use,
+//    the block, the call count and the agreement on the first call taken. An all-reduce holds
+//    it from its look at the phase through its launch, a release through its drain, the
+//    set-up's conclusion through its verdict. phase() may be read without it as a hint, to be
+//    checked again under it.
 //  - requestStop() takes only a small lock of its own around the engine pointer, never the
 //    state's lock: a launch blocked behind our spinning kernel may hold that one. The engine
 //    pointer changes under both.
@@ -28,6 +29,7 @@
 #include <optional>
 #include <string>
 
+#include "handshake/setup_board.h"
 #include "handshake/verdict.h"
 #include "ipc/buffer_block.h"
 #include "lifecycle/nccl_gate.h"
@@ -39,8 +41,9 @@ namespace car {
 
 enum class CommPhase {
   Pending,     // adopted; waits for its set-up point (shim/lifecycle/setup.h)
-  SettingUp,   // a handshake has it (shim/handshake/handshake.h); it holds the block until it concludes
-  Ready,       // set up and eligible: eligible all-reduces run on our kernels
+  SettingUp,   // a set-up has it (shim/handshake/handshake.h); it holds the block until it concludes
+  Agreeing,    // set up and eligible; the ranks agree on the first call our kernels take (setup_board.h)
+  Ready,       // agreed: from that call on, eligible all-reduces run on our kernels
   Ineligible,  // every all-reduce is forwarded (reason() says why)
   Released,    // destroyed, aborted or finalized
 };
@@ -52,8 +55,9 @@ bool phaseChangeAllowed(CommPhase from, CommPhase to);
 
 // What made a communicator Ineligible, and so the phase it came from and the line it logs.
 enum class IneligibleCause {
-  NoSetUp,       // Pending: it never reached a handshake (its init or its group failed)
-  Verdict,       // SettingUp: the handshake's verdict
+  NoSetUp,       // Pending: it never reached a set-up (its init or its group failed)
+  Verdict,       // SettingUp: the set-up's verdict, its failure, or its time running out
+  NotAgreed,     // Agreeing: some rank gave up before the ranks agreed on a first call
   NcclBroken,    // Ready: NCCL reports the communicator broken
   LaunchFailed,  // Ready: our launch failed
 };
@@ -123,7 +127,11 @@ class CommState {
   std::mutex mutex_;  // the state's lock
   std::atomic<CommPhase> phase_{CommPhase::Pending};  // written under mutex_
   std::string reason_;                                 // why Ineligible
-  std::unique_ptr<BufferBlock> block_;                 // from Ready on
+  std::unique_ptr<BufferBlock> block_;                 // from Agreeing on
+  std::uint64_t calls_ = 0;                            // hooked calls routed so far
+  std::unique_ptr<CallSwitch> agreement_;              // while Agreeing; it reads the block's boards
+  std::uint64_t firstTaken_ = 0;                       // Ready: the first call our kernels may take
+  Verdict verdict_;                                    // for the eligible line, once agreed
   std::mutex engineMutex_;  // only ever held for a pointer swap or one flag store
   std::unique_ptr<RankEngine> engine_;  // from the handshake's allocation on
 };
@@ -136,30 +144,46 @@ class CommState::Locked {
   CommPhase phase() const { return state_.phase(); }
   const std::string& reason() const { return state_.reason_; }
 
-  // Pending -> SettingUp: the caller's handshake takes it. False when it is not Pending
+  // Pending -> SettingUp: the caller's set-up takes it. False when it is not Pending
   // (set up, being set up, or released meanwhile).
   bool beginSetUp();
-  // The engine the handshake made for it, before the handshake concludes. From here on an
+  // The engine the set-up made for it, before the set-up concludes. From here on an
   // abort reaches it (requestStop), set up or not.
   void installEngine(std::unique_ptr<RankEngine> engine);
-  // SettingUp -> Ready, with the engine attached to `block` and its peers'. False (and the
-  // block retired) when that cannot be: not SettingUp, or no engine.
-  bool becomeReady(std::unique_ptr<BufferBlock> block, const Verdict& verdict);
+  // SettingUp -> Agreeing, with the engine attached to `block` and its peers', and this rank
+  // joined to the agreement on the first call taken (as of the calls routed so far), which it
+  // follows at once. False (and the block retired) when that cannot be: not SettingUp, or no
+  // engine.
+  bool beginAgreeing(std::unique_ptr<BufferBlock> block, const Verdict& verdict, std::unique_ptr<CallSwitch> agreement);
+  // Agreeing: what the agreement says now (the set-up worker asks between calls), or, with
+  // `giveUp`, that this rank will take nothing (unless the ranks already agreed). No-op in any
+  // other phase.
+  void followAgreement(bool giveUp, const std::string& whyGiveUp = {});
+  // Whether this rank still waits for the ranks to agree (the set-up worker's question).
+  bool agreeing() const { return phase() == CommPhase::Agreeing; }
   // -> Ineligible from the phase `cause` belongs to; false, with nothing changed, from any
   // other (NoSetUp: the communicator was released or set up meanwhile).
   bool becomeIneligible(IneligibleCause cause, const std::string& reason);
   // -> Released. Returns the phase it left; nothing when it was released already.
   std::optional<CommPhase> release();
 
-  // An all-reduce: whether it may go to the engine (Ready, no stop asked). When not, it is
-  // counted as forwarded: not ready before set-up ends, not eligible after; once released,
-  // not at all.
-  bool takesCall();
+  // A hooked call, in the order the program makes them on this communicator (each one counts
+  // once): whether it may go to the engine (Ready, at or after the agreed first call, no stop
+  // asked). While Agreeing it first raises this rank's part in the agreement. When not, it is
+  // counted as forwarded, and *reason (if given) says why: not ready before the first call
+  // taken, not eligible after; once released, not at all (*reason untouched).
+  bool takesCall(std::optional<ForwardReason>* reason = nullptr);
+  // A call takesCall admitted, kept for its group's end: whether it still may go to the engine.
+  bool takesDeferredCall();
   RankEngine* engine() const { return state_.engine_.get(); }
   std::unique_ptr<RankEngine> takeEngine();
-  std::unique_ptr<BufferBlock> takeBlock() { return std::move(state_.block_); }
+  // The block, and with it the agreement's view of the boards, which it holds. An agreement
+  // still open is given up first, so that the peers stop waiting for this rank.
+  std::unique_ptr<BufferBlock> takeBlock();
 
  private:
+  void follow(const CallSwitch::Outcome& outcome);
+
   CommState& state_;
   std::unique_lock<std::mutex> lock_;
 };

@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "handshake/handshake.h"
+#include "lifecycle/setup_worker.h"
+#include "stream_calls.h"
 #include "log.h"
 #include "lifecycle/registry.h"
 #include "lifecycle/release.h"
@@ -16,52 +18,42 @@ namespace {
 
 thread_local int tGroupDepth = 0;
 thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
-// Nonblocking communicators, still Pending, that met an all-reduce in the group.
-thread_local std::vector<std::shared_ptr<CommState>> tAllReduceInGroup;
 
 // The caller's newcomm of each blocking split or shrink in the group (adoptAtGroupEnd).
 thread_local std::vector<ncclComm_t*> tNewcommsInGroup;
 
-// Hands every state still Pending to one batch of handshakes (which makes them SettingUp).
-void setUpNow(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
+// Every rank is in this creating call: the set-ups are started and waited for, bounded by
+// NCCL_CAR_SETUP_TIMEOUT_MS; one that is not done by then gives up (on the worker).
+void setUpAndWait(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> claimed;
   for (const auto& state : states) {
     if (state->lock().beginSetUp()) claimed.push_back(state);
   }
-  if (!claimed.empty()) runHandshakes(real, claimed);
+  if (claimed.empty()) return;
+  const std::vector<std::shared_ptr<SetUp>> setUps = startSetUps(real, claimed);
+  advanceInBackground(setUps);
+  if (!setUps.empty()) waitUntilSettled(setUps, setUps.front()->deadline());
 }
 
-// A communicator that never reached the handshake (unless it moved on meanwhile).
+// The engine's own query (plugin/stream_calls.h); a stream that cannot say counts as not
+// capturing (without a GPU the set-up then fails at once, and says so).
+bool capturing(cudaStream_t stream) {
+  bool capturing = false;
+  if (streamIsCapturing(stream, &capturing) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return capturing;
+}
+
+// A communicator that never reached the set-up (unless it moved on meanwhile).
 void markNotEligible(CommState& state, const std::string& reason) {
   state.lock().becomeIneligible(IneligibleCause::NoSetUp, reason);
-}
-
-// Nonblocking communicators: wait for the real init to finish, as the caller itself must
-// before using it. Returns false (and marks it) if init failed or cannot be read, and
-// false alone if an abort, destroy or finalize from another thread closed the gate.
-bool waitUntilInitialised(const RealNccl& real, CommState& state) {
-  ncclResult_t async = ncclInProgress;
-  ncclResult_t query = ncclSuccess;
-  while (true) {
-    if (!state.gate().pass([&] { query = real.commGetAsyncError(state.comm(), &async); })) return false;
-    if (query != ncclSuccess || async != ncclInProgress) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (query != ncclSuccess) {
-    markNotEligible(state, std::string("cannot read the communicator's state: ") + real.getErrorString(query));
-    return false;
-  }
-  if (async != ncclSuccess) {
-    markNotEligible(state, std::string("the real communicator failed to initialise: ") + real.getErrorString(async));
-    return false;
-  }
-  return true;
 }
 
 // What the thread's outermost group leaves to us when it ends (really or simulated).
 struct EndedGroup {
   std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
-  std::vector<std::shared_ptr<CommState>> lazy;     // nonblocking ones that met an all-reduce in it
   std::vector<ncclComm_t*> newcomms;                // blocking splits and shrinks NCCL fills in only now
 };
 
@@ -79,17 +71,8 @@ bool outermostGroupEnded(EndedGroup* group) {
   if (tGroupDepth > 0) --tGroupDepth;
   if (tGroupDepth > 0) return false;
   group->created = ownOnly(std::exchange(tCreatedInGroup, {}));
-  group->lazy = ownOnly(std::exchange(tAllReduceInGroup, {}));
   group->newcomms.swap(tNewcommsInGroup);
   return true;
-}
-
-void setUpNonblocking(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<std::shared_ptr<CommState>> ready;
-  for (const auto& state : states) {
-    if (state->phase() == CommPhase::Pending && waitUntilInitialised(real, *state)) ready.push_back(state);
-  }
-  setUpNow(real, ready);
 }
 
 }  // namespace
@@ -114,11 +97,11 @@ void adoptAtGroupEnd(ncclComm_t* newcomm) {
 void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
   std::vector<std::shared_ptr<CommState>> blocking;
   for (const auto& state : states) {
-    if (state->nonblocking()) continue;  // lazily, before its first all-reduce
+    if (state->nonblocking()) continue;  // at its first call (setUpWithCall)
     if (tGroupDepth > 0) tCreatedInGroup.push_back(state);
     else blocking.push_back(state);
   }
-  setUpNow(real, blocking);
+  setUpAndWait(real, blocking);
 }
 
 void noteGroupStart() { ++tGroupDepth; }
@@ -150,27 +133,45 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult) {
     CAR_INFO(-1, "{} ncclCommSplit/ncclCommShrink child(ren) of a group that ended in progress are not ours: their "
                  "all-reduces go to NCCL (not counted)", group.newcomms.size());
   }
-  setUpNow(real, group.created);
-  setUpNonblocking(real, group.lazy);
+  setUpAndWait(real, group.created);
 }
 
 void noteGroupSimulateEnd() {
   EndedGroup group;
   if (!outermostGroupEnded(&group)) return;
-  // The lazy ones are set up at their next all-reduce outside a group, as if the group had
-  // not been. Whether NCCL finished creating the others is not ours to guess: they forward.
+  // Whether NCCL finished creating them is not ours to guess: they forward.
   for (const auto& state : group.created) markNotEligible(*state, "created in a group ended by ncclGroupSimulateEnd");
 }
 
-void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state) {
-  if (!state->nonblocking()) return;  // a blocking one is set up at its group's end
-  if (tGroupDepth > 0) {
-    if (std::find(tAllReduceInGroup.begin(), tAllReduceInGroup.end(), state) == tAllReduceInGroup.end()) {
-      tAllReduceInGroup.push_back(state);
-    }
-    return;
+bool setUpAtCall(const CommState& state, cudaStream_t stream) {
+  // Never inside the caller's graph capture: the exchange's copies and collective would be
+  // captured too, or break the capture. Never inside a group: NCCL runs a nonblocking
+  // communicator's group calls later, from its own thread, and a group may end simulated or
+  // failed. Every rank makes the same calls in the same groups and captures.
+  return state.nonblocking() && state.phase() == CommPhase::Pending && tGroupDepth == 0 && !capturing(stream);
+}
+
+ncclResult_t setUpWithCall(const RealNccl& real, const std::shared_ptr<CommState>& state,
+                           const std::function<ncclResult_t()>& call) {
+  // A program that calls before NCCL has finished creating the communicator gets NCCL's
+  // refusal; the set-up waits for a call NCCL takes.
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t query = real.commGetAsyncError(state->comm(), &async);
+  if (query != ncclSuccess) {
+    markNotEligible(*state, std::string("cannot read the communicator's state: ") + real.getErrorString(query));
+    return call();
   }
-  setUpNonblocking(real, {state});
+  if (async == ncclInProgress) return call();
+  if (async != ncclSuccess) {
+    markNotEligible(*state, std::string("NCCL reports the communicator broken: ") + real.getErrorString(async));
+    return call();
+  }
+  if (!state->lock().beginSetUp()) return call();
+  JoinedCall joined;
+  joined.issue = call;
+  joined.gateHeld = state.get();
+  advanceInBackground(startSetUps(real, {state}, &joined));
+  return joined.answer();
 }
 
 }  // namespace car

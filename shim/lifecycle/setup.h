@@ -1,16 +1,19 @@
-// When and how a communicator gets its IPC buffers (docs/design.md, "When set-up happens").
-//  - blocking init outside a group: right after the real call returns;
+// When a communicator's set-up starts (docs/design.md, "When set-up happens"):
+//  - blocking init outside a group: right after the real call returns, which then waits
+//    for it, bounded (every rank is in that creating call);
 //  - init inside ncclGroupStart/End: at the outer ncclGroupEnd, all of the thread's new
-//    communicators together, their handshakes in one group (a blocking handshake per
-//    communicator would deadlock nccl-tests, which creates them all from one thread);
-//  - nonblocking communicators: never inside the creating call, but before the first
-//    all-reduce issued outside a group (or at the end of the first group that holds one),
-//    once the real communicator has finished initialising. Every rank meets that point
-//    at the same call, so every rank runs the handshake at the same time.
+//    communicators together, their exchanges in one group (one exchange per communicator
+//    would deadlock nccl-tests, which creates them all from one thread), waited for alike;
+//  - nonblocking communicators: at their first hooked collective issued outside a group and
+//    outside a graph capture, its exchange in one NCCL group with that call, and never
+//    waited for: the calls go to NCCL until the ranks have agreed on the first one ours take.
+// Every rank meets these points at the same call, so every rank issues the exchange at the
+// same point of its sequence of calls on the communicator.
 #pragma once
 
 #include <nccl.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -39,8 +42,14 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult);
 void noteGroupSimulateEnd();
 bool insideGroup();
 
-// Called by the all-reduce hook for a Pending communicator: sets a nonblocking one up when
-// the rules allow it now, or remembers that its first group has an all-reduce.
-void setUpBeforeAllReduce(const RealNccl& real, const std::shared_ptr<CommState>& state);
+// Whether a hooked collective on `state`, on `stream`, is the set-up point of a nonblocking
+// communicator (still Pending).
+bool setUpAtCall(const CommState& state, cudaStream_t stream);
+
+// The set-up of a nonblocking communicator at its first call: the exchange and `call` (the
+// caller's own, forwarded: it is never ours) issued in one NCCL group, the rest left to the
+// set-up worker. The caller holds the state's gate. Returns what the call returns.
+ncclResult_t setUpWithCall(const RealNccl& real, const std::shared_ptr<CommState>& state,
+                           const std::function<ncclResult_t()>& call);
 
 }  // namespace car

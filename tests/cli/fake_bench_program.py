@@ -39,7 +39,7 @@ import sys
 import time
 
 LIBRARY_LINES = ("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: eligible (ipc peers, full nvlink, "
-                 "sm_90, up to 8388608 bytes; holds 50337280 bytes)\n"
+                 "sm_90, up to 8388608 bytes; holds 50337280 bytes; from call 0)\n"
                  "node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=3 2shot=0 1stage=1 "
                  "2stage=0 (4096 bytes) forwarded 2 (too-large=2)\n")
 # all_reduce_perf's -d names, then car_nccl_bench's --type names (it refuses others).

@@ -34,12 +34,12 @@ RankGroup::RankGroup(int device, int ranks, const std::function<Config(int rank)
   CHECK_CUDA(cudaSetDevice(device));
   std::vector<Config> configs;
   std::vector<void*> bases;
-  cudaStream_t preparing = nullptr;  // the blocks are filled on a non-blocking stream, as the handshake does
+  cudaStream_t preparing = nullptr;  // the blocks are filled on a non-blocking stream, as the set-up does
   CHECK_CUDA(cudaStreamCreateWithFlags(&preparing, cudaStreamNonBlocking));
   for (int r = 0; r < ranks; ++r) {
     configs.push_back(configOfRank(r));
     std::string problem;
-    std::unique_ptr<BufferBlock> block = BufferBlock::create(&problem);
+    std::unique_ptr<BufferBlock> block = BufferBlock::create(SysvReleaseBoard::create(&problem));
     if (!block) {
       std::fprintf(stderr, "rank %d: %s\n", r, problem.c_str());
       std::abort();

@@ -13,8 +13,8 @@ using namespace car;
 
 namespace {
 
-const std::vector<CommPhase> kPhases = {CommPhase::Pending, CommPhase::SettingUp, CommPhase::Ready,
-                                        CommPhase::Ineligible, CommPhase::Released};
+const std::vector<CommPhase> kPhases = {CommPhase::Pending, CommPhase::SettingUp, CommPhase::Agreeing,
+                                        CommPhase::Ready, CommPhase::Ineligible, CommPhase::Released};
 
 ncclComm_t fakeComm(std::uintptr_t value) { return reinterpret_cast<ncclComm_t>(value); }
 
@@ -24,11 +24,12 @@ std::uint64_t forwarded(CommState& state, ForwardReason reason) { return state.c
 
 TEST_CASE("comm state: only the arrows of the life-cycle are allowed", "[comm-state]") {
   const std::vector<std::pair<CommPhase, CommPhase>> allowed = {
-      {CommPhase::Pending, CommPhase::SettingUp},     {CommPhase::SettingUp, CommPhase::Ready},
-      {CommPhase::Pending, CommPhase::Ineligible},    {CommPhase::SettingUp, CommPhase::Ineligible},
+      {CommPhase::Pending, CommPhase::SettingUp},     {CommPhase::SettingUp, CommPhase::Agreeing},
+      {CommPhase::Agreeing, CommPhase::Ready},        {CommPhase::Pending, CommPhase::Ineligible},
+      {CommPhase::SettingUp, CommPhase::Ineligible},  {CommPhase::Agreeing, CommPhase::Ineligible},
       {CommPhase::Ready, CommPhase::Ineligible},      {CommPhase::Pending, CommPhase::Released},
-      {CommPhase::SettingUp, CommPhase::Released},    {CommPhase::Ready, CommPhase::Released},
-      {CommPhase::Ineligible, CommPhase::Released},
+      {CommPhase::SettingUp, CommPhase::Released},    {CommPhase::Agreeing, CommPhase::Released},
+      {CommPhase::Ready, CommPhase::Released},        {CommPhase::Ineligible, CommPhase::Released},
   };
   for (CommPhase from : kPhases) {
     for (CommPhase to : kPhases) {
@@ -40,7 +41,7 @@ TEST_CASE("comm state: only the arrows of the life-cycle are allowed", "[comm-st
   }
 }
 
-TEST_CASE("comm state: a handshake claims a pending communicator once, and its verdict ends it", "[comm-state]") {
+TEST_CASE("comm state: a set-up claims a pending communicator once, and its verdict ends it", "[comm-state]") {
   CommState state(fakeComm(0x10), false);
   CHECK(state.phase() == CommPhase::Pending);
   {
@@ -52,8 +53,8 @@ TEST_CASE("comm state: a handshake claims a pending communicator once, and its v
     CHECK_FALSE(locked.becomeIneligible(IneligibleCause::NoSetUp, "init failed"));
     CHECK_FALSE(locked.becomeIneligible(IneligibleCause::LaunchFailed, "our launch failed"));
     CHECK(locked.phase() == CommPhase::SettingUp);
-    // Ready needs an engine and a block: refused, nothing changed.
-    CHECK_FALSE(locked.becomeReady(nullptr, Verdict{}));
+    // Agreeing needs an engine, a block and an agreement: refused, nothing changed.
+    CHECK_FALSE(locked.beginAgreeing(nullptr, Verdict{}, nullptr));
     CHECK(locked.phase() == CommPhase::SettingUp);
     CHECK(locked.becomeIneligible(IneligibleCause::Verdict, "ranks span 2 hosts"));
     CHECK(locked.phase() == CommPhase::Ineligible);
@@ -69,7 +70,7 @@ TEST_CASE("comm state: a handshake claims a pending communicator once, and its v
   CHECK(state.phase() == CommPhase::Released);
 }
 
-TEST_CASE("comm state: a communicator that never reaches a handshake, or is released first", "[comm-state]") {
+TEST_CASE("comm state: a communicator that never reaches a set-up, or is released first", "[comm-state]") {
   CommState failed(fakeComm(0x20), true);
   CHECK(failed.lock().becomeIneligible(IneligibleCause::NoSetUp, "the group that created it failed"));
   CHECK_FALSE(failed.lock().beginSetUp());

@@ -1,5 +1,7 @@
-// The handshake's all-gathers (shim/handshake/handshake_exchange.h) against a fake NCCL and a host
-// "device": what is read back, NCCL's own errors, and aborts that come while we wait.
+// The set-up's one exchange (shim/handshake/handshake_exchange.h) against a fake NCCL and a host
+// "device": one group for a batch (and the caller's own call in it), what is read back, NCCL's
+// own errors, and that nothing ever waits for a peer: issuing returns at once, polling says
+// "pending" until the all-gather has completed.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -20,27 +22,35 @@ using Clock = std::chrono::steady_clock;
 // What the fake NCCL does; reset by each test.
 struct FakeNccl {
   bool writeResults = true;                // the all-gather fills every rank's record
+  ncclResult_t groupEndResult = ncclSuccess;
   std::vector<ncclResult_t> asyncAnswers;  // ncclCommGetAsyncError, in turn; the last repeats
   std::size_t asyncCalls = 0;
+  int depth = 0;
   int groups = 0;
   int allGathers = 0;
-  std::vector<Clock::time_point> callTimes;  // of every call on a communicator
+  std::vector<std::string> calls;          // "start", "all-gather", "joined", "end", in order
   std::mutex mutex;
 };
 FakeNccl gNccl;
 
-void noteCall() {
+void noteCall(const char* what) {
   std::lock_guard<std::mutex> lock(gNccl.mutex);
-  gNccl.callTimes.push_back(Clock::now());
+  gNccl.calls.push_back(what);
 }
 
-ncclResult_t fakeGroupStart() { return ncclSuccess; }
-ncclResult_t fakeGroupEnd() {
-  ++gNccl.groups;
+ncclResult_t fakeGroupStart() {
+  noteCall("start");
+  ++gNccl.depth;
   return ncclSuccess;
 }
+ncclResult_t fakeGroupEnd() {
+  noteCall("end");
+  --gNccl.depth;
+  ++gNccl.groups;
+  return gNccl.groupEndResult;
+}
 ncclResult_t fakeAllGather(const void* send, void* recv, size_t bytes, ncclDataType_t, ncclComm_t comm, cudaStream_t) {
-  noteCall();
+  noteCall("all-gather");
   ++gNccl.allGathers;
   const int ranks = *reinterpret_cast<const int*>(&comm);  // the tests pass the rank count as the handle
   if (gNccl.writeResults) {
@@ -49,7 +59,6 @@ ncclResult_t fakeAllGather(const void* send, void* recv, size_t bytes, ncclDataT
   return ncclSuccess;
 }
 ncclResult_t fakeAsyncError(ncclComm_t, ncclResult_t* async) {
-  noteCall();
   std::lock_guard<std::mutex> lock(gNccl.mutex);
   const std::size_t turn = std::min(gNccl.asyncCalls++, gNccl.asyncAnswers.size() - 1);
   *async = gNccl.asyncAnswers[turn];
@@ -70,14 +79,14 @@ RealNccl fakeTable() {
 // Scratch in host memory; the stream is idle unless a test says otherwise.
 class HostDevice final : public HandshakeDevice {
  public:
-  bool stage(BatchMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
+  bool stage(ExchangeMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
              std::size_t clearBytes) override {
     std::memcpy(member.scratch + offset, data, bytes);
     std::memset(member.scratch + clearOffset, 0, clearBytes);
     return true;
   }
-  StreamState query(BatchMember&) override { return busy ? StreamState::Busy : StreamState::Idle; }
-  bool readBack(BatchMember& member, std::size_t offset, void* out, std::size_t bytes) override {
+  StreamState query(ExchangeMember&) override { return busy ? StreamState::Busy : StreamState::Idle; }
+  bool readBack(ExchangeMember& member, std::size_t offset, void* out, std::size_t bytes) override {
     std::memcpy(out, member.scratch + offset, bytes);
     return true;
   }
@@ -86,40 +95,54 @@ class HostDevice final : public HandshakeDevice {
 
 struct Batch {
   std::vector<std::vector<char>> scratch;
-  std::vector<BatchMember> members;
+  std::vector<ExchangeMember> members;
   Batch(int communicators, int ranks, bool nonblocking) {
     scratch.assign(communicators, std::vector<char>(ScratchLayout::forRanks(kMaxRanks).bytes));
     members.resize(communicators);
     for (int i = 0; i < communicators; ++i) {
-      BatchMember& member = members[i];
+      ExchangeMember& member = members[i];
       ncclComm_t comm = nullptr;
       std::memcpy(&comm, &ranks, sizeof(ranks));
       member.state = std::make_shared<CommState>(comm, nonblocking);
       member.state->learnIdentity(0, ranks, 0);
       member.scratch = scratch[i].data();
-      member.inHandshake = true;
       member.record.magic = kHandshakeMagic;
       member.record.rank = i;
       member.record.ranks = ranks;
       member.record.pid = 4000 + i;
     }
   }
+  std::vector<ExchangeMember*> all() {
+    std::vector<ExchangeMember*> pointers;
+    for (ExchangeMember& member : members) pointers.push_back(&member);
+    return pointers;
+  }
 };
 
 void resetNccl() {
   std::lock_guard<std::mutex> lock(gNccl.mutex);
   gNccl.writeResults = true;
+  gNccl.groupEndResult = ncclSuccess;
   gNccl.asyncAnswers = {ncclSuccess};
   gNccl.asyncCalls = 0;
+  gNccl.depth = 0;
   gNccl.groups = 0;
   gNccl.allGathers = 0;
-  gNccl.callTimes.clear();
+  gNccl.calls.clear();
+}
+
+// Polls as the set-up worker does, a bounded number of times.
+ExchangeProgress pollUpTo(HostDevice& device, ExchangeMember& member, int polls) {
+  ExchangeProgress progress = ExchangeProgress::Pending;
+  for (int i = 0; i < polls && progress == ExchangeProgress::Pending; ++i) {
+    progress = pollExchange(fakeTable(), device, member);
+  }
+  return progress;
 }
 
 }  // namespace
 
-TEST_CASE("scratch layout: our item, then every rank's, for records then reports; the pool's size fits all",
-          "[exchange]") {
+TEST_CASE("scratch layout: our record, then every rank's; the pool's size fits all", "[exchange]") {
   const std::size_t poolBytes = ScratchLayout::forRanks(kMaxRanks).bytes;
   for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
     CAPTURE(ranks);
@@ -127,9 +150,7 @@ TEST_CASE("scratch layout: our item, then every rank's, for records then reports
     CHECK(layout.records.send == 0);
     CHECK(layout.records.receive == sizeof(HandshakeRecord));
     CHECK(layout.records.receiveBytes(ranks) == sizeof(HandshakeRecord) * ranks);
-    CHECK(layout.reports.send == layout.records.end(ranks));
-    CHECK(layout.reports.receive == layout.reports.send + sizeof(LinkReport));
-    CHECK(layout.bytes == layout.reports.end(ranks));
+    CHECK(layout.bytes == layout.records.end(ranks));
     CHECK(layout.bytes <= poolBytes);
   }
 }
@@ -138,11 +159,15 @@ TEST_CASE("exchange: every communicator's records come back, all in one group", 
   resetNccl();
   HostDevice device;
   Batch batch(2, 3, false);
-  exchangeRecords(fakeTable(), device, batch.members);
+  CHECK(issueExchange(fakeTable(), device, batch.all()) == ncclSuccess);
   CHECK(gNccl.groups == 1);
   CHECK(gNccl.allGathers == 2);
-  for (const BatchMember& member : batch.members) {
+  for (ExchangeMember& member : batch.members) {
+    CHECK(member.issued);
+    CHECK(member.launched);  // blocking: on the stream once the group ended
+    CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Done);
     CHECK(member.failure.empty());
+    CHECK_FALSE(member.deviceBusy);
     REQUIRE(member.records.size() == 3);
     for (const HandshakeRecord& record : member.records) {
       CHECK(std::memcmp(&record, &member.record, sizeof(record)) == 0);
@@ -150,18 +175,59 @@ TEST_CASE("exchange: every communicator's records come back, all in one group", 
   }
 }
 
+TEST_CASE("exchange: the caller's own call goes to NCCL in the exchange's group", "[exchange]") {
+  resetNccl();
+  HostDevice device;
+  Batch batch(1, 2, true);
+  JoinedCall joined;
+  int depthAtCall = -1;
+  joined.issue = [&] {
+    noteCall("joined");
+    depthAtCall = gNccl.depth;
+    return ncclSuccess;
+  };
+  gNccl.groupEndResult = ncclInProgress;  // a nonblocking communicator's group
+  CHECK(issueExchange(fakeTable(), device, batch.all(), &joined) == ncclInProgress);
+  CHECK(gNccl.calls == std::vector<std::string>{"start", "all-gather", "joined", "end"});
+  CHECK(depthAtCall == 1);
+  CHECK(joined.answer() == ncclInProgress);  // as NCCL answers the call alone
+  CHECK(batch.members[0].issued);
+  CHECK_FALSE(batch.members[0].launched);  // NCCL's own thread launches it
+}
+
+TEST_CASE("exchange: a nonblocking one is pending while NCCL says in progress, and read once it completed",
+          "[exchange]") {
+  resetNccl();
+  gNccl.asyncAnswers = {ncclInProgress, ncclInProgress, ncclSuccess};
+  HostDevice device;
+  Batch batch(1, 2, true);
+  issueExchange(fakeTable(), device, batch.all());
+  ExchangeMember& member = batch.members[0];
+  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Pending);
+  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Pending);
+  device.busy = true;  // launched, its kernel still waiting for a peer
+  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Pending);
+  CHECK(member.launched);
+  CHECK(member.deviceBusy);
+  device.busy = false;
+  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Done);
+  CHECK(member.records.size() == 2);
+  CHECK(gNccl.asyncCalls == 3);  // once launched, NCCL is not asked again
+}
+
 TEST_CASE("exchange: an area NCCL did not write reads as 'did not arrive', never as old bytes", "[exchange]") {
-  // Scratch is reused between handshakes: the first one leaves valid records behind.
+  // Scratch is reused between set-ups: the first one leaves valid records behind.
   resetNccl();
   HostDevice device;
   Batch batch(1, 2, false);
-  batch.members[0].record.rank = 0;
-  exchangeRecords(fakeTable(), device, batch.members);
+  issueExchange(fakeTable(), device, batch.all());
+  REQUIRE(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Done);
   REQUIRE(batch.members[0].records.at(0).magic == kHandshakeMagic);
 
   gNccl.writeResults = false;  // the next all-gather "succeeds" without writing anything
   batch.members[0].records.clear();
-  exchangeRecords(fakeTable(), device, batch.members);
+  issueExchange(fakeTable(), device, batch.all());
+  REQUIRE(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Done);
   REQUIRE(batch.members[0].records.size() == 2);
   for (const HandshakeRecord& record : batch.members[0].records) CHECK(record.magic == 0);
   CHECK(judgeRecords(batch.members[0].records).reason == "the handshake record of rank 0 did not arrive");
@@ -172,49 +238,46 @@ TEST_CASE("exchange: a nonblocking all-gather that ends in an error fails the co
   gNccl.asyncAnswers = {ncclInProgress, ncclInProgress, ncclRemoteError};
   HostDevice device;
   Batch batch(1, 2, true);
-  exchangeRecords(fakeTable(), device, batch.members);
-  CHECK(batch.members[0].failure == "handshake all-gather failed: remote error");
+  issueExchange(fakeTable(), device, batch.all());
+  CHECK(pollUpTo(device, batch.members[0], 10) == ExchangeProgress::Failed);
+  CHECK(batch.members[0].failure == "the set-up's all-gather failed: remote error");
   CHECK(batch.members[0].records.empty());  // nothing read back
+  CHECK(batch.members[0].deviceBusy);       // whether NCCL's thread put it on the stream is not known
 }
 
-TEST_CASE("exchange: an abort while we poll NCCL ends the exchange; no call of ours follows it", "[exchange]") {
+TEST_CASE("exchange: a group NCCL refuses issues nothing, and leaves the scratch free", "[exchange]") {
   resetNccl();
-  gNccl.asyncAnswers = {ncclInProgress};  // a peer that never comes
+  gNccl.groupEndResult = ncclInvalidUsage;
   HostDevice device;
-  Batch batch(1, 2, true);
-  Clock::time_point closedAt;
-  std::thread watchdog([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    batch.members[0].state->gate().close(kGateCloseSeconds);
-    closedAt = Clock::now();
-  });
-  exchangeRecords(fakeTable(), device, batch.members);
-  watchdog.join();
-  CHECK(batch.members[0].failure.find("stopped") == 0);
-  REQUIRE(gNccl.asyncCalls > 1);
-  for (const Clock::time_point& call : gNccl.callTimes) CHECK(call <= closedAt);
-
-  // The next exchange issues nothing for it.
-  const int allGathers = gNccl.allGathers;
-  exchangeReports(fakeTable(), device, batch.members);
-  CHECK(gNccl.allGathers == allGathers);
+  Batch batch(1, 2, false);
+  CHECK(issueExchange(fakeTable(), device, batch.all()) == ncclInvalidUsage);
+  CHECK_FALSE(batch.members[0].issued);
+  CHECK(batch.members[0].failure == "the set-up's group failed: error");
+  CHECK(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Failed);
+  CHECK_FALSE(batch.members[0].deviceBusy);
 }
 
-TEST_CASE("exchange: an all-gather NCCL never stops is waited for only so long after an abort", "[exchange]") {
+TEST_CASE("exchange: a peer that never comes costs a poll, never a wait; an abort ends it", "[exchange]") {
   resetNccl();
   HostDevice device;
   device.busy = true;  // the all-gather kernel waits for a peer forever
   Batch batch(1, 2, false);
-  std::thread watchdog([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    batch.members[0].state->gate().close(kGateCloseSeconds);
-  });
-  ExchangeLimits limits;
-  limits.drainAfterStopSeconds = 0.2;
   const Clock::time_point start = Clock::now();
-  exchangeRecords(fakeTable(), device, batch.members, limits);
-  watchdog.join();
+  issueExchange(fakeTable(), device, batch.all());
+  CHECK(pollUpTo(device, batch.members[0], 1000) == ExchangeProgress::Pending);
   CHECK(Clock::now() - start < std::chrono::seconds(2));
-  CHECK(batch.members[0].deviceBusy);  // its scratch is never handed to another handshake
+  // An abort closes the gate: no call of ours follows, and the scratch is never handed to
+  // another set-up while NCCL's all-gather may still write it.
+  REQUIRE(batch.members[0].state->gate().close(kGateCloseSeconds));
+  const std::size_t calls = gNccl.calls.size();
+  CHECK(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Failed);
   CHECK(batch.members[0].failure.find("stopped") == 0);
+  CHECK(batch.members[0].deviceBusy);
+  CHECK(gNccl.calls.size() == calls);
+  // Nor is a closed communicator's exchange issued again.
+  Batch again(1, 2, false);
+  again.members[0].state = batch.members[0].state;
+  issueExchange(fakeTable(), device, again.all());
+  CHECK(gNccl.allGathers == 1);
+  CHECK_FALSE(again.members[0].issued);
 }

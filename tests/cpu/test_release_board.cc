@@ -29,7 +29,7 @@ bool importersBecome(const ReleaseBoard& board, int expected) {
 struct PeerProcess {
   pid_t pid = -1;
   int toPeer = -1;
-  explicit PeerProcess(int boardId) {
+  PeerProcess(int boardId, std::uint64_t token) {
     int up[2], down[2];
     REQUIRE(pipe(up) == 0);
     REQUIRE(pipe(down) == 0);
@@ -37,7 +37,7 @@ struct PeerProcess {
     REQUIRE(pid >= 0);
     if (pid == 0) {
       std::string problem;
-      auto board = SysvReleaseBoard::attach(boardId, &problem);
+      auto board = SysvReleaseBoard::attach(boardId, token, &problem);
       const char ok = board ? '1' : '0';
       [[maybe_unused]] ssize_t n = write(up[1], &ok, 1);
       char go = 0;
@@ -71,12 +71,12 @@ TEST_CASE("release board: the owner counts attachments of this process and of ot
   CHECK(owner->importers() == 0);
   CHECK(owner->importersHere() == 0);
 
-  auto sibling = SysvReleaseBoard::attach(owner->id(), &problem);  // a rank of this process
+  auto sibling = SysvReleaseBoard::attach(owner->id(), owner->token(), &problem);  // a rank of this process
   REQUIRE(sibling);
   CHECK(owner->importers() == 1);
   CHECK(owner->importersHere() == 1);
 
-  PeerProcess peer(owner->id());
+  PeerProcess peer(owner->id(), owner->token());
   REQUIRE(peer.attached);
   CHECK(owner->importers() == 2);
   CHECK(owner->importersHere() == 1);
@@ -94,7 +94,7 @@ TEST_CASE("release board: once retired, a late importer backs off", "[board]") {
   auto owner = SysvReleaseBoard::create(&problem);
   REQUIRE(owner);
   owner->retire();
-  CHECK_FALSE(SysvReleaseBoard::attach(owner->id(), &problem));
+  CHECK_FALSE(SysvReleaseBoard::attach(owner->id(), owner->token(), &problem));
   CHECK(problem.find("already released") != std::string::npos);
   CHECK(owner->importers() == 0);  // its attachment went away with the refusal
 }
@@ -103,7 +103,7 @@ TEST_CASE("release board: a fork()ed child does not count as an importer", "[boa
   std::string problem;
   auto owner = SysvReleaseBoard::create(&problem);
   REQUIRE(owner);
-  auto importer = SysvReleaseBoard::attach(owner->id(), &problem);
+  auto importer = SysvReleaseBoard::attach(owner->id(), owner->token(), &problem);
   REQUIRE(importer);
   const pid_t child = fork();  // like a data-loader worker of a training process
   REQUIRE(child >= 0);
@@ -122,6 +122,21 @@ TEST_CASE("release board: it vanishes with its last attachment", "[board]") {
   auto owner = SysvReleaseBoard::create(&problem);
   REQUIRE(owner);
   const int id = owner->id();
+  const std::uint64_t token = owner->token();
   owner.reset();
-  CHECK_FALSE(SysvReleaseBoard::attach(id, &problem));
+  CHECK_FALSE(SysvReleaseBoard::attach(id, token, &problem));
+}
+
+TEST_CASE("release board: a page with another token is refused (its id went to another board)", "[board]") {
+  std::string problem;
+  auto owner = SysvReleaseBoard::create(&problem);
+  REQUIRE(owner);
+  auto other = SysvReleaseBoard::create(&problem);
+  REQUIRE(other);
+  CHECK(owner->token() != 0);
+  CHECK(owner->token() != other->token());
+  CHECK_FALSE(SysvReleaseBoard::attach(owner->id(), other->token(), &problem));
+  CHECK(problem.find("another page") != std::string::npos);
+  CHECK(owner->importers() == 0);  // its attachment went away with the refusal
+  CHECK(SysvReleaseBoard::attach(owner->id(), owner->token(), &problem));
 }

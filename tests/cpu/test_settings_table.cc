@@ -34,7 +34,7 @@ TEST_CASE("settings table: names are unique NCCL_CAR_ variables with one line of
     CHECK(findSetting(spec.name) == &spec);
   }
   CHECK(findSetting("NCCL_CAR_MAXBYTES") == nullptr);
-  CHECK(names.size() == 16);
+  CHECK(names.size() == 17);
 }
 
 TEST_CASE("settings table: every default is a value its own row accepts", "[settings]") {

@@ -1,8 +1,9 @@
 // A CUDA runtime without a GPU, linked into libnccl-car.so in place of libcudart_static for
 // the multi-rank shim scenarios (tests/fake_cuda/README.md): the library's host paths
 // (handshake, engine, launch, release) run for real on ranks that are threads of one process.
-// "Device" memory is host memory; copies and memsets run when they are issued, so every
-// stream is idle when asked; kernels launch as no-ops (the library's `released:` line counts the calls it took). It defines every runtime
+// "Device" memory is host memory; copies and memsets run when they are issued, so a stream
+// is idle when asked unless the stand-in NCCL's exchange has an all-gather waiting on it;
+// kernels launch as no-ops (the library's `released:` line counts the calls it took). It defines every runtime
 // symbol our objects reference, so the linker takes nothing from libcudart_static: a symbol
 // missing here fails the link of the fake-CUDA library (duplicate or undefined symbols).
 #include <cuda_runtime_api.h>
@@ -15,7 +16,11 @@
 #include <mutex>
 #include <set>
 
+#include <dlfcn.h>
 #include <strings.h>
+
+#include <thread>
+#include <utility>
 
 namespace {
 
@@ -123,6 +128,15 @@ cudaError_t release(void* pointer, bool host) {
   }
   std::free(pointer);
   return cudaSuccess;
+}
+
+// The stand-in NCCL's all-gathers are work on their stream until every rank has issued its
+// own (tests/shim/standin_exchange.cc); it says which streams still wait. Without the
+// stand-in's exchange nothing is ever pending.
+bool ncclWorkPending(cudaStream_t stream) {
+  using Busy = int (*)(cudaStream_t);
+  static const Busy busy = reinterpret_cast<Busy>(dlsym(RTLD_DEFAULT, "standinStreamBusy"));
+  return busy != nullptr && busy(stream) != 0;
 }
 
 cudaError_t launch(cudaStream_t stream) {
@@ -289,10 +303,22 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
 cudaError_t cudaStreamDestroy(cudaStream_t stream) { return destroyHandle<FakeStream>(stream); }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  return validStream(stream) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+  if (!validStream(stream)) return fail(cudaErrorInvalidResourceHandle);
+  return ncclWorkPending(stream) ? fail(cudaErrorNotReady) : cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return cudaStreamQuery(stream); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (!validStream(stream)) return fail(cudaErrorInvalidResourceHandle);
+  while (ncclWorkPending(stream)) std::this_thread::yield();
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (mode == nullptr) return fail(cudaErrorInvalidValue);
+  static thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
+  std::swap(current, *mode);
+  return cudaSuccess;
+}
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   if (status == nullptr) return fail(cudaErrorInvalidValue);

@@ -3,7 +3,7 @@
 // engines, the launch path and the release protocol run for real between the ranks, which is
 // what ThreadSanitizer (tests/tsan/run-tsan.sh) and the shim tests need to see.
 //
-//   car_multi_rank_driver <ranks> <calls> <communicators> [opposite-order]
+//   car_multi_rank_driver <ranks> <calls> <communicators> [opposite-order | peer-never-joins | end-in-setup]
 //
 // Every rank creates `communicators` communicators (more than one: in one group, set up as
 // one batch), then one thread per communicator makes all-reduces on it (`calls` on the
@@ -13,12 +13,22 @@
 // others may still launch: by turns ncclCommDestroy, ncclCommAbort, or ncclCommFinalize
 // and ncclCommDestroy. `opposite-order`: before that, each rank's thread makes one
 // all-reduce on every communicator, even ranks in the order 0, 1, ..., odd ranks the reverse
-// (NCCL asks for no order between communicators; issue 24 item 3). With NCCL_COMM_BLOCKING=0 the communicators are
-// nonblocking (set up at their first all-reduce, on each one's own thread). Prints what each thread asked of its communicator,
+// (NCCL asks for no order between communicators). `peer-never-joins`: the last rank creates
+// its communicators through pncclCommInitRank, past the library, so it never takes part in
+// our set-up, and leaves at once, as a rank that dies after NCCL's init would; the others
+// print how long their creating calls and their first all-reduces took ("rank R init took T
+// s", "rank R first all-reduce took T s"), then, past NCCL_CAR_SETUP_TIMEOUT_MS, make their
+// calls. `end-in-setup`: as peer-never-joins, but each other rank ends its communicators
+// right after their first all-reduce (nonblocking: while their set-up waits in the background
+// for the rank that never comes), by turns with ncclCommAbort and ncclCommDestroy, and
+// prints "rank R end took T s". With NCCL_COMM_BLOCKING=0 the communicators are nonblocking (set up at their first
+// all-reduce, on each one's own thread; their first 100 calls 2 ms apart, the time a program's
+// first steps would take). Prints what each thread asked of its communicator,
 // then "multi-rank failures=N" (calls that did not return ncclSuccess); exits 0 when N is 0.
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +46,22 @@ constexpr ncclDataType_t kTypes[] = {ncclFloat32, ncclBfloat16, ncclFloat16, ncc
 constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
 
 std::atomic<int> gFailures{0};
+
+constexpr int kPacedCalls = 100;
+
+enum class Mode { Plain, OppositeOrder, PeerNeverJoins, EndInSetUp };
+
+extern "C" ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// NCCL_CAR_SETUP_TIMEOUT_MS as the library reads it (its default otherwise), in seconds.
+double setupTimeoutSeconds() {
+  const char* text = std::getenv("NCCL_CAR_SETUP_TIMEOUT_MS");
+  return (text != nullptr ? std::atof(text) : 60000.0) / 1000.0;
+}
 
 // NCCL_COMM_BLOCKING=0: NCCL's own switch, which the stand-in honours.
 bool nonblocking() {
@@ -91,6 +117,10 @@ void allReduces(int rank, ncclComm_t comm, int calls, int earlier) {
   std::unique_ptr<char, decltype(&std::free)> recv(static_cast<char*>(std::malloc(2 * kLargest)), &std::free);
   int made = earlier, above8MiB = 0;
   for (int n = 0; n < calls; ++n) {
+    // A nonblocking communicator is set up in the background from its first all-reduce on,
+    // while its calls go to NCCL; the stand-in's calls take no time, so the first ones are
+    // spread out as a program's first steps are, for the set-up to finish among them.
+    if (nonblocking() && n < kPacedCalls) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const Shape shape = shapeOf(static_cast<std::uint64_t>(n));
     const std::size_t count = shape.bytes / elementBytes(shape.type);
     const int inGroup = shape.grouped ? 2 : 1;
@@ -118,9 +148,20 @@ void end(int rank, int index, ncclComm_t comm) {
   }
 }
 
-void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& ids, bool oppositeOrder) {
+void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& ids, Mode mode) {
   const int communicators = static_cast<int>(ids.size());
   std::vector<ncclComm_t> comms(ids.size(), nullptr);
+  const bool peerLeaves = mode == Mode::PeerNeverJoins || mode == Mode::EndInSetUp;
+  if (peerLeaves && rank == ranks - 1) {
+    // NCCL's side of each communicator is made, ours never is; then the rank is gone.
+    for (int c = 0; c < communicators; ++c) {
+      check(pncclCommInitRank(&comms[static_cast<std::size_t>(c)], ranks, ids[static_cast<std::size_t>(c)], rank),
+            "pncclCommInitRank", rank);
+    }
+    std::printf("rank %d leaves\n", rank);
+    return;
+  }
+  const Clock::time_point created = Clock::now();
   if (communicators > 1) check(ncclGroupStart(), "ncclGroupStart", rank);
   for (int c = 0; c < communicators; ++c) {
     check(ncclCommInitRank(&comms[static_cast<std::size_t>(c)], ranks, ids[static_cast<std::size_t>(c)], rank),
@@ -130,19 +171,38 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
   if (nonblocking()) {
     for (ncclComm_t comm : comms) waitUntilReady(rank, comm);
   }
-  if (oppositeOrder) {
+  if (peerLeaves) std::printf("rank %d init took %.3f s\n", rank, secondsSince(created));
+  int earlier = 0;
+  if (mode != Mode::Plain) {
     std::vector<char> buffer(4096);
     for (int i = 0; i < communicators; ++i) {
       const int c = rank % 2 == 0 ? i : communicators - 1 - i;
+      const Clock::time_point start = Clock::now();
       check(ncclAllReduce(buffer.data(), buffer.data(), 1024, ncclFloat32, ncclSum, comms[static_cast<std::size_t>(c)],
                           nullptr),
             "ncclAllReduce", rank);
+      if (peerLeaves) std::printf("rank %d first all-reduce took %.3f s\n", rank, secondsSince(start));
     }
+    earlier = 1;
+  }
+  if (mode == Mode::EndInSetUp) {
+    const Clock::time_point ending = Clock::now();
+    for (ncclComm_t comm : comms) {
+      check(rank % 2 == 0 ? ncclCommAbort(comm) : ncclCommDestroy(comm), "ending the communicator", rank);
+    }
+    std::printf("rank %d end took %.3f s\n", rank, secondsSince(ending));
+    // The process lives on a while, as a program would: its set-up worker says what it let go.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return;
+  }
+  if (mode == Mode::PeerNeverJoins) {
+    // Past the set-ups' bound, so that every later call meets a set-up that gave up.
+    std::this_thread::sleep_for(std::chrono::duration<double>(setupTimeoutSeconds() + 0.5));
   }
   std::vector<std::thread> users;
   for (int c = 0; c < communicators; ++c) {
     users.emplace_back([=] {
-      allReduces(rank, comms[static_cast<std::size_t>(c)], calls * (c + 1), oppositeOrder ? 1 : 0);
+      allReduces(rank, comms[static_cast<std::size_t>(c)], calls * (c + 1), earlier);
       end(rank, c, comms[static_cast<std::size_t>(c)]);
     });
   }
@@ -152,9 +212,13 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool oppositeOrder = argc == 5 && std::string(argv[4]) == "opposite-order";
-  if (argc != 4 && !oppositeOrder) {
-    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators> [opposite-order]\n", argv[0]);
+  Mode mode = Mode::Plain;
+  if (argc == 5 && std::string(argv[4]) == "opposite-order") mode = Mode::OppositeOrder;
+  if (argc == 5 && std::string(argv[4]) == "peer-never-joins") mode = Mode::PeerNeverJoins;
+  if (argc == 5 && std::string(argv[4]) == "end-in-setup") mode = Mode::EndInSetUp;
+  if (argc != 4 && (argc != 5 || mode == Mode::Plain)) {
+    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators> [opposite-order | peer-never-joins | end-in-setup]\n",
+                 argv[0]);
     return 2;
   }
   const int ranks = std::atoi(argv[1]);
@@ -164,7 +228,7 @@ int main(int argc, char** argv) {
   std::vector<ncclUniqueId> ids(static_cast<std::size_t>(communicators));
   for (ncclUniqueId& id : ids) check(ncclGetUniqueId(&id), "ncclGetUniqueId", -1);
   std::vector<std::thread> rankThreads;
-  for (int rank = 0; rank < ranks; ++rank) rankThreads.emplace_back(runRank, rank, ranks, calls, std::cref(ids), oppositeOrder);
+  for (int rank = 0; rank < ranks; ++rank) rankThreads.emplace_back(runRank, rank, ranks, calls, std::cref(ids), mode);
   for (std::thread& thread : rankThreads) thread.join();
   std::printf("multi-rank failures=%d\n", gFailures.load());
   return gFailures.load() == 0 ? 0 : 1;

@@ -1,7 +1,8 @@
 // Scenario "groups": communicators created and all-reduced inside ncclGroupStart/End.
 // Setup traffic is expected only after the caller's outer ncclGroupEnd: g1.end, g2.end,
-// g3.end (a nonblocking communicator first all-reduced inside g3), g4.end and g5.end (a
-// split whose child NCCL hands out only at the group's end).
+// g4.end and g5.end (a split whose child NCCL hands out only at the group's end); and in
+// g3.after.e, the first all-reduce outside a group of a nonblocking communicator first
+// all-reduced inside g3.
 #include <string>
 
 #include "driver_common.h"
@@ -33,6 +34,8 @@ int runGroups() {
   allReduce("g3.ar.a", gSend, gRecv, 256, ncclBfloat16, ncclSum, a);
   allReduce("g3.ar.e", gSend, gRecv, 256, ncclBfloat16, ncclSum, e);
   groupEnd("g3.end");
+  pollUntilReady("g3.poll.e", e);
+  allReduce("g3.after.e", gSend, gRecv, 256, ncclBfloat16, ncclSum, e);
 
   // A blocking communicator created and all-reduced in the same group.
   groupStart("g4.start");
@@ -83,6 +86,7 @@ int runGroupSimulate() {
   groupStart("s3.start");
   allReduce("s3.ar", gSend, gRecv, 256, ncclFloat32, ncclSum, lazy);
   step("s3.sim", standin::calls::groupSimulateEnd(&info), [&] { return ncclGroupSimulateEnd(&info); });
+  pollUntilReady("s3.poll", lazy);
   allReduce("s4.ar", gSend, gRecv, 256, ncclFloat32, ncclSum, lazy);
 
   release("destroy.created", "ncclCommDestroy", created);

@@ -1,7 +1,9 @@
 // Scenario "lifecycle": every way a communicator is born and dies, one all-reduce on each.
 // Setup traffic is expected in: init, init.cfg, init.scal, initall, split, shrink (blocking,
-// outside a group) and ar.c3, ar.c4 (first all-reduce of a nonblocking communicator). Not ar.c8:
-// a nonblocking split's child is never ours.
+// outside a group) and ar.c3, ar.c4.again (the first all-reduce of a nonblocking communicator
+// that NCCL has finished creating). Not ar.c4: c4 is still being created then (the program
+// did not wait for it, and NCCL refuses such a call). Not ar.c8: a nonblocking split's child
+// is never ours.
 #include <string>
 
 #include "driver_common.h"
@@ -62,6 +64,9 @@ int runLifecycle() {
   for (const auto& entry : all) {
     allReduce(std::string("ar.") + entry.name, gSend, gRecv, 1024, ncclFloat32, ncclSum, entry.comm);
   }
+  // c4, created at last: its first call that NCCL takes is its set-up point.
+  pollUntilReady("nb2.poll", c4);
+  allReduce("ar.c4.again", gSend, gRecv, 1024, ncclFloat32, ncclSum, c4);
 
   // A revoked communicator is destroyed like any other (NCCL 2.28's recovery path).
   step("revoke.c6", standin::calls::revoke(c6, NCCL_REVOKE_DEFAULT), [&] { return ncclCommRevoke(c6, NCCL_REVOKE_DEFAULT); });

@@ -1,8 +1,9 @@
 // Scenario "stop-in-setup <ncclCommAbort|ncclCommDestroy|ncclCommFinalize>": a nonblocking
 // communicator whose initialisation never ends (STANDIN_NCCL_ASYNC_POLLS is set huge by the
-// test, as a peer that never comes would keep it), its first all-reduce waiting in our
-// set-up, and a watchdog thread ending the communicator 200 ms later. Both calls must
-// return, and nothing may reach NCCL on the communicator after the watchdog's call.
+// test, as a peer that never comes would keep it), an all-reduce on it all the same (the
+// library must not wait for the initialisation there, nor set anything up), and a watchdog
+// thread ending the communicator 200 ms later. Both calls must return, and nothing may
+// reach NCCL on the communicator after the watchdog's call.
 #include <chrono>
 #include <string>
 #include <thread>

@@ -197,7 +197,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
   standin::delayIfAsked("ncclAllGather");
   ncclResult_t normal = standin::checkComm(comm, line);
   if (normal == ncclSuccess) {
-    normal = standin::allGather(comm, sendbuff, recvbuff, sendcount * typeBytes(datatype), tGroupDepth > 0);
+    normal = standin::allGather(comm, sendbuff, recvbuff, sendcount * typeBytes(datatype), stream, tGroupDepth > 0);
   }
   return standin::finish(line, "ncclAllGather", normal);
 }

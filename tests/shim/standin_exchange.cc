@@ -1,12 +1,15 @@
 // The stand-in's data exchange (STANDIN_NCCL_EXCHANGE=1): the communicators made from one
 // unique id in one process are the ranks of one clique, and their all-gathers really gather,
 // in host memory (the fake CUDA runtime's device memory is host memory: tests/fake_cuda/).
-// Each communicator's n-th all-gather meets the n-th of every other rank; a thread waits for
-// the others as NCCL's kernels would, so ranks are threads that make the same calls in the
-// same order. Inside a group the all-gathers run at the thread's outermost group end, in the
-// order they were issued.
-#include <chrono>
-#include <condition_variable>
+// Each communicator's n-th all-gather meets the n-th of every other rank. As on a GPU, the
+// call returns at once and the all-gather is work on its stream: the stream stays busy
+// (standinStreamBusy, which the fake runtime's cudaStreamQuery asks) until every rank has
+// issued it; the last one to come copies every rank's data into every rank's receive buffer.
+// A rank that never comes leaves the others' streams busy for good. Inside a group the
+// all-gathers are issued at the thread's outermost group end, in the order they were made.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -21,64 +24,58 @@ namespace standin {
 struct Clique {
   struct Round {
     std::vector<const void*> sends;
+    std::vector<void*> recvs;
     int arrived = 0;
-    int departed = 0;
+    bool complete = false;
   };
-  std::mutex mutex;
-  std::condition_variable changed;
   int nranks = 0;
-  std::map<std::uint64_t, Round> rounds;
+  std::map<std::uint64_t, Round> rounds;  // never erased: a stream may still ask about its round
 };
 
 namespace {
-
-// How long a rank waits for the others in one all-gather before it returns ncclSystemError:
-// long enough for any test machine, short enough that a rank that never comes fails the run
-// instead of hanging it. STANDIN_NCCL_EXCHANGE_TIMEOUT_MS sets another.
-std::chrono::milliseconds roundTimeout() {
-  static const std::chrono::milliseconds timeout = [] {
-    const char* text = std::getenv("STANDIN_NCCL_EXCHANGE_TIMEOUT_MS");
-    return std::chrono::milliseconds(text != nullptr ? std::atol(text) : 60000);
-  }();
-  return timeout;
-}
 
 struct QueuedGather {
   ncclComm_t comm;
   const void* send;
   void* recv;
   std::size_t bytes;
+  cudaStream_t stream;
 };
 
 thread_local std::vector<QueuedGather> tQueued;
 
-std::mutex gCliquesMutex;
+// One lock for every clique and stream: the exchange is small and only tests use it.
+std::mutex gMutex;
 std::map<std::string, Clique*>& cliques() {
   static auto* all = new std::map<std::string, Clique*>();  // never freed, like the communicators
   return *all;
 }
+// The rounds still running on each stream.
+std::map<cudaStream_t, std::vector<const Clique::Round*>>& pending() {
+  static auto* streams = new std::map<cudaStream_t, std::vector<const Clique::Round*>>();
+  return *streams;
+}
 
-ncclResult_t gather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes) {
-  Clique& clique = *comm->clique;
-  std::unique_lock<std::mutex> lock(clique.mutex);
-  Clique::Round& round = clique.rounds[comm->gathers++];
-  round.sends.resize(static_cast<std::size_t>(clique.nranks), nullptr);
-  round.sends[static_cast<std::size_t>(comm->rank)] = send;
-  ++round.arrived;
-  clique.changed.notify_all();
-  if (!clique.changed.wait_for(lock, roundTimeout(), [&] { return round.arrived == clique.nranks; })) {
-    round.sends[static_cast<std::size_t>(comm->rank)] = nullptr;
-    --round.arrived;
-    return ncclSystemError;
+ncclResult_t gather(const QueuedGather& one) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  Clique& clique = *one.comm->clique;
+  Clique::Round& round = clique.rounds[one.comm->gathers++];
+  const auto ranks = static_cast<std::size_t>(clique.nranks);
+  round.sends.resize(ranks, nullptr);
+  round.recvs.resize(ranks, nullptr);
+  round.sends[static_cast<std::size_t>(one.comm->rank)] = one.send;
+  round.recvs[static_cast<std::size_t>(one.comm->rank)] = one.recv;
+  if (++round.arrived < clique.nranks) {
+    pending()[one.stream].push_back(&round);
+    return ncclSuccess;
   }
-  // Every send buffer stays valid until every rank has copied (the departures below).
-  for (int r = 0; r < clique.nranks; ++r) {
-    std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(r) * bytes, round.sends[static_cast<std::size_t>(r)],
-                bytes);
+  // Every send buffer is still valid: the ranks wait for their streams before reusing them.
+  for (std::size_t to = 0; to < ranks; ++to) {
+    for (std::size_t from = 0; from < ranks; ++from) {
+      std::memcpy(static_cast<char*>(round.recvs[to]) + from * one.bytes, round.sends[from], one.bytes);
+    }
   }
-  ++round.departed;
-  clique.changed.notify_all();
-  clique.changed.wait(lock, [&] { return round.departed == clique.nranks; });
+  round.complete = true;
   return ncclSuccess;
 }
 
@@ -95,7 +92,7 @@ bool exchangeEnabled() {
 void joinClique(ncclComm_t comm, const ncclUniqueId& id) {
   if (!exchangeEnabled()) return;
   const std::string key(id.internal, sizeof(id.internal));
-  std::lock_guard<std::mutex> lock(gCliquesMutex);
+  std::lock_guard<std::mutex> lock(gMutex);
   Clique*& clique = cliques()[key];
   if (clique == nullptr) {
     clique = new Clique();
@@ -104,13 +101,15 @@ void joinClique(ncclComm_t comm, const ncclUniqueId& id) {
   comm->clique = clique->nranks == comm->nranks ? clique : nullptr;
 }
 
-ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, bool inGroup) {
+ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, cudaStream_t stream,
+                       bool inGroup) {
   if (comm->clique == nullptr) return ncclSuccess;  // recorded only, as without the exchange
+  const QueuedGather one{comm, send, recv, bytes, stream};
   if (inGroup) {
-    tQueued.push_back(QueuedGather{comm, send, recv, bytes});
+    tQueued.push_back(one);
     return ncclSuccess;
   }
-  return gather(comm, send, recv, bytes);
+  return gather(one);
 }
 
 void dropQueuedGathers() { tQueued.clear(); }
@@ -120,10 +119,25 @@ ncclResult_t runQueuedGathers() {
   queued.swap(tQueued);
   ncclResult_t result = ncclSuccess;
   for (const QueuedGather& one : queued) {
-    const ncclResult_t ran = gather(one.comm, one.send, one.recv, one.bytes);
+    const ncclResult_t ran = gather(one);
     if (result == ncclSuccess) result = ran;
   }
   return result;
 }
 
 }  // namespace standin
+
+// Asked by the fake CUDA runtime's stream queries (tests/fake_cuda/): whether an all-gather of
+// ours on `stream` still waits for a rank.
+extern "C" int standinStreamBusy(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(standin::gMutex);
+  auto it = standin::pending().find(stream);
+  if (it == standin::pending().end()) return 0;
+  std::vector<const standin::Clique::Round*>& rounds = it->second;
+  rounds.erase(std::remove_if(rounds.begin(), rounds.end(),
+                              [](const standin::Clique::Round* round) { return round->complete; }),
+               rounds.end());
+  if (!rounds.empty()) return 1;
+  standin::pending().erase(it);
+  return 0;
+}

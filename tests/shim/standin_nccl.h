@@ -5,8 +5,8 @@
 // report ncclInProgress to the first STANDIN_NCCL_ASYNC_POLLS (default 2) async-error queries.
 // STANDIN_NCCL_DELAY_MS_<function>=<ms> makes that function sleep first (a call slow to
 // reach NCCL's own checks). STANDIN_NCCL_EXCHANGE=1 makes the all-gathers of communicators
-// made from one unique id in one process really gather (standin_exchange.cc), each rank
-// waiting for the others at most STANDIN_NCCL_EXCHANGE_TIMEOUT_MS (default 60000).
+// made from one unique id in one process really gather (standin_exchange.cc), asynchronously:
+// the stream stays busy until every rank has issued its all-gather.
 // Built with CAR_NCCL_API_LEVEL=<an older NCCL_VERSION_CODE> it is that older NCCL: it has only
 // the functions of that release (shim/exports/nccl_api.def) and ncclGetVersion answers that code.
 #pragma once
@@ -71,9 +71,11 @@ bool fillAtGroupEnd(ncclComm_t* slot, ncclComm_t made);
 // standin_exchange.cc. Under STANDIN_NCCL_EXCHANGE=1, `comm` joins the clique of `id` (of
 // its rank count); otherwise nothing.
 void joinClique(ncclComm_t comm, const ncclUniqueId& id);
-// In a clique: gathers `bytes` of every rank into `recv`, now or, `inGroup`, at the
-// thread's outermost group end (runQueuedGathers). Outside one: nothing, ncclSuccess.
-ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, bool inGroup);
+// In a clique: issues the gather of `bytes` of every rank into `recv` on `stream`, now or,
+// `inGroup`, at the thread's outermost group end (runQueuedGathers). Outside one: nothing,
+// ncclSuccess.
+ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, cudaStream_t stream,
+                       bool inGroup);
 ncclResult_t runQueuedGathers();
 // A group ended by ncclGroupSimulateEnd runs nothing: its queued all-gathers are dropped.
 void dropQueuedGathers();

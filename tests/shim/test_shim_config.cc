@@ -69,7 +69,7 @@ TEST_CASE("config: at WARN (the default) a healthy run prints nothing", "[shim][
   // Two-rank communicators warn on a machine without a usable GPU; nothing else may.
   for (const std::string& line : carLines(run.err, "WARN")) {
     INFO(line);
-    CHECK(line.find("CUDA unusable for the handshake") != std::string::npos);
+    CHECK(line.find("CUDA unusable for the set-up") != std::string::npos);
   }
   CHECK(carLines(run.err, "INFO").empty());
   CHECK(linesWith(run.err, {"NCCL-CAR"}).size() == carLines(run.err, "WARN").size());

@@ -63,14 +63,16 @@ TEST_CASE("results: an all-reduce returns each of NCCL's codes unchanged", "[shi
   }
 }
 
-TEST_CASE("results: a communicator still initialising is set up at its first all-reduce, not in its init",
+TEST_CASE("results: a communicator created in progress is set up at its first all-reduce, not in its init",
           "[shim][results][nonblocking]") {
   // Either NCCL says ncclInProgress for a blocking-looking init, or NCCL_COMM_BLOCKING=0
   // makes every communicator without a config nonblocking (the stand-in honours it too).
+  // NCCL has finished creating it by the first all-reduce (STANDIN_NCCL_ASYNC_POLLS=0), as a
+  // program that waited for it would see.
   const std::string setting = GENERATE(as<std::string>{}, "STANDIN_NCCL_RESULT_ncclCommInitRank=7",
                                        "NCCL_COMM_BLOCKING=0");
   INFO(setting);
-  const ChildResult run = runDriver({"allreduce-matrix", "rank1"}, {setting});
+  const ChildResult run = runDriver({"allreduce-matrix", "rank1"}, {setting, "STANDIN_NCCL_ASYNC_POLLS=0"});
   const std::vector<Segment> segments = checkSteps(run);
   CHECK(parseOutputs(run.out).at("init").get("result") == std::to_string(ncclInProgress));
   checkSetupPlacement(segments, {"ar.base"});

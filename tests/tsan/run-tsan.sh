@@ -66,8 +66,8 @@ scenarios=(
   "fuzz-5-nonblocking|fuzz 5 2000|NCCL_COMM_BLOCKING=0"
   "fuzz-6-threads|fuzz 6 1000 4|"
   "fuzz-7-threads-nonblocking|fuzz 7 1000 4|NCCL_COMM_BLOCKING=0"
-  "abort-in-setup|stop-in-setup ncclCommAbort|STANDIN_NCCL_ASYNC_POLLS=1000000000|while another thread"
-  "destroy-in-setup|stop-in-setup ncclCommDestroy|STANDIN_NCCL_ASYNC_POLLS=1000000000|while another thread"
+  "abort-in-creation|stop-in-setup ncclCommAbort|STANDIN_NCCL_ASYNC_POLLS=1000000000|real NCCL found"
+  "destroy-in-creation|stop-in-setup ncclCommDestroy|STANDIN_NCCL_ASYNC_POLLS=1000000000|real NCCL found"
   "abort-in-forward|abort-in-forward|STANDIN_NCCL_DELAY_MS_ncclAllReduce=1000"
   "address-reuse|address-reuse pnccl|STANDIN_NCCL_REUSE_ADDRESSES=1|gave this communicator's address"
 )
@@ -102,17 +102,22 @@ for scenario in "${scenarios[@]}"; do
 done
 
 # Ranks as threads over the stand-in's exchange, with the library over the fake CUDA runtime
-# (tests/fake_cuda/): set-up, engines, launches and releases race between real ranks, and
-# the calls must be taken. name|ranks calls communicators|extra environment
+# (tests/fake_cuda/): set-up (its worker thread too), engines, launches and releases race
+# between real ranks. name|ranks calls communicators [mode]|extra environment|what the log
+# must show (by default: calls taken)
 multi_rank_scenarios=(
   "multi-rank-2|2 2000 1|"
   "multi-rank-4-two-comms|4 1000 2|"
   "multi-rank-4-two-comms-nonblocking|4 1000 2|NCCL_COMM_BLOCKING=0"
+  "multi-rank-4-opposite-order|4 200 2 opposite-order|NCCL_COMM_BLOCKING=0"
   "multi-rank-8-two-comms|8 500 2|"
+  "multi-rank-3-peer-never-joins|3 50 1 peer-never-joins|NCCL_CAR_SETUP_TIMEOUT_MS=1000|did not complete within"
+  "multi-rank-3-peer-never-joins-nonblocking|3 50 1 peer-never-joins|NCCL_CAR_SETUP_TIMEOUT_MS=1000 NCCL_COMM_BLOCKING=0|did not complete within"
+  "multi-rank-5-end-in-setup|5 10 2 end-in-setup|NCCL_COMM_BLOCKING=0|released during set-up"
 )
 for scenario in "${multi_rank_scenarios[@]}"; do
-  IFS='|' read -r name args extra <<<"$scenario"
+  IFS='|' read -r name args extra expect <<<"$scenario"
   run_scenario "$name" "$multi_rank_driver" "$fake_cuda_shim" "$args" "STANDIN_NCCL_EXCHANGE=1 $extra" \
-    " released: taken 1shot=[1-9]" "multi-rank failures=0"
+    "${expect:- released: taken 1shot=[1-9]}" "multi-rank failures=0"
 done
 echo "tsan: $((${#scenarios[@]} + ${#multi_rank_scenarios[@]})) scenarios, no race reported (build $((built - start)) s, runs $((SECONDS - built)) s)"

@@ -51,7 +51,7 @@ std::string commName(std::uintptr_t address, int rank, int ranks) {
 void setupEligible(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
                    bool sameProcess, bool fullNvlink, int computeCapability) {
   const std::string text = car::logText(car::formatSetupEligible, commName(comm, rank, ranks).c_str(), sameProcess,
-                                        fullNvlink, computeCapability, 8ull << 20, 50337280ull);
+                                        fullNvlink, computeCapability, 8ull << 20, 50337280ull, 0ull);
   samples.begin("setup-eligible", process, LogLevel::Info, text)
       .key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
   samples.end();
