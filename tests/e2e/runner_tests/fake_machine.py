@@ -52,7 +52,8 @@ import os, sys
 sys.path.insert(0, {support!r})
 from runner_support import log, released, setup
 shown = ("NCCL_HOSTID", "NCCL_CAR_MAX_BLOCKS", "NCCL_CAR_DEBUG", "NCCL_CAR_TEST_FAULT", "LD_PRELOAD", "LD_AUDIT",
-         "NCCL_SOCKET_IFNAME", "CUDA_DEVICE_MAX_CONNECTIONS", "LD_LIBRARY_PATH", "CUDA_MPS_PIPE_DIRECTORY")
+         "NCCL_SOCKET_IFNAME", "CUDA_DEVICE_MAX_CONNECTIONS", "LD_LIBRARY_PATH", "CUDA_MPS_PIPE_DIRECTORY",
+         "NCCL_CAR_SETUP_TIMEOUT_MS", "NCCL_RUNTIME_CONNECT")
 print("env", " ".join(name + "=" + os.environ.get(name, "-") for name in shown))
 print("argv", " ".join(sys.argv[1:]))
 numbers = [int(word) for word in sys.argv[1:3] if word.isdigit()]
@@ -65,7 +66,7 @@ sys.exit(int(os.environ.get("FAKE_EXIT_RANK_" + str(rank), "0")))
 """
 
 
-def fake_build(folder, programs=("allreduce_e2e", "recovery_e2e")):
+def fake_build(folder, programs=("allreduce_e2e", "recovery_e2e", "setup_order_e2e")):
     """A build folder under `folder`: the library (the CLI tests' stand-in, which preloads harmlessly),
     stand-ins for `programs`, and as its query program one that runs this build's (the real
     one, cli_support.QUERY_PROGRAM: the library's own names, whatever the stand-ins)."""

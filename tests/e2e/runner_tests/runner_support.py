@@ -25,7 +25,7 @@ _PREFIX = "gpu-node:{pid}:{pid} [0] NCCL-CAR INFO comm 0x{comm:x} rank {rank}/{r
 
 
 def setup(rank, ranks, pid=1000, comm=0x55d0, eligible=True, why="ranks span 2 hosts"):
-    detail = ("eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes)" if eligible
+    detail = ("eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes; from call 0)" if eligible
               else f"not eligible: {why}")
     return _PREFIX.format(pid=pid + rank, comm=comm, rank=rank, ranks=ranks) + "setup: " + detail
 

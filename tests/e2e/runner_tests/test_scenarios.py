@@ -103,6 +103,37 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(env_of(self.rank_log("recovery-ineligible-abort", "ineligible-abort", 1))
                          ["NCCL_CAR_TEST_FAULT"], "-")
 
+    def test_setup_opposite_order_gives_each_rank_room_for_two_grids(self):
+        # The stand-in prints allreduce_e2e's lines, so the verdicts fail: what each rank was
+        # started with is what is checked here.
+        self.assertEqual(self.run_scenario("setup-opposite-order"), FAIL)
+        for ranks, blocks in ((2, "33"), (4, "16")):  # 132 / (2 x ranks), at most 36
+            for rank in range(ranks):
+                log = self.rank_log("setup-opposite-order", f"opposite-order-n{ranks}", rank)
+                self.assertEqual(argv_of(log)[:3], ["opposite-order", str(rank), str(ranks)])
+                env = env_of(log)
+                self.assertEqual((env["NCCL_HOSTID"], env["NCCL_CAR_MAX_BLOCKS"], env["LD_PRELOAD"]),
+                                 (f"opposite-order-n{ranks}-rank-{rank}", blocks, self.build.library))
+        self.assertEqual(self.mps_actions(), ["start", "restart", "restart", "stop"])
+
+    def test_setup_dead_peer_runs_nccl_alone_then_the_library_under_its_bound(self):
+        self.assertEqual(self.run_scenario("setup-dead-peer"), FAIL)  # the stand-in's lines, as above
+        for rank in range(3):
+            reference = self.rank_log("setup-dead-peer", "dead-peer-nccl", rank)
+            self.assertEqual(argv_of(reference)[:3], ["dead-peer", str(rank), "3"])
+            env = env_of(reference)
+            self.assertEqual((env["NCCL_HOSTID"], env["LD_PRELOAD"], env["NCCL_CAR_SETUP_TIMEOUT_MS"]),
+                             (f"dead-peer-nccl-rank-{rank}", "-", "-"))
+            for run, connect in (("dead-peer", "-"), ("dead-peer-eager-connect", "0")):
+                env = env_of(self.rank_log("setup-dead-peer", run, rank))
+                self.assertEqual((env["NCCL_HOSTID"], env["LD_PRELOAD"], env["NCCL_CAR_SETUP_TIMEOUT_MS"],
+                                  env["NCCL_RUNTIME_CONNECT"]), (f"{run}-rank-{rank}", self.build.library, "5000",
+                                                                 connect))
+        self.assertEqual(self.mps_actions(), ["start", "restart", "restart", "restart", "stop"])
+        said = "\n".join(self.said)
+        self.assertIn("setup-dead-peer: 3 processes on one GPU, NCCL's defaults: FAIL (", said)
+        self.assertIn("setup-dead-peer: 3 processes on one GPU, NCCL_RUNTIME_CONNECT=0: FAIL (", said)
+
     def test_nccl_tests_one_thread_per_gpu_on_two_gpus(self):
         perf = fake_nccl_tests(self.folder)
         machine = FakeMachine(gpus=2, env=dict(os.environ, ALL_REDUCE_PERF=perf))
