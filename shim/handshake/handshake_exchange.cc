@@ -74,9 +74,10 @@ ExchangeProgress pollExchange(const RealNccl& real, HandshakeDevice& device, Exc
   if (!member.launched) {
     ncclResult_t async = ncclInProgress;
     ncclResult_t query = ncclSuccess;
-    if (!member.state->gate().pass([&] { query = real.commGetAsyncError(member.state->comm(), &async); })) {
-      member.failure = kStoppedDuringSetup;
-      return ExchangeProgress::Failed;
+    switch (member.state->gate().tryPass([&] { query = real.commGetAsyncError(member.state->comm(), &async); })) {
+      case NcclGate::Attempt::Busy: return ExchangeProgress::Pending;  // a call of the program's is inside NCCL
+      case NcclGate::Attempt::Closed: member.failure = kStoppedDuringSetup; return ExchangeProgress::Failed;
+      case NcclGate::Attempt::Ran: break;
     }
     if (query == ncclSuccess && async == ncclInProgress) return ExchangeProgress::Pending;
     if (query != ncclSuccess || async != ncclSuccess) {

@@ -25,6 +25,21 @@ class NcclGate {
     return true;
   }
 
+  // For a poll that can come again later (the set-up worker's): runs call() only if the gate
+  // is open and free now, never waiting behind a caller's call inside NCCL.
+  enum class Attempt { Ran, Busy, Closed };
+  template <typename Call>
+  Attempt tryPass(Call&& call) {
+    if (!mutex_.try_lock()) return closed_.load() ? Attempt::Closed : Attempt::Busy;
+    if (closed_.load()) {
+      mutex_.unlock();
+      return Attempt::Closed;
+    }
+    call();
+    mutex_.unlock();
+    return Attempt::Ran;
+  }
+
   // For calls that span several communicators (one group of all-gathers): enter() every
   // gate first; false means closed (nothing to leave).
   bool enter() {

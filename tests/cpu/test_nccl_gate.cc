@@ -66,3 +66,23 @@ TEST_CASE("gate: several gates held across one group", "[gate]") {
   CHECK(a.enter());
   a.leave();
 }
+
+TEST_CASE("gate: a poll that can come again never waits behind a call in flight", "[gate]") {
+  NcclGate gate;
+  int ran = 0;
+  CHECK(gate.tryPass([&] { ++ran; }) == NcclGate::Attempt::Ran);
+  std::atomic<bool> inside{false}, leave{false};
+  std::thread caller([&] {  // a caller's call inside NCCL
+    const NcclGate::Hold hold(gate);
+    inside = true;
+    while (!leave) std::this_thread::sleep_for(1ms);
+  });
+  while (!inside) std::this_thread::sleep_for(1ms);
+  CHECK(gate.tryPass([&] { ++ran; }) == NcclGate::Attempt::Busy);
+  leave = true;
+  caller.join();
+  CHECK(ran == 1);
+  REQUIRE(gate.close(1.0));
+  CHECK(gate.tryPass([&] { ++ran; }) == NcclGate::Attempt::Closed);
+  CHECK(ran == 1);
+}
