@@ -11,6 +11,7 @@
 #include "exports/shim_config.h"
 #include "handshake/host_identity.h"
 #include "handshake/p2p_limit.h"
+#include "handshake/relaxed_capture.h"
 #include "handshake/topology.h"
 #include "ipc/block_budget.h"
 #include "ipc/block_retirement.h"
@@ -160,6 +161,7 @@ bool SetUp::prepare(const RealNccl& real, const CommState* gateHeld) {
 std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states,
                                                 JoinedCall* joined) {
   const double deadline = setupClock() + static_cast<double>(shimConfig().setupTimeoutMs) / 1000.0;
+  const RelaxedCaptureScope relaxed;
   std::vector<std::shared_ptr<SetUp>> exchanging;
   std::vector<ExchangeMember*> members;
   for (const std::shared_ptr<CommState>& state : states) {
@@ -189,11 +191,12 @@ bool SetUp::attachPeerBoards(std::string* problem) {
     std::string why;
     peerBoards_[p] = SysvReleaseBoard::attach(records[p].boardId, records[p].boardToken, &why);
     if (!peerBoards_[p]) {
-      *problem = fmt::format("rank {}: {}", p, why);
+      *problem = fmt::format("rank {}'s board: {}", p, why);
       peerBoards_.clear();
       return false;
     }
   }
+  rankZeroPage_ = rank() == 0 ? ownPage_ : &peerBoards_[0]->page();
   return true;
 }
 
@@ -213,7 +216,7 @@ bool SetUp::createBlockAndEngine(std::string* problem) {
   if (err == cudaSuccess) err = block_->allocate(std::move(memory_), blockLayoutFor(options.config), exchange_.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    *problem = fmt::format("rank {} could not allocate or export its buffers ({})", state.rank(), cudaGetErrorString(err));
+    *problem = fmt::format("could not allocate or export its buffers ({})", cudaGetErrorString(err));
     return false;
   }
   state.lock().installEngine(std::move(engine));
@@ -262,7 +265,8 @@ void SetUp::mapAndReport() {
   std::string problem;
   if (!block_->mapPeers(exchange_.records, blocks_, std::move(peerBoards_), rank(), &bases_, &problem)) {
     peerBoards_.clear();
-    fail(fmt::format("rank {} could not map its peers' buffers: {}", rank(), problem), true);
+    if (rank() != 0) rankZeroPage_ = nullptr;  // it went with the peers' boards; our failed report tells them
+    fail(fmt::format("could not map its peers' buffers: {}", problem), true);
     return;
   }
   report_.mapped = 1;
@@ -276,6 +280,7 @@ void SetUp::mapAndReport() {
   }
   report_.nvmlMissing = nvmlAvailable() ? 0 : 1;
   publishReport(ownPage(), report_);
+  reportPublished_ = true;
   reports_.assign(exchange_.records.size(), LinkReport{});
   stage_ = Stage::AwaitingReports;
 }
@@ -321,6 +326,7 @@ bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
     return true;
   }
   if (stage_ != Stage::Agreeing && phase != CommPhase::SettingUp) {  // released meanwhile
+    tellPeers("its communicator was released during set-up");
     CommState::Locked locked = state.lock();
     letGo(locked);
     CAR_INFO(state.device(), "{} released during set-up", describe(state));
@@ -366,13 +372,21 @@ bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
 
 // ---- Endings.
 
-void SetUp::fail(const std::string& reason, bool unexpected) {
-  if (ownPage_ != nullptr) {
+void SetUp::tellPeers(const std::string& problem) {
+  // A report already published stays as it was (peers may be reading it); the agreement then
+  // tells them. Before this rank joined the agreement no decision can exist.
+  if (ownPage_ != nullptr && !reportPublished_) {
     LinkReport failed{};
     failed.magic = kHandshakeMagic;
-    copyText(failed.problem, sizeof(failed.problem), reason);
+    copyText(failed.problem, sizeof(failed.problem), problem);
     publishReport(*ownPage_, failed);
+    reportPublished_ = true;
   }
+  if (rankZeroPage_ != nullptr) CallSwitch::refuse(*rankZeroPage_);
+}
+
+void SetUp::fail(const std::string& reason, bool unexpected, const std::string& forPeers) {
+  tellPeers(forPeers.empty() ? reason : forPeers);
   concludeIneligible(refusal(reason, unexpected));
 }
 
@@ -382,7 +396,8 @@ void SetUp::giveUp(const char* waitingFor) {
                                          "waiting for {}", shimConfig().setupTimeoutMs, waitingFor);
   CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), reason);
   warned_ = true;
-  fail(reason, true);
+  // The peers' copy fits a report's text.
+  fail(reason, true, fmt::format("gave up its set-up after {} ms", shimConfig().setupTimeoutMs));
 }
 
 void SetUp::concludeIneligible(const Verdict& verdict) {
@@ -404,6 +419,7 @@ void SetUp::concludeAgreeing(const Verdict& verdict) {
   CommState& state = *exchange_.state;
   CommState::Locked locked = state.lock();
   if (locked.phase() != CommPhase::SettingUp || locked.engine() == nullptr) {
+    tellPeers("its communicator was released during set-up");
     letGo(locked);
     if (locked.phase() == CommPhase::Released) CAR_INFO(state.device(), "{} released during set-up", describe(state));
     settle();
@@ -413,6 +429,7 @@ void SetUp::concludeAgreeing(const Verdict& verdict) {
   auto agreement = std::make_unique<CallSwitch>(block_->boardPages(rank()), rank());
   // The block (and its boards, which the agreement reads) is the state's from here on.
   ownPage_ = nullptr;
+  rankZeroPage_ = nullptr;
   locked.beginAgreeing(std::move(block_), verdict, std::move(agreement));
   stage_ = Stage::Agreeing;
   if (!locked.agreeing()) settle();
@@ -424,6 +441,7 @@ void SetUp::letGo(CommState::Locked& locked) {
   if (stage_ == Stage::Agreeing) return;  // the state holds all of it now; its release lets go
   locked.takeEngine().reset();
   ownPage_ = nullptr;
+  rankZeroPage_ = nullptr;
   BufferBlock::retire(std::move(block_), describe(*exchange_.state));
   peerBoards_.clear();
   board_.reset();

@@ -70,8 +70,11 @@ class SetUp {
 
   BoardPage& ownPage() const;
   int rank() const { return state()->rank(); }
-  // Publishes our failure where the peers look for it (once there is a board), then concludes.
-  void fail(const std::string& reason, bool unexpected);
+  // Tells the peers this rank will never take a call: a failed report in its board (unless it
+  // published its own already) and "never" in the agreement (once it knows rank 0's board).
+  void tellPeers(const std::string& problem);
+  // tellPeers (with `forPeers`, if given: a report holds a short text), then concludes.
+  void fail(const std::string& reason, bool unexpected, const std::string& forPeers = {});
   void giveUp(const char* waitingFor);
   void concludeIneligible(const Verdict& verdict);
   void concludeAgreeing(const Verdict& verdict);
@@ -87,6 +90,8 @@ class SetUp {
   std::unique_ptr<BlockMemory> memory_;    // room (or kept memory) for our block, until the block holds it
   std::unique_ptr<SysvReleaseBoard> board_;  // ours, until the block holds it
   BoardPage* ownPage_ = nullptr;             // in board_, then in the block's
+  BoardPage* rankZeroPage_ = nullptr;        // where the agreement is decided, once attached
+  bool reportPublished_ = false;             // our report (good or failed) is in our board
   std::vector<std::unique_ptr<SysvReleaseBoard>> peerBoards_;  // by rank, until the mappings hold them
   std::unique_ptr<BufferBlock> block_;
   std::vector<PublishedBlock> blocks_;

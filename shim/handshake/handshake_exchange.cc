@@ -48,8 +48,11 @@ ncclResult_t issueExchange(const RealNccl& real, HandshakeDevice& device, const 
       }
     }
     if (joined != nullptr) joined->result = joined->issue();
-  } else if (joined != nullptr) {
-    joined->result = joined->issue();  // the caller's call goes to NCCL all the same
+  } else {
+    for (ExchangeMember* member : issuing) {
+      member->failure = std::string("the set-up's group could not start: ") + real.getErrorString(started);
+    }
+    if (joined != nullptr) joined->result = joined->issue();  // the caller's call goes to NCCL all the same
   }
   const ncclResult_t ended = started == ncclSuccess ? real.groupEnd() : started;
   if (joined != nullptr) joined->ended = started == ncclSuccess ? ended : ncclSuccess;  // else it went alone

@@ -11,6 +11,7 @@
 
 #include "cuda_check.h"
 #include "exports/real_nccl.h"
+#include "handshake/relaxed_capture.h"
 #include "log.h"
 
 namespace car {
@@ -61,10 +62,8 @@ Worker& worker() {
 }
 
 void run() {
-  // This thread's CUDA calls must not invalidate a capture another thread of the program has
-  // open (a global-mode capture forbids calls such as cudaMalloc from every thread).
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
+  // For the thread's whole life: its CUDA calls never break a capture of the program's.
+  const RelaxedCaptureScope relaxed;
   const RealNccl* real = realNccl();
   auto pause = kShortestPause;
   while (true) {
@@ -78,11 +77,15 @@ void run() {
       self.inRound = true;
     }
     bool anySettled = false;
+    std::vector<const SetUp*> dropped;
     for (const std::shared_ptr<SetUp>& setUp : round) {
       try {
         if (real != nullptr) anySettled = setUp->advance(*real, cudaHandshakeDevice(), setupClock()) || anySettled;
       } catch (const std::exception& error) {
-        CAR_WARN(-1, "set-up worker: internal error ({}); that set-up is abandoned", error.what());
+        // Not advanced again: its communicator forwards every call as not set up.
+        CAR_WARN(setUp->state()->device(), "{}: set-up worker: internal error ({}); the set-up is abandoned and "
+                 "its all-reduces go to NCCL", describe(*setUp->state()), error.what());
+        dropped.push_back(setUp.get());
       }
     }
     {
@@ -90,7 +93,10 @@ void run() {
       std::lock_guard<std::mutex> lock(self.mutex);
       self.inRound = false;
       self.active.erase(std::remove_if(self.active.begin(), self.active.end(),
-                                       [](const std::shared_ptr<SetUp>& setUp) { return setUp->settled(); }),
+                                       [&](const std::shared_ptr<SetUp>& setUp) {
+                                         return setUp->settled() ||
+                                                std::find(dropped.begin(), dropped.end(), setUp.get()) != dropped.end();
+                                       }),
                         self.active.end());
       self.changed.notify_all();
     }
