@@ -60,8 +60,10 @@ ncclResult_t issueExchange(const RealNccl& real, HandshakeDevice& device, const 
   for (ExchangeMember* member : issuing) {
     if (!member->issued) continue;
     if (ended != ncclSuccess && ended != ncclInProgress) {
-      // NCCL dropped the whole group on this rank: nothing of it reaches the stream.
+      // NCCL gave the group up; what it left on the stream, or still refers to, is not known
+      // (a connection to a dead peer failed inside it): the scratch and the stream are kept.
       member->issued = false;
+      member->deviceBusy = true;
       member->failure = std::string("the set-up's group failed: ") + real.getErrorString(ended);
       continue;
     }

@@ -245,7 +245,7 @@ TEST_CASE("exchange: a nonblocking all-gather that ends in an error fails the co
   CHECK(batch.members[0].deviceBusy);       // whether NCCL's thread put it on the stream is not known
 }
 
-TEST_CASE("exchange: a group NCCL refuses issues nothing, and leaves the scratch free", "[exchange]") {
+TEST_CASE("exchange: a group NCCL gives up fails the communicator, its scratch kept", "[exchange]") {
   resetNccl();
   gNccl.groupEndResult = ncclInvalidUsage;
   HostDevice device;
@@ -254,7 +254,7 @@ TEST_CASE("exchange: a group NCCL refuses issues nothing, and leaves the scratch
   CHECK_FALSE(batch.members[0].issued);
   CHECK(batch.members[0].failure == "the set-up's group failed: error");
   CHECK(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Failed);
-  CHECK_FALSE(batch.members[0].deviceBusy);
+  CHECK(batch.members[0].deviceBusy);  // what NCCL left behind is not known
 }
 
 TEST_CASE("exchange: a peer that never comes costs a poll, never a wait; an abort ends it", "[exchange]") {

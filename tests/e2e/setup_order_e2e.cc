@@ -22,7 +22,8 @@
 //     our set-up can never complete (the runner bounds it: NCCL_CAR_SETUP_TIMEOUT_MS), then
 //     abort it (the peer is gone: nothing else is safe). Prints "rank R: init returned N
 //     after T s" and "rank R: abort returned N after T s"; exits 0 when init returned
-//     ncclSuccess.
+//     ncclSuccess. With `first-call` the others make one all-reduce before the abort and print
+//     "rank R: first all-reduce returned N after T s": where NCCL alone meets the dead peer.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -277,7 +278,22 @@ int oppositeOrder(int rank, int ranks, const std::string& idPath) {
   return right && ended ? 0 : 1;
 }
 
-int deadPeer(int rank, int ranks, const std::string& idPath) {
+// The program's own first collective on the communicator, as NCCL alone meets the dead peer
+// in it (the reference): "rank R: first all-reduce returned N after T s".
+void firstAllReduce(int rank, ncclComm_t comm) {
+  float* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  if (cudaMalloc(&buffer, 1024 * sizeof(float)) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    std::printf("rank %d: FAIL: no buffer or stream for the first all-reduce\n", rank);
+    return;
+  }
+  const Clock::time_point start = Clock::now();
+  const ncclResult_t reduced = ncclAllReduce(buffer, buffer, 1024, ncclFloat32, ncclSum, comm, stream);
+  std::printf("rank %d: first all-reduce returned %d after %.2f s\n", rank, static_cast<int>(reduced), since(start));
+}
+
+int deadPeer(int rank, int ranks, const std::string& idPath, bool withFirstCall) {
   ncclUniqueId id{};
   if (!shareUniqueIdThroughFile(rank, idPath, &id)) {
     std::printf("rank %d: FAIL: no unique id\n", rank);
@@ -294,6 +310,7 @@ int deadPeer(int rank, int ranks, const std::string& idPath) {
   const Clock::time_point start = Clock::now();
   const ncclResult_t created = ncclCommInitRank(&comm, ranks, id, rank);
   std::printf("rank %d: init returned %d after %.2f s\n", rank, static_cast<int>(created), since(start));
+  if (comm != nullptr && withFirstCall) firstAllReduce(rank, comm);
   if (comm != nullptr) {
     const Clock::time_point aborting = Clock::now();
     const ncclResult_t aborted = ncclCommAbort(comm);
@@ -307,7 +324,7 @@ int deadPeer(int rank, int ranks, const std::string& idPath) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // the log interleaves with the library's stderr
   if (argc < 5) {
-    std::fprintf(stderr, "usage: setup_order_e2e opposite-order|dead-peer RANK NRANKS ID_FILE\n");
+    std::fprintf(stderr, "usage: setup_order_e2e opposite-order|dead-peer RANK NRANKS ID_FILE [first-call]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -318,7 +335,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (mode == "opposite-order") return oppositeOrder(rank, ranks, argv[4]);
-  if (mode == "dead-peer") return deadPeer(rank, ranks, argv[4]);
+  if (mode == "dead-peer") return deadPeer(rank, ranks, argv[4], argc > 5 && std::string(argv[5]) == "first-call");
   std::fprintf(stderr, "setup_order_e2e: unknown mode %s\n", mode.c_str());
   return 2;
 }

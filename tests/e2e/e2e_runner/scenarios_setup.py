@@ -51,7 +51,7 @@ def dead_peer(context):
     ranks = _DEAD_PEER_RANKS
     blocks = context.rig_blocks(ranks)
 
-    def run(name, loaded, **settings):
+    def run(name, loaded, first_call=False, **settings):
         def env_of(rank):
             if not loaded:
                 return dict(context.rig_env(), NCCL_HOSTID=f"{name}-rank-{rank}")
@@ -59,13 +59,16 @@ def dead_peer(context):
                                         NCCL_CAR_SETUP_TIMEOUT_MS=verdicts.DEAD_PEER_TIMEOUT_MS, **settings)
         context.restart_mps()
         return outcomes(context.run_ranks(
-            name, ranks, lambda rank, id_file: [program, "dead-peer", str(rank), str(ranks), id_file], env_of,
-            limit=_DEAD_PEER_LIMIT))
+            name, ranks, lambda rank, id_file: [program, "dead-peer", str(rank), str(ranks), id_file] +
+            (["first-call"] if first_call else []), env_of, limit=_DEAD_PEER_LIMIT))
 
     with context.mps():
         reference = run("dead-peer-nccl", loaded=False)
+        # Where NCCL alone meets the dead peer: its first collective (shown, not judged).
+        first_call = run("dead-peer-nccl-first-call", loaded=False, first_call=True)
         yield (f"{ranks} processes on one GPU, NCCL's defaults",
-               verdicts.dead_peer(ranks, *run("dead-peer", loaded=True), reference=reference, lazy_connect=True))
+               verdicts.dead_peer(ranks, *run("dead-peer", loaded=True), reference=reference, lazy_connect=True,
+                                  first_call=first_call))
         yield (f"{ranks} processes on one GPU, NCCL_RUNTIME_CONNECT=0",
                verdicts.dead_peer(ranks, *run("dead-peer-eager-connect", loaded=True, NCCL_RUNTIME_CONNECT=0)))
 
@@ -75,4 +78,4 @@ register("setup-opposite-order", "setup_order_e2e opposite-order: two nonblockin
          RIG, 2 * _ORDER_LIMIT + 60, opposite_order)
 register("setup-dead-peer", "setup_order_e2e dead-peer: a peer gone after NCCL's init, ncclCommInitRank comes back "
          "after NCCL_CAR_SETUP_TIMEOUT_MS=5000 and WARNs, 3 processes on one GPU (NCCL alone as reference)",
-         RIG, 3 * _DEAD_PEER_LIMIT + 60, dead_peer)
+         RIG, 4 * _DEAD_PEER_LIMIT + 60, dead_peer)

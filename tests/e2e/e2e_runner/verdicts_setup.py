@@ -111,7 +111,8 @@ def _not_eligible_for_it(log):
     return seen.eligible == 0 and any(reason.startswith(GAVE_UP) for reason in seen.not_eligible)
 
 
-def dead_peer(ranks, returncodes, logs, timeout_ms=DEAD_PEER_TIMEOUT_MS, reference=None, lazy_connect=False):
+def dead_peer(ranks, returncodes, logs, timeout_ms=DEAD_PEER_TIMEOUT_MS, reference=None, lazy_connect=False,
+              first_call=None):
     """setup_order_e2e dead-peer: the last rank made NCCL's own communicator (nothing of ours)
     and left; every other rank's ncclCommInitRank returned ncclSuccess after our bound and
     not long after it (never: the runner's limit ends it), having WARNed that the set-up did
@@ -120,7 +121,8 @@ def dead_peer(ranks, returncodes, logs, timeout_ms=DEAD_PEER_TIMEOUT_MS, referen
     up on the dead peer itself: the creating call returns within
     DEAD_PEER_LAZY_CONNECT_SECONDS, the communicator not eligible with a WARN, for whichever
     came first, NCCL's failure or our bound. `reference`: (returncodes, logs) of the same run
-    with NCCL alone, whose times are only shown."""
+    with NCCL alone, whose times are only shown; `first_call`: the same with NCCL alone and a
+    first all-reduce before the abort, whose lines and exit codes are only shown."""
     least, most = (0.0, DEAD_PEER_LAZY_CONNECT_SECONDS) if lazy_connect else DEAD_PEER_INIT_SECONDS
     last = ranks - 1
     survivors = list(range(last))
@@ -149,5 +151,9 @@ def dead_peer(ranks, returncodes, logs, timeout_ms=DEAD_PEER_TIMEOUT_MS, referen
         reference_codes, reference_logs = reference
         notes.append(f"NCCL alone (not judged): init returned after "
                      f"{_times(reference_codes[:last], reference_logs[:last])}")
+    if first_call is not None:
+        first_codes, first_logs = first_call
+        notes.append(f"NCCL alone with a first all-reduce (not judged): exit {codes(first_codes)}")
+        notes += [line.strip() for line in lines_matching(first_logs[:last], r"^rank \d+: first all-reduce returned")]
     return judged(conditions, f"exit {codes(returncodes)}; init returned after "
                               f"{_times(returncodes[:last], logs[:last])}", notes)

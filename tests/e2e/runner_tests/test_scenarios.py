@@ -124,12 +124,16 @@ class ScenarioTest(unittest.TestCase):
             env = env_of(reference)
             self.assertEqual((env["NCCL_HOSTID"], env["LD_PRELOAD"], env["NCCL_CAR_SETUP_TIMEOUT_MS"]),
                              (f"dead-peer-nccl-rank-{rank}", "-", "-"))
+            first_call = self.rank_log("setup-dead-peer", "dead-peer-nccl-first-call", rank)
+            self.assertEqual(argv_of(first_call)[:3] + argv_of(first_call)[4:], ["dead-peer", str(rank), "3",
+                                                                                "first-call"])
+            self.assertEqual(env_of(first_call)["LD_PRELOAD"], "-")
             for run, connect in (("dead-peer", "-"), ("dead-peer-eager-connect", "0")):
                 env = env_of(self.rank_log("setup-dead-peer", run, rank))
                 self.assertEqual((env["NCCL_HOSTID"], env["LD_PRELOAD"], env["NCCL_CAR_SETUP_TIMEOUT_MS"],
                                   env["NCCL_RUNTIME_CONNECT"]), (f"{run}-rank-{rank}", self.build.library, "5000",
                                                                  connect))
-        self.assertEqual(self.mps_actions(), ["start", "restart", "restart", "restart", "stop"])
+        self.assertEqual(self.mps_actions(), ["start", "restart", "restart", "restart", "restart", "stop"])
         said = "\n".join(self.said)
         self.assertIn("setup-dead-peer: 3 processes on one GPU, NCCL's defaults: FAIL (", said)
         self.assertIn("setup-dead-peer: 3 processes on one GPU, NCCL_RUNTIME_CONNECT=0: FAIL (", said)
