@@ -18,7 +18,7 @@ namespace car {
 namespace {
 
 // Between two rounds in which nothing settled, the pause doubles up to this.
-constexpr auto kLongestPause = std::chrono::microseconds(2000);
+constexpr auto kLongestPause = std::chrono::microseconds(500);
 constexpr auto kShortestPause = std::chrono::microseconds(50);
 // At exit, how long the process waits for a round in flight before it goes on ending.
 constexpr auto kExitWait = std::chrono::seconds(2);

@@ -1,7 +1,7 @@
 // The one thread that advances every set-up in progress (shim/handshake/handshake.h) between
 // the program's calls. NCCL's state, our private streams and the peers' boards are polled,
 // never waited on, so no set-up ever holds a thread of the program waiting for a peer; the
-// polls back off to a few milliseconds while nothing moves, and the thread sleeps when no
+// polls back off to half a millisecond while nothing moves, and the thread sleeps when no
 // set-up is left. Its CUDA calls run in relaxed capture mode, so a graph another thread of
 // the program captures meanwhile is not broken by them (cudaThreadExchangeStreamCaptureMode).
 // A fork()ed child has no worker until its own first set-up; the parent's set-ups are not
