@@ -113,7 +113,7 @@ multi_rank_scenarios=(
   "multi-rank-8-two-comms|8 500 2|"
   "multi-rank-3-peer-never-joins|3 50 1 peer-never-joins|NCCL_CAR_SETUP_TIMEOUT_MS=1000|did not complete within"
   "multi-rank-3-peer-never-joins-nonblocking|3 50 1 peer-never-joins|NCCL_CAR_SETUP_TIMEOUT_MS=1000 NCCL_COMM_BLOCKING=0|did not complete within"
-  "multi-rank-5-end-in-setup|5 10 2 end-in-setup|NCCL_COMM_BLOCKING=0|released during set-up"
+  "multi-rank-5-end-in-setup|5 10 2 end-in-setup|NCCL_COMM_BLOCKING=0|during set-up"
 )
 for scenario in "${multi_rank_scenarios[@]}"; do
   IFS='|' read -r name args extra expect <<<"$scenario"
