@@ -143,23 +143,25 @@ struct LaunchArgs {
   const volatile std::uint32_t* abortFlag = nullptr;
 };
 
-// The kernels of one world size as the driver knows them in one device's context (each a
-// CUfunction, null where none was resolved). A launch through it goes straight to
+// The kernels of one world size, resolved once at an engine's creation: each host stub (from
+// the table dispatch.cu builds when the library loads) and, where the driver gives one, its
+// CUfunction in that device's context, through which a launch goes straight to
 // cuLaunchKernelEx (kernels/driver_calls.h says why). A function belongs to the context it
 // was resolved in.
 struct KernelTable {
-  int ranks = 0;  // the world size the functions are of
+  int ranks = 0;  // the world size the kernels are of
+  const void* kernels[kElementTypeCount][kAlgorithmCount] = {};
   void* functions[kElementTypeCount][kAlgorithmCount] = {};
 };
 
 // Launches the kernel. The arguments are the caller's to get right, grid and sizes included:
 // the engine fills them from the call's plan (plugin/policy.h), the one place that checks
 // them. For a pull kernel without args.input the caller must have copied the input into this
-// rank's staging first, on the same stream. With a table whose entry is set, through the
-// driver (*throughDriver then true); without one, or should the driver refuse (a stream of
-// another context than the function's, say), through the runtime, whose error is then the one
-// returned: this launch's own, or cudaErrorInvalidValue, launching nothing, for a combination
-// there is no kernel for.
+// rank's staging first, on the same stream. With a table of args.ranks whose function is
+// set, through the driver (*throughDriver then true); otherwise, or should the driver refuse
+// (a stream of another context than the function's, say), through the runtime, whose error
+// is then the one returned: this launch's own, or cudaErrorInvalidValue, launching nothing,
+// for a combination there is no kernel for.
 cudaError_t launchCollectiveKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table = nullptr,
                                   bool* throughDriver = nullptr);
 
@@ -167,9 +169,10 @@ cudaError_t launchCollectiveKernel(const LaunchArgs& args, cudaStream_t stream, 
 // module loading, the first launch of a kernel would otherwise load it then, and loading
 // waits for the device: a kernel already spinning there (ours, for a peer whose call comes
 // from the same, now waiting, thread) would never end. Called at every engine's creation,
-// before its first launch; after the first time it only confirms. With `table`, also
-// resolves the kernels of world size `ranks` in the current context for the driver; a
-// function the driver cannot give stays null (that launch goes through the runtime).
+// before its first launch; after the first time it only confirms. With `table`, also fills
+// it for world size `ranks`: the host stubs, and the functions resolved in the current
+// context for the driver; one the driver cannot give stays null (that launch goes through
+// the runtime).
 cudaError_t loadKernels(int ranks = 0, KernelTable* table = nullptr);
 
 // Writes `round` into every barrier counter and arrival flag of a fresh Signal, so tests can

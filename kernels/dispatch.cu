@@ -81,6 +81,33 @@ CollectiveKernel pickKernel(ElementType type, Algorithm algorithm, int ranks) {
   return nullptr;
 }
 
+// Every instance by (world size, type, algorithm), walked out once when the library loads:
+// a launch indexes it.
+using KernelsOfWorldSize = std::array<std::array<CollectiveKernel, kAlgorithmCount>, kElementTypeCount>;
+using AllKernels = std::array<KernelsOfWorldSize, kMaxRanks - kMinRanks + 1>;
+
+AllKernels tableAllKernels() {
+  AllKernels all{};
+  for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
+    for (int t = 0; t < kElementTypeCount; ++t) {
+      for (int a = 0; a < kAlgorithmCount; ++a) {
+        all[ranks - kMinRanks][t][a] = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
+      }
+    }
+  }
+  return all;
+}
+
+const AllKernels kAllKernels = tableAllKernels();
+
+CollectiveKernel kernelFor(ElementType type, Algorithm algorithm, int ranks) {
+  const int t = static_cast<int>(type), a = static_cast<int>(algorithm);
+  if (ranks < kMinRanks || ranks > kMaxRanks || t < 0 || t >= kElementTypeCount || a < 0 || a >= kAlgorithmCount) {
+    return nullptr;
+  }
+  return kAllKernels[ranks - kMinRanks][t][a];
+}
+
 __global__ void presetSignalKernel(Signal* signal, FlagWord round) {
   for (int i = threadIdx.x; i < kMaxBlocks * kMaxRanks; i += blockDim.x) {
     const int block = i / kMaxRanks;
@@ -104,15 +131,18 @@ __global__ void fillSentinelKernel(Pack* packs, std::size_t count) {
 cudaError_t launchCollectiveKernel(const LaunchArgs& args, cudaStream_t stream, const KernelTable* table,
                                   bool* throughDriver) {
   if (throughDriver != nullptr) *throughDriver = false;
-  const CollectiveKernel kernel = pickKernel(args.type, args.algorithm, args.ranks);
+  const int t = static_cast<int>(args.type), a = static_cast<int>(args.algorithm);
+  const bool tabled = table != nullptr && table->ranks == args.ranks && t >= 0 && t < kElementTypeCount && a >= 0 &&
+                      a < kAlgorithmCount;
+  const auto kernel = tabled ? reinterpret_cast<CollectiveKernel>(table->kernels[t][a])
+                             : kernelFor(args.type, args.algorithm, args.ranks);
   if (kernel == nullptr) return cudaErrorInvalidValue;
-  if (table != nullptr && table->ranks == args.ranks &&
-      launchThroughDriver(table->functions[static_cast<int>(args.type)][static_cast<int>(args.algorithm)], args,
-                          stream)) {
+  const LaunchShape shape = launchShapeOf(args);
+  if (tabled && launchThroughDriver(table->functions[t][a], shape, args, stream)) {
     if (throughDriver != nullptr) *throughDriver = true;
     return cudaSuccess;
   }
-  return launchGrid(kernel, args, stream);
+  return launchGrid(kernel, shape, args, stream);
 }
 
 cudaError_t presetSignalRound(Signal* signal, std::uint32_t round, cudaStream_t stream) {
@@ -132,11 +162,9 @@ cudaError_t fillWithSentinel(void* areas, std::size_t bytes, cudaStream_t stream
 cudaError_t loadKernels(int ranks, KernelTable* table) {
   std::vector<const void*> kernels = {reinterpret_cast<const void*>(&presetSignalKernel),
                                       reinterpret_cast<const void*>(&fillSentinelKernel)};
-  for (int worldSize = kMinRanks; worldSize <= kMaxRanks; ++worldSize) {
-    for (int t = 0; t < kElementTypeCount; ++t) {
-      for (int a = 0; a < kAlgorithmCount; ++a) {
-        const CollectiveKernel kernel =
-            pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), worldSize);
+  for (const KernelsOfWorldSize& ofWorldSize : kAllKernels) {
+    for (const auto& ofType : ofWorldSize) {
+      for (const CollectiveKernel kernel : ofType) {
         if (kernel == nullptr) return cudaErrorInvalidValue;
         kernels.push_back(reinterpret_cast<const void*>(kernel));
       }
@@ -153,8 +181,9 @@ cudaError_t loadKernels(int ranks, KernelTable* table) {
   table->ranks = ranks;
   for (int t = 0; t < kElementTypeCount; ++t) {
     for (int a = 0; a < kAlgorithmCount; ++a) {
-      const CollectiveKernel kernel = pickKernel(static_cast<ElementType>(t), static_cast<Algorithm>(a), ranks);
-      table->functions[t][a] = driverFunctionOf(reinterpret_cast<const void*>(kernel));
+      const void* kernel = reinterpret_cast<const void*>(kAllKernels[ranks - kMinRanks][t][a]);
+      table->kernels[t][a] = kernel;
+      table->functions[t][a] = driverFunctionOf(kernel);
     }
   }
   return cudaSuccess;

@@ -1,6 +1,6 @@
 // Declarations of the per-(type, world size) kernel getters and the one macro that
 // instantiates them for every supported combination. dispatch.cu is the only place that
-// picks one and launches it: through the driver (driver_calls.h), else through launchGrid.
+// tables them and launches one: through the driver (driver_calls.h), else through launchGrid.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "all_reduce.h"
+#include "driver_calls.h"
 #include "packs.cuh"
 
 namespace car {
@@ -19,13 +20,14 @@ namespace car {
 // cudaLaunchKernelEx returns this launch's own error, whatever an earlier call left behind.
 using CollectiveKernel = void (*)(LaunchArgs);
 
-inline cudaError_t launchGrid(CollectiveKernel kernel, const LaunchArgs& args, cudaStream_t stream) {
+inline cudaError_t launchGrid(CollectiveKernel kernel, const LaunchShape& shape, const LaunchArgs& args,
+                              cudaStream_t stream) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(args.blocks));
-  config.blockDim = dim3(static_cast<unsigned>(args.threads));
+  config.gridDim = dim3(shape.blocks);
+  config.blockDim = dim3(shape.threads);
   config.stream = stream;
   cudaLaunchAttribute attribute{};
-  if (args.pdl) {
+  if (shape.pdl) {
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;

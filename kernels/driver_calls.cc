@@ -24,16 +24,16 @@ void* driverFunctionOf(const void* kernel) {
   return reinterpret_cast<void*>(function);
 }
 
-bool launchThroughDriver(void* function, const LaunchArgs& args, cudaStream_t stream) {
+bool launchThroughDriver(void* function, const LaunchShape& shape, const LaunchArgs& args, cudaStream_t stream) {
   if (function == nullptr || driverLaunch() == nullptr) return false;
   CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(args.blocks);
+  config.gridDimX = shape.blocks;
   config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = static_cast<unsigned>(args.threads);
+  config.blockDimX = shape.threads;
   config.blockDimY = config.blockDimZ = 1;
   config.hStream = reinterpret_cast<CUstream>(stream);
   CUlaunchAttribute attribute{};
-  if (args.pdl) {
+  if (shape.pdl) {
     attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attribute.value.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;

@@ -30,9 +30,21 @@ Function driverEntry(const char* name, unsigned version) {
 // where this driver or runtime cannot give one.
 void* driverFunctionOf(const void* kernel);
 
-// Launches `function` (from driverFunctionOf) with `args` as its one argument, its grid and
-// PDL as LaunchArgs says. False, with nothing launched and CUDA's state untouched, where the
-// driver refused; the caller then launches through the runtime, which names the error.
-bool launchThroughDriver(void* function, const LaunchArgs& args, cudaStream_t stream);
+// How a kernel is launched, built once per launch from its LaunchArgs and read by both
+// launch forms: the driver's here and the runtime's (dispatch.cuh).
+struct LaunchShape {
+  unsigned blocks = 0;
+  unsigned threads = 0;
+  bool pdl = false;  // programmatic stream serialisation allowed
+};
+
+inline LaunchShape launchShapeOf(const LaunchArgs& args) {
+  return LaunchShape{static_cast<unsigned>(args.blocks), static_cast<unsigned>(args.threads), args.pdl};
+}
+
+// Launches `function` (from driverFunctionOf) in `shape` with `args` as its one argument.
+// False, with nothing launched and CUDA's state untouched, where the driver refused; the
+// caller then launches through the runtime, which names the error.
+bool launchThroughDriver(void* function, const LaunchShape& shape, const LaunchArgs& args, cudaStream_t stream);
 
 }  // namespace car

@@ -69,18 +69,18 @@ struct Rig {
 cudaError_t launchRuntime(Rig& rig, bool pdl) {
   car::LaunchArgs args = rig.args;
   args.pdl = pdl;
-  return car::launchGrid(&emptyKernel, args, rig.stream);
+  return car::launchGrid(&emptyKernel, car::launchShapeOf(args), args, rig.stream);
 }
 
-bool launchDriver(Rig& rig) { return car::launchThroughDriver(rig.function, rig.args, rig.stream); }
+bool launchDriver(Rig& rig) { return car::launchThroughDriver(rig.function, car::launchShapeOf(rig.args), rig.args, rig.stream); }
 
 bool launchDriverWithoutPdl(Rig& rig) {
   car::LaunchArgs args = rig.args;
   args.pdl = false;
-  return car::launchThroughDriver(rig.function, args, rig.stream);
+  return car::launchThroughDriver(rig.function, car::launchShapeOf(args), args, rig.stream);
 }
 
-// The steps of RankEngine::enqueue on the eager path, in its order.
+// The steps of Launcher::launch on the eager path, in its order.
 void enqueueLikeOurs(Rig& rig, bool record) {
   int device = -1;
   cudaGetDevice(&device);

@@ -213,7 +213,7 @@ double oneShotMicros(int ranks, std::size_t bytes, const Options& options) {
     args.pushState = reinterpret_cast<car::PushState*>(blocks[rank]);
     args.input = inputs[rank];
     args.output = outputs[rank];
-    return car::launchGrid(kernel, args, stream);
+    return car::launchGrid(kernel, car::launchShapeOf(args), args, stream);
   });
   std::vector<std::uint16_t> got(bytes / 2);
   // The sum of `ranks` ones, exact in bf16: the top half of the float's bits.

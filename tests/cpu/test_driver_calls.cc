@@ -23,7 +23,7 @@ TEST_CASE("driver calls answer as the runtime does, and fall back to it without 
     CHECK(streamIdOf(nullptr, &id) != cudaSuccess);
     CHECK(recordEvent(nullptr, nullptr) != cudaSuccess);
     CHECK(driverFunctionOf(reinterpret_cast<const void*>(&haveDevice)) == nullptr);
-    CHECK_FALSE(launchThroughDriver(nullptr, args, nullptr));
+    CHECK_FALSE(launchThroughDriver(nullptr, launchShapeOf(args), args, nullptr));
     KernelTable table;
     CHECK(loadKernels(2, &table) != cudaSuccess);
     CHECK(table.functions[0][0] == nullptr);
@@ -51,7 +51,7 @@ TEST_CASE("driver calls answer as the runtime does, and fall back to it without 
   CHECK(recordEvent(event, stream) == cudaSuccess);
   CHECK(cudaEventSynchronize(event) == cudaSuccess);
   // A function the driver refuses launches nothing and leaves CUDA's error state alone.
-  CHECK_FALSE(launchThroughDriver(nullptr, args, stream));
+  CHECK_FALSE(launchThroughDriver(nullptr, launchShapeOf(args), args, stream));
   CHECK(cudaGetLastError() == cudaSuccess);
   CHECK(cudaEventDestroy(event) == cudaSuccess);
   CHECK(cudaStreamDestroy(stream) == cudaSuccess);
