@@ -11,8 +11,8 @@
 #include <optional>
 #include <thread>
 
-#include "lifecycle/comm_health.h"
 #include "lifecycle/group_calls.h"
+#include "lifecycle/let_go.h"
 #include "log.h"
 #include "exports/nccl_types.h"
 #include "exports/pointer_check.h"
@@ -80,7 +80,7 @@ void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* com
                    "its own thread; its all-reduces go to NCCL (not counted)");
       return;
     }
-    std::vector<std::shared_ptr<CommState>> states;
+    std::vector<std::shared_ptr<Communicator>> states;
     for (int i = 0; i < count; ++i) {
       if (comms[i] != nullptr) {
         states.push_back(adoptCommunicator(comms[i], nonblocking || result == ncclInProgress));
@@ -93,175 +93,76 @@ void adoptAndSchedule(const RealNccl& real, ncclResult_t result, ncclComm_t* com
 }
 
 bool parentNonblocking(ncclComm_t parent) {
-  std::shared_ptr<CommState> state = Registry::instance().find(parent);
-  return state ? state->nonblocking() : defaultNonblocking();
+  std::shared_ptr<Communicator> comm = Registry::instance().find(parent);
+  return comm ? comm->nonblocking() : defaultNonblocking();
 }
 
-// Where a call of a collective we hook goes.
-enum class Route {
-  Ours,     // our kernel is on the stream
-  Nccl,     // forwarded
-  Refused,  // an abort, destroy or finalize from another thread has the communicator
-};
-
-Route refuse(CommState& state, Collective collective) {
-  if (state.firstRefusal()) {
-    CAR_WARN(state.device(), "{}: an {} while another thread aborts, destroys or finalizes this communicator; "
-             "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(state), collectiveName(collective));
+// A call refused because an abort, destroy or finalize from another thread has the communicator.
+ncclResult_t refuse(Communicator& comm, Collective collective) {
+  if (comm.firstRefusal()) {
+    CAR_WARN(comm.device(), "{}: an {} while another thread aborts, destroys or finalizes this communicator; "
+             "not passed to NCCL, which may have freed it (ncclInvalidUsage)", describe(comm), collectiveName(collective));
   }
-  return Route::Refused;
+  return ncclInvalidUsage;
 }
 
 // NCCL_CAR_DETERMINISTIC promises invariance for the calls we take; NCCL promises none. The
 // first call of a communicator forwarded for each reason says so, once. Not said: integers
 // (exact in any order), all-gathers and one rank (copies), calls NCCL refuses or that reduce
 // nothing.
-void warnInvarianceEnds(CommState* state, ForwardReason reason, Collective collective, std::size_t count,
+void warnInvarianceEnds(Communicator* comm, ForwardReason reason, Collective collective, std::size_t count,
                         ncclDataType_t type, ncclRedOp_t op) {
+  if (!shimConfig().deterministic || !reduces(collective)) return;
   const std::optional<ElementType> element = elementTypeOf(type);
-  if (!shimConfig().deterministic || !reduces(collective) || invariantOnNccl(element)) return;
+  if (invariantOnNccl(element)) return;
   if (reason == ForwardReason::Empty || reason == ForwardReason::Type) return;
-  if (state != nullptr && state->ranks() == 1) return;
+  if (comm != nullptr && comm->ranks() == 1) return;
   static std::atomic<std::uint32_t> unadopted{0};  // communicators we have no state for
-  std::atomic<std::uint32_t>& warned = state != nullptr ? state->invarianceWarned() : unadopted;
+  std::atomic<std::uint32_t>& warned = comm != nullptr ? comm->invarianceWarned() : unadopted;
   const std::uint32_t bit = 1u << static_cast<int>(reason);
   if ((warned.fetch_or(bit) & bit) != 0) return;
   const std::string call = fmt::format("{} x {} {}", count, element ? elementTypeName(*element) : "?",
                                        reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op");
-  CAR_WARN(state != nullptr ? state->device() : -1,
+  CAR_WARN(comm != nullptr ? comm->device() : -1,
            "{}: NCCL_CAR_DETERMINISTIC: reductions forwarded to NCCL as {} (first: {} {}) get NCCL's result, whose "
            "bits may change with the message size and NCCL's algorithm: NCCL promises no invariance; said once per "
            "communicator and reason",
-           state != nullptr ? describe(*state) : std::string("a communicator the library did not adopt"),
+           comm != nullptr ? describe(*comm) : std::string("a communicator the library did not adopt"),
            forwardReasonName(reason), collectiveName(collective), call);
 }
 
-// Under the state's lock: whether our kernels may take a call now. A call they may not is
-// counted here, where NCCL's side would not count it; *reason says why (none once released).
-bool admits(const RealNccl& real, CommState& state, CommState::Locked& locked, ncclComm_t comm,
-            std::optional<ForwardReason>* reason) {
-  if (!locked.takesCall(reason)) return false;
-  ncclResult_t async = ncclSuccess;
-  const ncclResult_t query = real.commGetAsyncError(comm, &async);
-  if (!ncclAllowsOurKernel(query, async)) {
-    const char* error = real.getErrorString(query != ncclSuccess ? query : async);
-    locked.becomeIneligible(IneligibleCause::NcclBroken, std::string("NCCL reports the communicator broken: ") + error);
-    state.counters().countForwarded(ForwardReason::NotEligible);
-    *reason = ForwardReason::NotEligible;
-    return false;
-  }
-  return true;
-}
-
-// The one fact of a call the policy reads that NCCL's arguments do not hold: whether both
-// buffers lie in symmetric windows. Only looked at when the user asked for it: no lookup on
-// the default path.
-void noteSymmetricBuffers(CommState& state, CollectiveCall& call) {
-  if (shimConfig().symmetricNcclBytes > 0 && call.type && call.collective == Collective::AllReduce) {
-    call.symmetricBuffers =
-        state.symmetricWindows().containBoth(call.send, call.recv, call.count * elementBytes(*call.type));
-  }
-}
-
-// Hands a call the communicator admits to its engine. Should our side fail, the communicator
-// forwards every later call.
-SubmitResult submit(CommState& state, CommState::Locked& locked, const CollectiveCall& call) {
-  const SubmitResult result = locked.engine()->submit(call);
-  if (result.error != cudaSuccess) {
-    locked.becomeIneligible(IneligibleCause::LaunchFailed,
-                            std::string("our launch failed: ") + cudaGetErrorString(result.error));
-  }
-  return result;
-}
-
 // An option of ours in a call's config that names nothing: said once per process.
-void warnUnknownOption(const CommState& state, const char* value) {
+void warnUnknownOption(const Communicator& comm, const char* value) {
   static std::atomic<bool> warned{false};
   if (warned.exchange(true)) return;
   std::string names = "auto, nccl";
   for (const AlgorithmSpec& row : kAlgorithms) names += std::string(", ") + row.name;
-  CAR_WARN(state.device(), "{}: a per-call config: our kernel option (vendorId 0x636172, optionId 1) is \"{}\", "
-           "which names no kernel ({}); the rule chooses; said once", describe(state), value, names);
+  CAR_WARN(comm.device(), "{}: a per-call config: our kernel option (vendorId 0x636172, optionId 1) is \"{}\", "
+           "which names no kernel ({}); the rule chooses; said once", describe(comm), value, names);
 }
 
-// One call of a collective we hook on a communicator we adopted (ncclAllReduce, ncclAllGather
-// (op unused), ncclReduceScatter, and their per-call config forms), with its gate held.
-Route routeCollective(const RealNccl& real, const std::shared_ptr<CommState>& state, Collective collective,
-                      const void* send, void* recv, std::size_t count, ncclDataType_t type, ncclRedOp_t op,
-                      ncclComm_t comm, cudaStream_t stream, const CollConfig* config) {
-  // Held until the call is on the stream.
-  CommState::Locked locked = state->lock();
-  std::optional<ForwardReason> refused;
-  if (!admits(real, *state, locked, comm, &refused)) {
-    if (refused) warnInvarianceEnds(state.get(), *refused, collective, count, type, op);
-    return Route::Nccl;
+// What this rank reads about a call before the communicator decides it: NCCL's own answers
+// (is the communicator broken, would it refuse a pointer) and where the buffers lie. Only
+// where the call may be ours: a communicator still in its set-up or set up.
+CallContext contextOf(const RealNccl& real, Communicator& comm, CollectiveCall* call) {
+  CallContext context;
+  context.insideGroup = insideGroup();
+  const CommPhase phase = comm.phase();
+  if (phase != CommPhase::SettingUp && phase != CommPhase::Agreeing && phase != CommPhase::Ready) return context;
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t query = real.commGetAsyncError(comm.comm(), &async);
+  if (!ncclAllowsOurKernel(query, async)) {
+    context.ncclBroken = real.getErrorString(query != ncclSuccess ? query : async);
   }
-  if (ncclChecksPointers() &&
-      !(passesNcclPointerCheck(send, state->device()) && passesNcclPointerCheck(recv, state->device()))) {
-    state->counters().countForwarded(ForwardReason::PointerCheck);
-    return Route::Nccl;
+  if (ncclChecksPointers()) {
+    context.pointersRefused = !(passesNcclPointerCheck(call->send, comm.device()) &&
+                                passesNcclPointerCheck(call->recv, comm.device()));
   }
-  CollectiveCall call = collectiveCallOf(collective, send, recv, count, type, op, stream);
-  noteSymmetricBuffers(*state, call);
-  // Read only for a call we may take: NCCL judges a config it is given.
-  const char* unknownOption = nullptr;
-  if (applyCollConfig(config, &call, &unknownOption) == ConfigVerdict::ForNccl) call.ncclRequested = true;
-  if (unknownOption != nullptr) warnUnknownOption(*state, unknownOption);
-  if (insideGroup()) {
-    // NCCL runs a group's calls at its end (lifecycle/group_calls.h): one of ours waits for
-    // it; one for NCCL joins NCCL's group now. On a nonblocking communicator NCCL launches
-    // the group later, from its own thread: ours could land before NCCL's on one rank and
-    // after them on another, so such calls are NCCL's.
-    if (state->nonblocking()) {
-      state->counters().countForwarded(ForwardReason::NonblockingGroup);
-      warnInvarianceEnds(state.get(), ForwardReason::NonblockingGroup, collective, count, type, op);
-      return Route::Nccl;
-    }
-    const CallPlan plan = locked.engine()->plan(call);
-    if (plan.ours) {
-      deferToGroupEnd({state, call, type, op, copyOf(config)});
-      return Route::Ours;
-    }
-    state->counters().countForwarded(plan.reason);
-    warnInvarianceEnds(state.get(), plan.reason, collective, count, type, op);
-    return Route::Nccl;
+  if (shimConfig().symmetricNcclBytes > 0 && call->type && call->collective == Collective::AllReduce) {
+    call->symmetricBuffers =
+        comm.symmetricWindows().containBoth(call->send, call->recv, call->count * elementBytes(*call->type));
   }
-  const SubmitResult result = submit(*state, locked, call);
-  if (result.launched) return Route::Ours;
-  warnInvarianceEnds(state.get(), result.reason, collective, count, type, op);
-  return Route::Nccl;
-}
-
-// A call of ours that waited for its group's end, which has run: on the stream now, unless
-// an abort from another thread took the communicator meanwhile (then nothing runs, as NCCL
-// runs nothing on it). Route::Nccl: our side cannot take it after all; NCCL must.
-Route launchDeferred(const DeferredCall& deferred) {
-  CommState& state = *deferred.state;
-  CommState::Locked locked = state.lock();
-  // Checked under the lock: a destroy from another thread releases under it, and NCCL may
-  // have freed the communicator since.
-  if (state.gate().closed() || locked.phase() == CommPhase::Released) {
-    CAR_WARN(state.device(), "{}: an {} of a group not run: the communicator was aborted, destroyed or "
-             "finalized before the group ended", describe(state), collectiveName(deferred.call.collective));
-    return Route::Refused;
-  }
-  if (!locked.takesDeferredCall()) return Route::Nccl;
-  return submit(state, locked, deferred.call).launched ? Route::Ours : Route::Nccl;
-}
-
-// Waits until NCCL has launched the group that `state`'s communicator was in (its state leaves
-// ncclInProgress), as a caller of a nonblocking group must before using the communicator.
-// False when NCCL reports an error (the caller sees it from NCCL) or an abort took it.
-bool groupLaunched(const RealNccl& real, CommState& state) {
-  ncclResult_t async = ncclInProgress;
-  ncclResult_t query = ncclSuccess;
-  while (query == ncclSuccess && async == ncclInProgress) {
-    if (!state.gate().pass([&] { query = real.commGetAsyncError(state.comm(), &async); })) return false;
-    if (async == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  if (query == ncclSuccess && async == ncclSuccess) return true;
-  CAR_INFO(state.device(), "{}: a call of ours in a group not run: NCCL reports the group failed", describe(state));
-  return false;
+  return context;
 }
 
 // The real NCCL's function for a call of `collective`, with exactly the caller's arguments:
@@ -293,69 +194,130 @@ ncclResult_t forwardToNccl(const RealNccl& real, Collective collective, const vo
   return ncclInternalError;
 }
 
-// A hooked collective, whole: ours when routeCollective takes it, else the real NCCL's with
-// the caller's arguments. `name` names the hook in our logs.
+// A forwarded call NCCL answered: one it refused never entered the communicator's sequence
+// (outside a group; a group's calls are settled at its end), and one it accepted tells a
+// set-up waiting for NCCL's thread that it has launched the exchange (Communicator::
+// noteNcclAccepted). The call that carried the exchange tells nothing.
+void afterForward(Communicator& comm, const Decision& decision, ncclResult_t result, bool carriedExchange) {
+  if (decision.route == Decision::Route::Released) return;
+  if (!succeededOrPending(result)) {
+    if (!insideGroup()) comm.lock().giveBack(decision.index);
+    return;
+  }
+  if (!carriedExchange && comm.phase() == CommPhase::SettingUp) comm.noteNcclAccepted();
+}
+
+// A hooked collective, whole: ours when its communicator's decision says so, else the real
+// NCCL's with the caller's arguments. `name` names the hook in our logs.
 ncclResult_t hookCollective(const char* name, Collective collective, const void* send, void* recv,
                             std::size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                             cudaStream_t stream, const CollConfig* config = nullptr) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  std::shared_ptr<CommState> state;
-  if (!passThrough()) {
-    guarded(name, [&] {
-      state = Registry::instance().find(comm);
-      if (!state) warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
-    });
-  }
   const auto forward = [&] { return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config); };
-  if (!state) return forward();
-  // Held from our look at the communicator until NCCL's call returns: an abort, destroy or
-  // finalize from another thread waits for it (at most kGateCloseSeconds), and never frees
-  // the communicator in between.
-  const NcclGate::Hold hold(state->gate());
-  if (!hold.entered()) {
-    guarded(name, [&] { refuse(*state, collective); });
-    return ncclInvalidUsage;
+  if (passThrough()) return forward();
+  std::shared_ptr<Communicator> adopted;
+  guarded(name, [&] {
+    adopted = Registry::instance().find(comm);
+    if (!adopted) warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
+  });
+  if (!adopted) return forward();
+  if (adopted->gate().closed()) {
+    ncclResult_t refused = ncclInvalidUsage;
+    guarded(name, [&] { refused = refuse(*adopted, collective); });
+    return refused;
   }
-  Route route = Route::Nccl;
+  Decision decision;
+  decision.route = Decision::Route::Released;  // should our side throw: NCCL's, uncounted
   bool setUpHere = false;
   guarded(name, [&] {
-    setUpHere = setUpAtCall(*state, stream);
-    route = routeCollective(*real, state, collective, send, recv, count, type, op, comm, stream, config);
+    CollectiveCall call = collectiveCallOf(collective, send, recv, count, type, op, stream);
+    const char* unknownOption = nullptr;
+    if (applyCollConfig(config, &call, &unknownOption) == ConfigVerdict::ForNccl) call.ncclRequested = true;
+    if (unknownOption != nullptr) warnUnknownOption(*adopted, unknownOption);
+    setUpHere = setUpAtCall(*adopted, stream);
+    const CallContext context = contextOf(*real, *adopted, &call);
+    Holdings letGo;
+    decision = adopted->lock().decide(call, context, &letGo);
+    if (letGo) disposeInBackground(std::move(letGo), describe(*adopted));
+    if (context.insideGroup) noteGroupCall(adopted, decision.index);
+    switch (decision.route) {
+      case Decision::Route::Deferred: deferToGroupEnd({adopted, call, decision.plan, type, op, copyOf(config)}); break;
+      case Decision::Route::Nccl: warnInvarianceEnds(adopted.get(), decision.reason, collective, count, type, op); break;
+      case Decision::Route::Ours:
+      case Decision::Route::Released: break;
+    }
   });
-  if (route == Route::Ours) return ncclSuccess;
+  if (decision.route == Decision::Route::Ours || decision.route == Decision::Route::Deferred) return ncclSuccess;
+  ncclResult_t result = ncclSuccess;
+  bool issued = false;
   if (setUpHere) {
-    // A nonblocking communicator's set-up point: its exchange goes to NCCL with this call.
-    bool issued = false;
-    ncclResult_t answer = ncclSuccess;
+    // The communicator's set-up point: its exchange goes to NCCL with this call.
     guarded(name, [&] {
-      answer = setUpWithCall(*real, state, [&] {
+      result = setUpWithCall(*real, adopted, [&] {
         issued = true;
         return forward();
       });
     });
-    if (issued) return answer;
   }
-  return forward();
+  if (!issued) result = forward();
+  guarded(name, [&] { afterForward(*adopted, decision, result, setUpHere); });
+  return result;
 }
 
 // A kept call our side could not launch at the group's end: NCCL's now, after the group.
 ncclResult_t forwardAfterGroup(const RealNccl& real, const DeferredCall& deferred) {
   const CollectiveCall& call = deferred.call;
   return forwardToNccl(real, call.collective, call.send, call.recv, call.count, deferred.datatype, deferred.op,
-                       deferred.state->comm(), call.stream, deferred.config.get());
+                       deferred.comm->comm(), call.stream, deferred.config.get());
+}
+
+// Waits until NCCL has launched the group that `comm` was in (its state leaves ncclInProgress),
+// as a caller of a nonblocking group must before using the communicator. False when NCCL
+// reports an error (the caller sees it from NCCL) or an abort took it.
+bool groupLaunched(const RealNccl& real, Communicator& comm) {
+  ncclResult_t async = ncclInProgress;
+  ncclResult_t query = ncclSuccess;
+  while (query == ncclSuccess && async == ncclInProgress) {
+    if (!comm.gate().pass([&] { query = real.commGetAsyncError(comm.comm(), &async); })) return false;
+    if (async == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (query == ncclSuccess && async == ncclSuccess) return true;
+  CAR_INFO(comm.device(), "{}: a call of ours in a group not run: NCCL reports the group failed", describe(comm));
+  return false;
+}
+
+// A call of ours that waited for its group's end, which has run: on the stream now, unless
+// an abort from another thread took the communicator meanwhile (then nothing runs, as NCCL
+// runs nothing on it: Released). Nccl: our side cannot take it after all; NCCL must.
+Decision::Route launchDeferred(const DeferredCall& deferred) {
+  Communicator& comm = *deferred.comm;
+  if (!comm.gate().closed()) {
+    const Decision decision = comm.lock().launchDeferred(deferred.call, deferred.plan);
+    if (decision.route != Decision::Route::Released) return decision.route;
+  }
+  CAR_WARN(comm.device(), "{}: an {} of a group not run: the communicator was aborted, destroyed or finalized "
+           "before the group ended", describe(comm), collectiveName(deferred.call.collective));
+  return Decision::Route::Released;
 }
 
 // At the end of the thread's outermost group: the calls of ours it kept run when the group
 // ran (ncclSuccess, or ncclInProgress with nonblocking members), and none when it failed or
-// was only simulated. Returns the group's result, or the error of a call that NCCL had to
-// take over from us and refused.
-ncclResult_t endDeferredCalls(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
-  std::vector<DeferredCall> calls = takeDeferredCalls();
+// was only simulated; then none of the group's calls entered their communicators' sequences,
+// and their places are given back. Returns the group's result, or the error of a call that
+// NCCL had to take over from us and refused.
+ncclResult_t endGroupCalls(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
+  GroupCalls group = takeGroupCalls();
+  if (simulated || !succeededOrPending(groupResult)) {
+    for (const GroupMark& mark : group.marks) {
+      if (Registry::instance().holds(mark.comm)) mark.comm->lock().giveBack(mark.firstIndex);
+    }
+  }
+  std::vector<DeferredCall>& calls = group.deferred;
   // Not run in a fork()ed child on the communicators it inherited: our kernels and buffers
   // there are the parent's (lifecycle/registry.h).
   calls.erase(std::remove_if(calls.begin(), calls.end(),
-                             [](const DeferredCall& deferred) { return !Registry::instance().holds(deferred.state); }),
+                             [](const DeferredCall& deferred) { return !Registry::instance().holds(deferred.comm); }),
               calls.end());
   if (calls.empty()) return groupResult;
   if (simulated || !succeededOrPending(groupResult)) {
@@ -367,13 +329,10 @@ ncclResult_t endDeferredCalls(const RealNccl& real, ncclResult_t groupResult, bo
   for (const DeferredCall& deferred : calls) {
     // A group with nonblocking members ends ncclInProgress, and NCCL launches even its blocking
     // members' calls later, from its own thread: ours go after them, on every rank alike.
-    if (groupResult == ncclInProgress && !groupLaunched(real, *deferred.state)) continue;
-    // As in hookCollective: no abort frees the communicator until NCCL has the call. A closed
-    // gate is not entered; launchDeferred then says the call was not run.
-    const NcclGate::Hold hold(deferred.state->gate());
-    Route route = Route::Refused;  // should our side throw, nothing is sent to NCCL
+    if (groupResult == ncclInProgress && !groupLaunched(real, *deferred.comm)) continue;
+    Decision::Route route = Decision::Route::Released;  // should our side throw, nothing is sent to NCCL
     guarded("ncclGroupEnd", [&] { route = launchDeferred(deferred); });
-    if (route != Route::Nccl) continue;
+    if (route != Decision::Route::Nccl) continue;
     const ncclResult_t forwarded = forwardAfterGroup(real, deferred);
     if (forwarded != ncclSuccess && result == ncclSuccess) result = forwarded;
   }
@@ -550,7 +509,7 @@ CAR_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 CAR_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
-  std::shared_ptr<CommState> state;
+  std::shared_ptr<Communicator> state;
   guarded("ncclCommAbort", [&] { state = beginAbort(comm); });
   const ncclResult_t result = real->commAbort(comm);
   if (state) guarded("ncclCommAbort", [&] { finishAbort(state); });
@@ -581,7 +540,7 @@ CAR_EXPORT ncclResult_t ncclGroupEnd() {
   guarded("ncclGroupEnd", [&] { noteGroupEnd(*real, result); });
   if (insideGroup()) return result;
   ncclResult_t ended = result;
-  guarded("ncclGroupEnd", [&] { ended = endDeferredCalls(*real, result, false); });
+  guarded("ncclGroupEnd", [&] { ended = endGroupCalls(*real, result, false); });
   return ended;
 }
 
@@ -593,7 +552,7 @@ CAR_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   guarded("ncclGroupSimulateEnd", [&] { noteGroupSimulateEnd(); });
   if (insideGroup()) return result;
   ncclResult_t ended = result;
-  guarded("ncclGroupSimulateEnd", [&] { ended = endDeferredCalls(*real, result, true); });
+  guarded("ncclGroupSimulateEnd", [&] { ended = endGroupCalls(*real, result, true); });
   return ended;
 }
 

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "../kernels/all_reduce.h"
-#include "rank_engine.h"
+#include "launcher.h"
 
 namespace car {
 

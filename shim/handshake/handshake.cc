@@ -15,6 +15,7 @@
 #include "handshake/topology.h"
 #include "ipc/block_budget.h"
 #include "ipc/block_retirement.h"
+#include "lifecycle/let_go.h"
 #include "log.h"
 
 namespace car {
@@ -27,13 +28,20 @@ void copyText(char* field, std::size_t size, const std::string& value) {
 
 // One log line for a verdict that keeps the communicator NCCL's: a WARN for a fault or a
 // misconfiguration, nothing more for a set-up we simply do not serve (the INFO line follows).
-void warnVerdict(const CommState& state, const Verdict& verdict, bool alreadyWarned) {
+void warnVerdict(const Communicator& comm, const Verdict& verdict, bool alreadyWarned) {
   if (verdict.differingVariable != nullptr) {
-    CAR_WARN(state.device(), "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(state),
+    CAR_WARN(comm.device(), "{}: {}; set it the same on every rank. All-reduces go to NCCL.", describe(comm),
              verdict.reason);
   } else if (verdict.unexpected && !alreadyWarned) {
-    CAR_WARN(state.device(), "{}: {}. All-reduces go to NCCL.", describe(state), verdict.reason);
+    CAR_WARN(comm.device(), "{}: {}. All-reduces go to NCCL.", describe(comm), verdict.reason);
   }
+}
+
+// What the communicator let go of, with what the set-up still held itself.
+Holdings together(Holdings own, Holdings fromComm) {
+  if (!own.launcher) own.launcher = std::move(fromComm.launcher);
+  if (!own.block) own.block = std::move(fromComm.block);
+  return own;
 }
 
 Verdict refusal(const std::string& reason, bool unexpected) {
@@ -49,16 +57,20 @@ double setupClock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-SetUp::SetUp(std::shared_ptr<CommState> state, double deadline) : deadline_(deadline) {
-  exchange_.state = std::move(state);
+SetUp::SetUp(std::shared_ptr<Communicator> comm, double deadline) : deadline_(deadline) {
+  exchange_.comm = std::move(comm);
 }
 
-SetUp::~SetUp() = default;
+SetUp::~SetUp() {
+  // Every ending lets go before this; a block still here (a set-up dropped on an error) may
+  // be mapped by peers: retired, never handed to the next communicator as it is.
+  if (block_) dispose(takeOwn(), describe(*comm()), ImporterWait::None);
+}
 
 // ---- Before the exchange: the calling thread.
 
-bool SetUp::learnCommunicator(const RealNccl& real, const CommState* gateHeld) {
-  CommState& state = *exchange_.state;
+bool SetUp::learnCommunicator(const RealNccl& real, const Communicator* gateHeld) {
+  Communicator& state = *exchange_.comm;
   int rank = 0, ranks = 0, device = 0;
   bool known = false;
   const auto ask = [&] {
@@ -69,12 +81,21 @@ bool SetUp::learnCommunicator(const RealNccl& real, const CommState* gateHeld) {
   bool asked = true;
   if (gateHeld == &state) ask();
   else asked = state.gate().pass(ask);
-  // What NCCL did answer, even on a failure: the log lines name it.
-  if (asked) state.learnIdentity(rank, ranks, device);
-  if (!asked || !known) {
-    concludeIneligible(refusal(asked ? "cannot query the real communicator" : kStoppedDuringSetup, asked));
+  if (!asked) {
+    concludeIneligible(refusal(kStoppedDuringSetup, false));
     return false;
   }
+  if (!known) {
+    // NCCL refuses to answer for a communicator it has not finished creating: it would
+    // refuse the program's call as well, so this call never enters NCCL's sequence. The next
+    // set-up point tries again (shim/lifecycle/setup.h).
+    CAR_INFO(-1, "{}: NCCL does not answer for the communicator yet (still being created?); its set-up waits for "
+             "its next call outside a group and a graph capture", describe(state));
+    state.lock().exchangeRefused();
+    settle();
+    return false;
+  }
+  state.learnIdentity(rank, ranks, device);
   if (!takesWorldSize(ranks)) {
     // Every rank sees the same count, so every rank skips the exchange alike.
     concludeIneligible(refusal(worldSizeRefusal(ranks), false));
@@ -85,7 +106,7 @@ bool SetUp::learnCommunicator(const RealNccl& real, const CommState* gateHeld) {
 
 // The exchange's own stream and scratch, on the communicator's device (`onDevice`).
 bool SetUp::openExchange(const DeviceGuard& onDevice) {
-  CommState& state = *exchange_.state;
+  Communicator& state = *exchange_.comm;
   if (onDevice.error() == cudaSuccess &&
       cudaStreamCreateWithFlags(&exchange_.stream, cudaStreamNonBlocking) == cudaSuccess &&
       (exchange_.scratch = takeScratch(state.device())) != nullptr) {
@@ -104,7 +125,7 @@ bool SetUp::openExchange(const DeviceGuard& onDevice) {
 // cannot be asked makes the status NoDevice; no board, NoBoard; no room for one more block
 // under NCCL_CAR_GPU_MEMORY_BYTES, NoRoom.
 void SetUp::fillRecord() {
-  const CommState& state = *exchange_.state;
+  const Communicator& state = *exchange_.comm;
   const ProcessIdentity& self = processIdentity();
   HandshakeRecord& record = exchange_.record;
   record.magic = kHandshakeMagic;
@@ -141,16 +162,17 @@ void SetUp::fillRecord() {
   record.boardToken = board_->token();
   // Room for our block, before any rank allocates one: every rank learns from the records
   // whether all have it. Blocks kept at a release because a peer still mapped them may be
-  // free by now: into the pool first, where this claim can take one.
+  // free by now: into the pool first, where this claim can take one. Neither waits for the
+  // device: what must be freed is freed by the set-up worker (shim/ipc/block_memory.h).
   blockRetirement().sweep();
   const std::size_t bytes = blockLayoutFor(setupConfig(state.device())).totalBytes;
   memory_ = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
   if (!memory_) record.status = RankStatus::NoRoom;
 }
 
-bool SetUp::prepare(const RealNccl& real, const CommState* gateHeld) {
+bool SetUp::prepare(const RealNccl& real, const Communicator* gateHeld) {
   if (!learnCommunicator(real, gateHeld)) return false;
-  DeviceGuard guard(exchange_.state->device());  // what follows runs on the communicator's device
+  DeviceGuard guard(exchange_.comm->device());  // what follows runs on the communicator's device
   if (!openExchange(guard)) return false;
   // From here on this rank takes part in the exchange whatever fails (the record's status
   // says so), so that its peers are not left waiting.
@@ -158,14 +180,15 @@ bool SetUp::prepare(const RealNccl& real, const CommState* gateHeld) {
   return true;
 }
 
-std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states,
+std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real,
+                                                const std::vector<std::shared_ptr<Communicator>>& comms,
                                                 JoinedCall* joined) {
   const double deadline = setupClock() + static_cast<double>(shimConfig().setupTimeoutMs) / 1000.0;
   const RelaxedCaptureScope relaxed;
   std::vector<std::shared_ptr<SetUp>> exchanging;
   std::vector<ExchangeMember*> members;
-  for (const std::shared_ptr<CommState>& state : states) {
-    auto setUp = std::make_shared<SetUp>(state, deadline);
+  for (const std::shared_ptr<Communicator>& comm : comms) {
+    auto setUp = std::make_shared<SetUp>(comm, deadline);
     if (!setUp->prepare(real, joined != nullptr ? joined->gateHeld : nullptr)) continue;  // settled: nothing sent
     members.push_back(&setUp->exchange_);
     exchanging.push_back(std::move(setUp));
@@ -175,7 +198,21 @@ std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real, const std:
   } else if (joined != nullptr) {
     joined->result = joined->issue();  // nothing of ours to go with it (one rank, no GPU): alone, as it came
   }
-  return exchanging;
+  std::vector<std::shared_ptr<SetUp>> issued;
+  for (std::shared_ptr<SetUp>& setUp : exchanging) {
+    if (setUp->exchange_.refused) setUp->refused();
+    else issued.push_back(std::move(setUp));
+  }
+  return issued;
+}
+
+void SetUp::refused() {
+  Communicator& comm = *exchange_.comm;
+  CAR_INFO(comm.device(), "{}: NCCL refused the set-up's exchange; it goes to NCCL again with the communicator's "
+           "next call outside a group and a graph capture", describe(comm));
+  comm.lock().exchangeRefused();
+  dispose(takeOwn(), describe(comm), ImporterWait::None);  // a board and a claim: nothing was published
+  settle();
 }
 
 // ---- After the exchange: the set-up worker.
@@ -200,26 +237,25 @@ bool SetUp::attachPeerBoards(std::string* problem) {
   return true;
 }
 
-// The engine, and the block's memory and IPC handle.
-bool SetUp::createBlockAndEngine(std::string* problem) {
-  CommState& state = *exchange_.state;
-  DeviceGuard guard(state.device());
+// The launcher, and the block's memory and IPC handle.
+bool SetUp::createBlockAndLauncher(std::string* problem) {
+  Communicator& comm = *exchange_.comm;
+  DeviceGuard guard(comm.device());
   block_ = BufferBlock::create(std::move(board_));
   EngineOptions options;
-  options.device = state.device();
-  options.rank = state.rank();
-  options.ranks = state.ranks();
-  options.config = setupConfig(state.device());
-  std::unique_ptr<RankEngine> engine;
-  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
-                                                   : RankEngine::create(options, &state.counters(), &engine);
+  options.device = comm.device();
+  options.rank = comm.rank();
+  options.ranks = comm.ranks();
+  options.config = setupConfig(comm.device());
+  std::unique_ptr<Launcher> launcher;
+  cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation : Launcher::create(options, &launcher);
   if (err == cudaSuccess) err = block_->allocate(std::move(memory_), blockLayoutFor(options.config), exchange_.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
     *problem = fmt::format("could not allocate or export its buffers ({})", cudaGetErrorString(err));
-    return false;
+    return false;  // the launcher goes here: none of its kernels ever ran
   }
-  state.lock().installEngine(std::move(engine));
+  comm.lock().installLauncher(std::move(launcher));
   return true;
 }
 
@@ -232,7 +268,7 @@ void SetUp::afterRecords() {
     return;
   }
   std::string problem;
-  if (!attachPeerBoards(&problem) || !createBlockAndEngine(&problem)) {
+  if (!attachPeerBoards(&problem) || !createBlockAndLauncher(&problem)) {
     fail(problem, true);
     return;
   }
@@ -260,7 +296,7 @@ bool SetUp::collectBlocks() {
 
 // Maps every peer's block, measures the links, and publishes what we found.
 void SetUp::mapAndReport() {
-  CommState& state = *exchange_.state;
+  Communicator& state = *exchange_.comm;
   report_.magic = kHandshakeMagic;
   std::string problem;
   if (!block_->mapPeers(exchange_.records, blocks_, std::move(peerBoards_), rank(), &bases_, &problem)) {
@@ -303,37 +339,42 @@ void SetUp::collectReports() {
 }
 
 void SetUp::followAgreement(double now) {
-  CommState& state = *exchange_.state;
-  CommState::Locked locked = state.lock();
-  if (locked.agreeing()) {
-    const bool late = now > deadline_;
-    const std::string why = fmt::format("the ranks did not agree on a first call within NCCL_CAR_SETUP_TIMEOUT_MS "
-                                        "({} ms)", shimConfig().setupTimeoutMs);
-    locked.followAgreement(late, why);
-    if (late && locked.phase() == CommPhase::Ineligible) {
-      CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), why);
+  Communicator& comm = *exchange_.comm;
+  Holdings letGo;
+  bool agreeing = false;
+  {
+    Communicator::Locked locked = comm.lock();
+    if (locked.phase() == CommPhase::Agreeing) {
+      const bool late = now > deadline_;
+      const std::string why = fmt::format("the ranks did not agree on a first call within NCCL_CAR_SETUP_TIMEOUT_MS "
+                                          "({} ms)", shimConfig().setupTimeoutMs);
+      locked.followAgreement(late, why, &letGo);
+      if (late && locked.phase() == CommPhase::Ineligible) {
+        CAR_WARN(comm.device(), "{}: {}; all-reduces go to NCCL", describe(comm), why);
+      }
     }
+    agreeing = locked.phase() == CommPhase::Agreeing;
   }
-  if (!locked.agreeing()) settle();
+  dispose(std::move(letGo), describe(comm), ImporterWait::None);
+  if (!agreeing) settle();
 }
 
-bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
+bool SetUp::advance(HandshakeDevice& device, double now) {
   if (settled()) return true;
-  CommState& state = *exchange_.state;
-  const CommPhase phase = state.phase();
-  if (stage_ == Stage::Agreeing && phase != CommPhase::Agreeing) {  // its release let go of everything
+  Communicator& comm = *exchange_.comm;
+  const CommPhase phase = comm.phase();
+  if (stage_ == Stage::Agreeing && phase != CommPhase::Agreeing) {  // agreed, or let go of everything
     settle();
     return true;
   }
   if (stage_ != Stage::Agreeing && phase != CommPhase::SettingUp) {  // released meanwhile
     tellPeers("its communicator was released during set-up");
-    CommState::Locked locked = state.lock();
-    letGo(locked);
-    CAR_INFO(state.device(), "{} released during set-up", describe(state));
+    dispose(takeOwn(), describe(comm), ImporterWait::None);
+    CAR_INFO(comm.device(), "{} released during set-up", describe(comm));
     settle();
     return true;
   }
-  if (stage_ != Stage::Agreeing && state.stopRequested()) {
+  if (stage_ != Stage::Agreeing && comm.stopRequested()) {
     // What failed first is what the log says; else the stop itself.
     const bool failedFirst = !exchange_.failure.empty() && exchange_.failure != kStoppedDuringSetup;
     fail(failedFirst ? exchange_.failure
@@ -342,7 +383,7 @@ bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
     return true;
   }
   if (stage_ == Stage::Exchanging) {
-    switch (pollExchange(real, device, exchange_)) {
+    switch (pollExchange(device, exchange_)) {
       case ExchangeProgress::Pending:
         if (now > deadline_) giveUp("the exchange of records (some rank has not made it)");
         return settled();
@@ -370,6 +411,32 @@ bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
   return settled();
 }
 
+void SetUp::abandonAfterError(const char* what) noexcept {
+  try {
+    Communicator& comm = *exchange_.comm;
+    CAR_WARN(comm.device(), "{}: set-up worker: internal error ({}); the set-up is abandoned and its calls go to NCCL",
+             describe(comm), what);
+    warned_ = true;
+    if (stage_ == Stage::Agreeing) {
+      Holdings letGo;
+      comm.lock().followAgreement(true, std::string("internal error in its set-up: ") + what, &letGo);
+      dispose(std::move(letGo), describe(comm), ImporterWait::None);
+      settle();
+      return;
+    }
+    fail(std::string("internal error in its set-up: ") + what, true);
+  } catch (...) {
+    // Nothing more can be trusted to run: whatever is held stays held (never freed under a
+    // peer), and the communicator forwards every call.
+    try {
+      exchange_.comm->lock().becomeIneligible(IneligibleCause::Verdict, "internal error in its set-up", nullptr);
+    } catch (...) {
+    }
+    static_cast<void>(block_.release());
+    settled_.store(true, std::memory_order_release);
+  }
+}
+
 // ---- Endings.
 
 void SetUp::tellPeers(const std::string& problem) {
@@ -391,61 +458,68 @@ void SetUp::fail(const std::string& reason, bool unexpected, const std::string& 
 }
 
 void SetUp::giveUp(const char* waitingFor) {
-  CommState& state = *exchange_.state;
+  Communicator& comm = *exchange_.comm;
   const std::string reason = fmt::format("the set-up did not complete within NCCL_CAR_SETUP_TIMEOUT_MS ({} ms), "
                                          "waiting for {}", shimConfig().setupTimeoutMs, waitingFor);
-  CAR_WARN(state.device(), "{}: {}; all-reduces go to NCCL", describe(state), reason);
+  CAR_WARN(comm.device(), "{}: {}; all-reduces go to NCCL", describe(comm), reason);
   warned_ = true;
   // The peers' copy fits a report's text.
   fail(reason, true, fmt::format("gave up its set-up after {} ms", shimConfig().setupTimeoutMs));
 }
 
 void SetUp::concludeIneligible(const Verdict& verdict) {
-  CommState& state = *exchange_.state;
+  Communicator& comm = *exchange_.comm;
+  Holdings letGo = takeOwn();
   {
-    CommState::Locked locked = state.lock();
-    letGo(locked);
+    Communicator::Locked locked = comm.lock();
     if (locked.phase() == CommPhase::Released) {
-      CAR_INFO(state.device(), "{} released during set-up", describe(state));
+      CAR_INFO(comm.device(), "{} released during set-up", describe(comm));
     } else {
-      warnVerdict(state, verdict, warned_);
-      locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason);
+      warnVerdict(comm, verdict, warned_);
+      Holdings held;
+      locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason, &held);
+      letGo = together(std::move(letGo), std::move(held));
     }
   }
+  dispose(std::move(letGo), describe(comm), ImporterWait::None);
   settle();
 }
 
 void SetUp::concludeAgreeing(const Verdict& verdict) {
-  CommState& state = *exchange_.state;
-  CommState::Locked locked = state.lock();
-  if (locked.phase() != CommPhase::SettingUp || locked.engine() == nullptr) {
-    tellPeers("its communicator was released during set-up");
-    letGo(locked);
-    if (locked.phase() == CommPhase::Released) CAR_INFO(state.device(), "{} released during set-up", describe(state));
-    settle();
-    return;
+  Communicator& comm = *exchange_.comm;
+  Holdings letGo;
+  bool agreeing = false;
+  {
+    Communicator::Locked locked = comm.lock();
+    if (locked.phase() != CommPhase::SettingUp) {
+      tellPeers("its communicator was released during set-up");
+      letGo = takeOwn();
+      if (locked.phase() == CommPhase::Released) CAR_INFO(comm.device(), "{} released during set-up", describe(comm));
+    } else {
+      auto agreement = std::make_unique<CallSwitch>(block_->boardPages(rank()), rank());
+      // The block (and its boards, which the agreement reads) is the communicator's from here on.
+      ownPage_ = nullptr;
+      rankZeroPage_ = nullptr;
+      if (!locked.beginAgreeing(&block_, bases_, verdict, std::move(agreement), &letGo)) {
+        letGo = together(takeOwn(), std::move(letGo));
+      }
+      stage_ = Stage::Agreeing;
+      agreeing = locked.phase() == CommPhase::Agreeing;
+    }
   }
-  locked.engine()->attachPeers(bases_.data(), block_->layout(), verdict.fullNvlink, verdict.computeCapability);
-  auto agreement = std::make_unique<CallSwitch>(block_->boardPages(rank()), rank());
-  // The block (and its boards, which the agreement reads) is the state's from here on.
-  ownPage_ = nullptr;
-  rankZeroPage_ = nullptr;
-  locked.beginAgreeing(std::move(block_), verdict, std::move(agreement));
-  stage_ = Stage::Agreeing;
-  if (!locked.agreeing()) settle();
+  dispose(std::move(letGo), describe(comm), ImporterWait::None);
+  if (!agreeing) settle();
 }
 
-// What the set-up made, given back: the engine (none of its kernels ever ran), then the
-// block, which peers may have mapped, and the boards.
-void SetUp::letGo(CommState::Locked& locked) {
-  if (stage_ == Stage::Agreeing) return;  // the state holds all of it now; its release lets go
-  locked.takeEngine().reset();
+Holdings SetUp::takeOwn() {
   ownPage_ = nullptr;
   rankZeroPage_ = nullptr;
-  BufferBlock::retire(std::move(block_), describe(*exchange_.state));
+  Holdings own;
+  own.block = std::move(block_);  // with the peers' boards once mapped
   peerBoards_.clear();
   board_.reset();
   memory_.reset();
+  return own;
 }
 
 void SetUp::settle() {
@@ -454,10 +528,10 @@ void SetUp::settle() {
   // The exchange's stream and scratch: kept for good while an all-gather may still write the
   // scratch or still be launched on the stream.
   if (exchange_.stream != nullptr && !exchange_.deviceBusy) {
-    DeviceGuard guard(exchange_.state->device());
-    if (exchange_.scratch != nullptr) returnScratch(exchange_.state->device(), exchange_.scratch);
+    DeviceGuard guard(exchange_.comm->device());
+    if (exchange_.scratch != nullptr) returnScratch(exchange_.comm->device(), exchange_.scratch);
     // Returns at once; CUDA frees the stream when its work is done.
-    CAR_CUDA_RELEASE(exchange_.state->device(), cudaStreamDestroy(exchange_.stream));
+    CAR_CUDA_RELEASE(exchange_.comm->device(), cudaStreamDestroy(exchange_.stream));
   }
   exchange_.stream = nullptr;
   exchange_.scratch = nullptr;

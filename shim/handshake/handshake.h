@@ -3,7 +3,7 @@
 //      answers, a private stream, our board and our record; then the one exchange through
 //      NCCL, an all-gather of the records, issued for the whole batch in one group;
 //   2. advanced by the set-up worker (shim/lifecycle/setup_worker.h), never waiting for a
-//      peer: the records judged alike on every rank; for a communicator we may take, the
+//      peer and never calling NCCL: the records judged alike on every rank; for a communicator we may take, the
 //      peers' boards attached, our block made and published in our board, the peers'
 //      blocks mapped once they publish theirs, our link report published, the reports
 //      judged alike; then the ranks agree, through the boards, on the first call our
@@ -11,7 +11,7 @@
 //      settle between the worker's looks;
 //   3. bounded: not settled within NCCL_CAR_SETUP_TIMEOUT_MS of its start, it gives up, with
 //      a WARN, and the communicator forwards every call; a rank that gives up or fails says so
-//      in its board, so that its peers stop waiting for it.
+//      in its board, so that its peers stop waiting for it, and lets go of what it made at once.
 #pragma once
 
 #include <atomic>
@@ -27,49 +27,55 @@
 #include "ipc/block_memory.h"
 #include "ipc/buffer_block.h"
 #include "ipc/release_board.h"
-#include "lifecycle/comm_state.h"
+#include "lifecycle/communicator.h"
 
 namespace car {
 
 class SetUp {
  public:
   // `deadline`: steady-clock seconds (setupClock()) by which it settles or gives up.
-  SetUp(std::shared_ptr<CommState> state, double deadline);
+  SetUp(std::shared_ptr<Communicator> comm, double deadline);
+  // A block it still holds is retired, never handed to the next communicator: peers may map it.
   ~SetUp();
   SetUp(const SetUp&) = delete;
   SetUp& operator=(const SetUp&) = delete;
 
-  const std::shared_ptr<CommState>& state() const { return exchange_.state; }
+  const std::shared_ptr<Communicator>& comm() const { return exchange_.comm; }
   double deadline() const { return deadline_; }
-  // Goes as far as it can without waiting for a peer; `now` in setupClock() seconds. True
-  // once settled: the state is Ready, Ineligible or Released, or Agreeing no more. Only ever
-  // called from one thread at a time (the worker's, or the starting one before it hands over).
-  bool advance(const RealNccl& real, HandshakeDevice& device, double now);
+  // Goes as far as it can without waiting for a peer and without calling NCCL; `now` in
+  // setupClock() seconds. True once settled: the communicator is Ready, Ineligible or
+  // Released, or Agreeing no more. Only ever called from one thread at a time (the worker's).
+  bool advance(HandshakeDevice& device, double now);
   bool settled() const { return settled_.load(std::memory_order_acquire); }
+  // A step of advance() threw: the peers are told, the communicator goes to NCCL and lets go
+  // of what the set-up made. Throws nothing.
+  void abandonAfterError(const char* what) noexcept;
 
  private:
   friend std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real,
-                                                         const std::vector<std::shared_ptr<CommState>>& states,
+                                                         const std::vector<std::shared_ptr<Communicator>>& comms,
                                                          JoinedCall* joined);
   enum class Stage { Exchanging, AwaitingBlocks, AwaitingReports, Agreeing, Settled };
 
-  // Before the exchange, on the calling thread (which may hold the state's gate already:
-  // `gateHeld`). False (and settled) when this rank cannot take part in the exchange at all.
-  bool prepare(const RealNccl& real, const CommState* gateHeld);
-  bool learnCommunicator(const RealNccl& real, const CommState* gateHeld);
+  // Before the exchange, on the calling thread (which may hold the communicator's gate
+  // already: `gateHeld`). False (and settled) when this rank cannot take part in the exchange.
+  bool prepare(const RealNccl& real, const Communicator* gateHeld);
+  bool learnCommunicator(const RealNccl& real, const Communicator* gateHeld);
   bool openExchange(const DeviceGuard& onDevice);
   void fillRecord();
+  // NCCL refused the exchange's group: back to Pending, for the next set-up point.
+  void refused();
 
   void afterRecords();
   bool attachPeerBoards(std::string* problem);
-  bool createBlockAndEngine(std::string* problem);
+  bool createBlockAndLauncher(std::string* problem);
   bool collectBlocks();
   void mapAndReport();
   void collectReports();
   void followAgreement(double now);
 
   BoardPage& ownPage() const;
-  int rank() const { return state()->rank(); }
+  int rank() const { return comm()->rank(); }
   // Tells the peers this rank will never take a call: a failed report in its board (unless it
   // published its own already) and "never" in the agreement (once it knows rank 0's board).
   void tellPeers(const std::string& problem);
@@ -78,7 +84,8 @@ class SetUp {
   void giveUp(const char* waitingFor);
   void concludeIneligible(const Verdict& verdict);
   void concludeAgreeing(const Verdict& verdict);
-  void letGo(CommState::Locked& locked);
+  // What the set-up still holds itself (the communicator's holdings are the caller's).
+  Holdings takeOwn();
   void settle();
 
   ExchangeMember exchange_;
@@ -87,7 +94,7 @@ class SetUp {
   std::atomic<bool> settled_{false};
   bool warned_ = false;  // this rank already WARNed about its own failure
 
-  std::unique_ptr<BlockMemory> memory_;    // room (or kept memory) for our block, until the block holds it
+  std::unique_ptr<BlockMemory> memory_;      // room (or kept memory) for our block, until the block holds it
   std::unique_ptr<SysvReleaseBoard> board_;  // ours, until the block holds it
   BoardPage* ownPage_ = nullptr;             // in board_, then in the block's
   BoardPage* rankZeroPage_ = nullptr;        // where the agreement is decided, once attached
@@ -100,11 +107,12 @@ class SetUp {
   std::vector<LinkReport> reports_;
 };
 
-// The set-ups of `states`, each already claimed (SettingUp): everything before the exchange,
+// The set-ups of `comms`, each already claimed (SettingUp): everything before the exchange,
 // then every exchange in one NCCL group, with `joined` (the caller's own call) in it when
-// given. Those that could not take part are settled here; the others are returned, for the
-// set-up worker to advance.
-std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states,
+// given. Those that could not take part, and those whose group NCCL refused (back to
+// Pending), are settled here; the others are returned, for the set-up worker to advance.
+std::vector<std::shared_ptr<SetUp>> startSetUps(const RealNccl& real,
+                                                const std::vector<std::shared_ptr<Communicator>>& comms,
                                                 JoinedCall* joined = nullptr);
 
 // The clock of set-up deadlines, in seconds.

@@ -16,7 +16,7 @@ class CudaHandshakeDevice final : public HandshakeDevice {
  public:
   bool stage(ExchangeMember& member, std::size_t offset, const void* data, std::size_t bytes, std::size_t clearOffset,
              std::size_t clearBytes) override {
-    DeviceGuard guard(member.state->device());
+    DeviceGuard guard(member.comm->device());
     const bool ok = guard.error() == cudaSuccess &&
                     cudaMemcpyAsync(member.scratch + offset, data, bytes, cudaMemcpyHostToDevice, member.stream) ==
                         cudaSuccess &&
@@ -27,7 +27,7 @@ class CudaHandshakeDevice final : public HandshakeDevice {
   }
 
   StreamState query(ExchangeMember& member) override {
-    DeviceGuard guard(member.state->device());
+    DeviceGuard guard(member.comm->device());
     const cudaError_t err = cudaStreamQuery(member.stream);
     if (err == cudaSuccess) return StreamState::Idle;
     cudaGetLastError();
@@ -35,7 +35,7 @@ class CudaHandshakeDevice final : public HandshakeDevice {
   }
 
   bool readBack(ExchangeMember& member, std::size_t offset, void* out, std::size_t bytes) override {
-    DeviceGuard guard(member.state->device());
+    DeviceGuard guard(member.comm->device());
     const bool ok = guard.error() == cudaSuccess &&
                     cudaMemcpyAsync(out, member.scratch + offset, bytes, cudaMemcpyDeviceToHost, member.stream) ==
                         cudaSuccess &&

@@ -2,6 +2,7 @@
 
 #include "cuda_check.h"
 #include "device_guard.h"
+#include "ipc/background.h"
 
 namespace car {
 
@@ -71,8 +72,10 @@ BlockMemoryPool& blockMemoryPool() {
     CAR_CUDA_RETURN_IF_FAILED(device, cudaMalloc(base, bytes));
     return cudaSuccess;
   }, [](int device, void* base) {
-    DeviceGuard guard(device);
-    CAR_CUDA_RELEASE(device, cudaFree(base));
+    runInBackground([device, base] {
+      DeviceGuard guard(device);
+      CAR_CUDA_RELEASE(device, cudaFree(base));
+    });
   });
   return *pool;
 }

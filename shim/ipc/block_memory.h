@@ -1,11 +1,12 @@
 // The device memory of one buffer block, and where it goes when its block goes: kept for the
-// next block of the same size on the same GPU, never cudaFree'd by the library. cudaFree
-// waits for the whole device: for the program's own kernels, and for ours on another
-// communicator, which may be waiting for a peer that is itself releasing. Kept memory holds
-// its room under NCCL_CAR_GPU_MEMORY_BYTES (shim/ipc/block_budget.h) and is given back to
-// the driver when the process ends. Only a block of another size on that GPU (settings that
-// changed, as in the tests; the library's blocks on a GPU all have one size) frees what is
-// kept there, which it would never use.
+// next block of the same size on the same GPU. cudaFree waits for the whole device: for the
+// program's own kernels, and for ours on another communicator, which may be waiting for a
+// peer that is itself releasing. Kept memory holds its room under NCCL_CAR_GPU_MEMORY_BYTES
+// (shim/ipc/block_budget.h) and is given back to the driver when the process ends. Freed are
+// only memory a CUDA graph may still use (forgoReuse) and, at a claim, what is kept on that
+// GPU in another size (settings that changed, as in the tests; the library's blocks on a GPU
+// all have one size); the process-wide pool hands those frees to the set-up worker
+// (shim/ipc/background.h), so no thread of the program waits for the device.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -18,12 +18,12 @@ class SteadyClock final : public RetirementClock {
 
 }  // namespace
 
-void BlockRetirement::retire(RetiringBlock block) {
+void BlockRetirement::retire(RetiringBlock block, bool wait) {
   block.board->retire();
   const double start = clock_.seconds();
   int left = block.board->importers();
   // Only importers of other processes are worth a wait: ours release after us.
-  while (left > 0 && block.board->importersHere() == 0 && clock_.seconds() - start < waitSeconds_) {
+  while (wait && left > 0 && block.board->importersHere() == 0 && clock_.seconds() - start < waitSeconds_) {
     clock_.pause();
     left = block.board->importers();
   }

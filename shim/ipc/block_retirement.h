@@ -37,8 +37,9 @@ struct RetiringBlock {
 class BlockRetirement {
  public:
   BlockRetirement(RetirementClock& clock, double waitSeconds) : clock_(clock), waitSeconds_(waitSeconds) {}
-  // Retires the block, then lets go of whatever kept block no importer holds any more.
-  void retire(RetiringBlock block);
+  // Retires the block (waiting a little for importers in other processes when `wait`), then
+  // lets go of whatever kept block no importer holds any more.
+  void retire(RetiringBlock block, bool wait = true);
   // Lets go of every kept block no importer holds any more.
   void sweep();
   std::size_t kept() const;

@@ -80,7 +80,7 @@ std::vector<BoardPage*> BufferBlock::boardPages(int myRank) const {
   return pages;
 }
 
-void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& who) {
+void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& who, bool waitForImporters) {
   if (!block) return;
   block->peers_.unmapAll();
   if (block->base_ == nullptr) return;  // never allocated: the board alone goes with the object
@@ -91,7 +91,7 @@ void BufferBlock::retire(std::unique_ptr<BufferBlock> block, const std::string& 
   retiring.free = [memory = std::shared_ptr<BlockMemory>(std::move(block->memory_))]() mutable { memory.reset(); };
   retiring.who = who;
   retiring.device = block->device_;
-  blockRetirement().retire(std::move(retiring));
+  blockRetirement().retire(std::move(retiring), waitForImporters);
 }
 
 void BufferBlock::abandon(std::unique_ptr<BufferBlock> block) {

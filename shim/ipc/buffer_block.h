@@ -76,9 +76,10 @@ class BufferBlock {
   }
 
   // Closes our mappings of the peers' blocks (and leaves their boards), then lets go of our
-  // block's memory as soon as no peer maps it (shim/ipc/block_retirement.h). No kernel of ours may still
-  // use any of it. `who` names the rank in the log. A null block is nothing to do.
-  static void retire(std::unique_ptr<BufferBlock> block, const std::string& who);
+  // block's memory as soon as no peer maps it (shim/ipc/block_retirement.h), waiting a little
+  // for importers in other processes when `waitForImporters`. No kernel of ours may still use
+  // any of it. `who` names the rank in the log. A null block is nothing to do.
+  static void retire(std::unique_ptr<BufferBlock> block, const std::string& who, bool waitForImporters = true);
   // Keeps the block, our mappings and every board attached for good: a kernel of ours that
   // never ended may still read and write through them.
   static void abandon(std::unique_ptr<BufferBlock> block);

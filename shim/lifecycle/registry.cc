@@ -6,6 +6,17 @@
 #include "log.h"
 
 namespace car {
+namespace {
+
+// The calling thread's last lookup: good while the registry's generation is the one it saw.
+struct LastLookup {
+  std::uint64_t generation = 0;
+  ncclComm_t comm = nullptr;
+  std::shared_ptr<Communicator> found;
+};
+thread_local LastLookup tLast;
+
+}  // namespace
 
 Registry& Registry::instance() {
   static auto* registry = new Registry();  // never destroyed: hooks may run during exit
@@ -35,6 +46,7 @@ void Registry::setAsideAfterForkInChild() {
   registry.forkSpare_->swap(registry.states_);
   registry.inheritedUnsaid_.store(registry.forkSpare_->size());
   registry.forkSpare_ = nullptr;  // the inheritance, left alone for good
+  registry.generation_.fetch_add(1);  // the forking thread's last lookup is the parent's
   registry.mutex_.unlock();
 }
 
@@ -46,32 +58,44 @@ void Registry::sayInheritedOnce() const {
            "buffers stay the parent's)", getpid(), count);
 }
 
-std::shared_ptr<CommState> Registry::add(const std::shared_ptr<CommState>& state) {
+std::shared_ptr<Communicator> Registry::add(const std::shared_ptr<Communicator>& comm) {
   sayInheritedOnce();
   std::lock_guard<std::mutex> lock(mutex_);
-  std::shared_ptr<CommState>& slot = states_[state->comm()];
-  std::shared_ptr<CommState> displaced = std::move(slot);
-  slot = state;
+  std::shared_ptr<Communicator>& slot = states_[comm->comm()];
+  std::shared_ptr<Communicator> displaced = std::move(slot);
+  slot = comm;
+  generation_.fetch_add(1);
   return displaced;
 }
 
-std::shared_ptr<CommState> Registry::find(ncclComm_t comm) const {
+std::shared_ptr<Communicator> Registry::find(ncclComm_t comm) const {
+  const std::uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (tLast.generation == generation && tLast.comm == comm) return tLast.found;
   sayInheritedOnce();
   std::lock_guard<std::mutex> lock(mutex_);
+  tLast.generation = generation_.load(std::memory_order_relaxed);
+  tLast.comm = comm;
+  tLast.found = findLocked(comm);
+  return tLast.found;
+}
+
+std::shared_ptr<Communicator> Registry::findLocked(ncclComm_t comm) const {
   auto it = states_.find(comm);
   return it == states_.end() ? nullptr : it->second;
 }
 
-bool Registry::holds(const std::shared_ptr<CommState>& state) const {
+bool Registry::holds(const std::shared_ptr<Communicator>& comm) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = states_.find(state->comm());
-  return it != states_.end() && it->second == state;
+  return findLocked(comm->comm()) == comm;
 }
 
-void Registry::forget(const std::shared_ptr<CommState>& state) {
+void Registry::forget(const std::shared_ptr<Communicator>& comm) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = states_.find(state->comm());
-  if (it != states_.end() && it->second == state) states_.erase(it);
+  auto it = states_.find(comm->comm());
+  if (it != states_.end() && it->second == comm) {
+    states_.erase(it);
+    generation_.fetch_add(1);
+  }
 }
 
 }  // namespace car

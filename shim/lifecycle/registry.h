@@ -1,4 +1,6 @@
-// Side table from the real ncclComm_t to our state, shared by all threads.
+// Side table from the real ncclComm_t to our side of it, shared by all threads. A lookup is
+// one atomic load when the thread looked the same communicator up last (the usual case: a
+// thread making calls on one communicator); otherwise a lock and a hash lookup.
 //
 // A fork()ed child inherits the table but not what its states stand on: CUDA, the mappings
 // of the peers' blocks, the release board (kept out of children, shim/ipc/release_board.cc).
@@ -9,30 +11,32 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 
-#include "lifecycle/comm_state.h"
+#include "lifecycle/communicator.h"
 
 namespace car {
 
 class Registry {
  public:
   static Registry& instance();
-  // Registers the state. Returns the state it displaced, if any: a communicator at the same
+  // Registers it. Returns the one it displaced, if any: a communicator at the same
   // address that NCCL freed without our hooks seeing it (called through a handle to the
   // real NCCL), which the caller must still release.
-  std::shared_ptr<CommState> add(const std::shared_ptr<CommState>& state);
-  std::shared_ptr<CommState> find(ncclComm_t comm) const;
-  // Whether `state` is this process's: false for one a fork()ed child inherited (a group the
+  std::shared_ptr<Communicator> add(const std::shared_ptr<Communicator>& state);
+  std::shared_ptr<Communicator> find(ncclComm_t comm) const;
+  // Whether it is this process's: false for one a fork()ed child inherited (a group the
   // parent's thread had open at the fork still lists it there).
-  bool holds(const std::shared_ptr<CommState>& state) const;
-  // Removes the state, if it is still the one registered for its communicator.
-  void forget(const std::shared_ptr<CommState>& state);
+  bool holds(const std::shared_ptr<Communicator>& state) const;
+  // Removes it, if it is still the one registered for its handle.
+  void forget(const std::shared_ptr<Communicator>& state);
 
  private:
-  using Table = std::unordered_map<ncclComm_t, std::shared_ptr<CommState>>;
+  using Table = std::unordered_map<ncclComm_t, std::shared_ptr<Communicator>>;
+  std::shared_ptr<Communicator> findLocked(ncclComm_t comm) const;
   Registry();
   static void lockForFork();
   static void unlockAfterForkInParent();
@@ -42,6 +46,8 @@ class Registry {
 
   mutable std::mutex mutex_;
   Table states_;
+  // Changes with every add, forget and fork: a thread's last lookup is good while it holds.
+  std::atomic<std::uint64_t> generation_{1};
   // Made before a fork, in the parent; in the child it takes the inherited states and is
   // never touched or freed again (so nor are they). Unused by a parent, it waits for the next fork.
   Table* forkSpare_ = nullptr;

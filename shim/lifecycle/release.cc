@@ -2,8 +2,9 @@
 
 #include <chrono>
 
-#include "log.h"
+#include "lifecycle/let_go.h"
 #include "lifecycle/registry.h"
+#include "log.h"
 
 namespace car {
 namespace {
@@ -20,10 +21,10 @@ const char* callName(ReleaseKind kind) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Waits up to `seconds` for the engine's last launch, raising its abort word as soon as a
-// stop is asked for (an abort from another thread: the engine is out of the state by now,
-// so requestStop could not reach it).
-bool waitForKernels(CommState& state, RankEngine& engine, double seconds, bool* raised) {
+// Waits up to `seconds` for the launcher's last launch, raising its abort word as soon as a
+// stop is asked for (an abort from another thread: the launcher is out of the communicator
+// by now, so requestStop could not reach it).
+bool waitForKernels(Communicator& state, Launcher& engine, double seconds, bool* raised) {
   const double deadline = now() + seconds;
   while (!engine.waitIdleWithin(0.01)) {
     if (state.stopRequested() && !*raised) {
@@ -37,7 +38,7 @@ bool waitForKernels(CommState& state, RankEngine& engine, double seconds, bool* 
 }
 
 // Our last kernel ended (true), or is still running after every bound (false).
-bool drain(CommState& state, RankEngine& engine, ReleaseKind kind) {
+bool drain(Communicator& state, Launcher& engine, ReleaseKind kind) {
   bool raised = false;
   if (state.stopRequested()) {
     engine.raiseAbort();  // raised already by requestStop; idempotent
@@ -53,31 +54,32 @@ bool drain(CommState& state, RankEngine& engine, ReleaseKind kind) {
   return waitForKernels(state, engine, kAbortDrainSeconds, &raised);
 }
 
-void releaseOurSide(CommState& state, ReleaseKind kind) {
-  CommState::Locked locked = state.lock();
-  const std::optional<CommPhase> before = locked.release();
-  // Released already; or never set up, or a handshake still holds what it made (it lets go
-  // of it when it ends).
-  if (!before || *before == CommPhase::Pending || *before == CommPhase::SettingUp) return;
-  std::unique_ptr<RankEngine> engine = locked.takeEngine();
-  std::unique_ptr<BufferBlock> block = locked.takeBlock();
-  if (engine && !drain(state, *engine, kind)) {
-    // A kernel of ours may still run: its memory and the peers' blocks it reads must stay.
-    CAR_WARN(state.device(), "{}: our last kernel did not finish within {} s of being told to stop; its buffers "
-             "and mappings are left allocated", describe(state), kAbortDrainSeconds);
-    static_cast<void>(engine.release());
-    BufferBlock::abandon(std::move(block));  // never retired: peers keep their view of it too
+void releaseOurSide(Communicator& comm, ReleaseKind kind) {
+  Holdings held;
+  std::optional<CommPhase> before;
+  {
+    Communicator::Locked locked = comm.lock();
+    before = locked.release(&held);
+  }
+  // Released already, or never set up. A set-up still running lets go of its own block when
+  // it sees the release; a launcher it installed is here, none of its kernels ever ran.
+  if (!before || *before == CommPhase::Pending) return;
+  if (held.launcher && !drain(comm, *held.launcher, kind)) {
+    // A kernel of ours may still run: its memory and the peers' blocks it reads must stay
+    // (Holdings keeps what it is not told to dispose of).
+    CAR_WARN(comm.device(), "{}: our last kernel did not finish within {} s of being told to stop; its buffers "
+             "and mappings are left allocated", describe(comm), kAbortDrainSeconds);
     return;
   }
-  // A replay of a captured call may outlive the engine's drain: such a block is freed, not
-  // handed to the next communicator.
-  if (engine && block && engine->everCaptured()) block->forgoReuse();
-  engine.reset();
-  BufferBlock::retire(std::move(block), describe(state));
-  CAR_INFO(state.device(), "{}", logText(formatReleased, describe(state).c_str(), state.counters().summary().c_str()));
+  // A replay of a captured call may outlive the drain: such a block is freed, not handed to
+  // the next communicator.
+  if (held.launcher && held.block && held.launcher->everCaptured()) held.block->forgoReuse();
+  dispose(std::move(held), describe(comm), ImporterWait::Bounded);
+  if (*before == CommPhase::SettingUp) return;
+  CAR_INFO(comm.device(), "{}", logText(formatReleased, describe(comm).c_str(), comm.counters().summary().c_str()));
 }
 
-void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind) {
+void releaseAndForget(const std::shared_ptr<Communicator>& state, ReleaseKind kind) {
   releaseOurSide(*state, kind);
   Registry::instance().forget(state);
 }
@@ -85,7 +87,7 @@ void releaseAndForget(const std::shared_ptr<CommState>& state, ReleaseKind kind)
 }  // namespace
 
 bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind) {
-  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  const std::shared_ptr<Communicator> state = Registry::instance().find(comm);
   if (!state) return true;
   if (!state->gate().close(kGateCloseSeconds)) {
     CAR_INFO(state->device(), "{} {}: a set-up call of ours is still inside NCCL", describe(*state), callName(kind));
@@ -97,8 +99,8 @@ bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind) {
   return !state->abortReachedNccl();
 }
 
-std::shared_ptr<CommState> beginAbort(ncclComm_t comm) {
-  std::shared_ptr<CommState> state = Registry::instance().find(comm);
+std::shared_ptr<Communicator> beginAbort(ncclComm_t comm) {
+  std::shared_ptr<Communicator> state = Registry::instance().find(comm);
   if (!state) return nullptr;
   // First our spinning kernels, then our set-up calls: NCCL frees the communicator next.
   if (state->requestStop()) CAR_INFO(state->device(), "{} ncclCommAbort: our kernels told to stop", describe(*state));
@@ -110,13 +112,13 @@ std::shared_ptr<CommState> beginAbort(ncclComm_t comm) {
   return state;
 }
 
-void finishAbort(const std::shared_ptr<CommState>& state) {
+void finishAbort(const std::shared_ptr<Communicator>& state) {
   if (!state->claimRelease()) return;  // a destroy or finalize there ends its wait now
   releaseAndForget(state, ReleaseKind::Abort);
 }
 
 void releaseForSuspend(ncclComm_t comm) {
-  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  const std::shared_ptr<Communicator> state = Registry::instance().find(comm);
   if (!state) return;
   if (!state->gate().close(kGateCloseSeconds)) {
     CAR_INFO(state->device(), "{} ncclCommSuspend: a set-up call of ours is still inside NCCL", describe(*state));
@@ -129,7 +131,7 @@ void releaseForSuspend(ncclComm_t comm) {
   releaseAndForget(state, ReleaseKind::Suspend);
 }
 
-void releaseDisplaced(const std::shared_ptr<CommState>& stale) {
+void releaseDisplaced(const std::shared_ptr<Communicator>& stale) {
   // An abort reached NCCL through our hook and freed it; that abort releases our side as it
   // returns (finishAbort), and NCCL handed the address out meanwhile.
   if (stale->abortReachedNccl()) return;
@@ -143,7 +145,7 @@ void releaseDisplaced(const std::shared_ptr<CommState>& stale) {
 }
 
 void stopBeforeNccl(ncclComm_t comm, const char* call) {
-  const std::shared_ptr<CommState> state = Registry::instance().find(comm);
+  const std::shared_ptr<Communicator> state = Registry::instance().find(comm);
   if (!state) return;
   if (state->requestStop()) {
     CAR_INFO(state->device(), "{} {}: our kernels told to stop; its all-reduces go to NCCL from now on",

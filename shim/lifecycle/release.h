@@ -9,16 +9,17 @@
 //  - ncclCommSuspend: released as a destroy is (NCCL_SUSPEND_MEM hands memory back, and a
 //    suspended communicator runs nothing), before NCCL's call; the communicator is NCCL's
 //    alone from then on, resumed or not.
-// An abort from another thread while a destroy or finalize waits still finds the state
-// (it stays registered until its release ends) and stops our kernels; the destroy or
-// finalize then leaves NCCL alone, since NCCL freed the communicator in the abort.
+// An abort from another thread while a destroy or finalize waits still finds the
+// communicator (it stays registered until its release ends) and stops our kernels; the
+// destroy or finalize then leaves NCCL alone, since NCCL freed the communicator in the abort.
+// A release holds no lock of the communicator while it waits.
 #pragma once
 
 #include <nccl.h>
 
 #include <memory>
 
-#include "lifecycle/comm_state.h"
+#include "lifecycle/communicator.h"
 
 namespace car {
 
@@ -37,9 +38,9 @@ constexpr double kReleaseDrainSeconds = 30.0;
 bool releaseBeforeNccl(ncclComm_t comm, ReleaseKind kind);
 
 // ncclCommAbort, before NCCL's abort: stops our kernels and our set-up calls.
-std::shared_ptr<CommState> beginAbort(ncclComm_t comm);
+std::shared_ptr<Communicator> beginAbort(ncclComm_t comm);
 // ... and after it: releases our side (unless a destroy or finalize is already at it).
-void finishAbort(const std::shared_ptr<CommState>& state);
+void finishAbort(const std::shared_ptr<Communicator>& state);
 
 // ncclCommSuspend, before NCCL's call: our side released (its last kernel drained, its block
 // retired) and forgotten, with a WARN that its all-reduces go to NCCL from now on.
@@ -48,9 +49,9 @@ void releaseForSuspend(ncclComm_t comm);
 // ncclCommRevoke and ncclCommShrink(NCCL_SHRINK_ABORT), before NCCL's call.
 void stopBeforeNccl(ncclComm_t comm, const char* call);
 
-// A state whose communicator NCCL freed unseen (its address came back from a new init,
+// A communicator NCCL freed unseen (its address came back from a new init,
 // lifecycle/registry.h): released as an abort is (NCCL already freed it), with a WARN, and
 // nothing sent to NCCL; unless an abort through our hook freed it, which releases it itself.
-void releaseDisplaced(const std::shared_ptr<CommState>& stale);
+void releaseDisplaced(const std::shared_ptr<Communicator>& stale);
 
 }  // namespace car

@@ -17,17 +17,17 @@ namespace car {
 namespace {
 
 thread_local int tGroupDepth = 0;
-thread_local std::vector<std::shared_ptr<CommState>> tCreatedInGroup;
+thread_local std::vector<std::shared_ptr<Communicator>> tCreatedInGroup;
 
 // The caller's newcomm of each blocking split or shrink in the group (adoptAtGroupEnd).
 thread_local std::vector<ncclComm_t*> tNewcommsInGroup;
 
 // Every rank is in this creating call: the set-ups are started and waited for, bounded by
 // NCCL_CAR_SETUP_TIMEOUT_MS; one that is not done by then gives up (on the worker).
-void setUpAndWait(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<std::shared_ptr<CommState>> claimed;
-  for (const auto& state : states) {
-    if (state->lock().beginSetUp()) claimed.push_back(state);
+void setUpAndWait(const RealNccl& real, const std::vector<std::shared_ptr<Communicator>>& comms) {
+  std::vector<std::shared_ptr<Communicator>> claimed;
+  for (const auto& comm : comms) {
+    if (comm->lock().beginSetUp()) claimed.push_back(comm);
   }
   if (claimed.empty()) return;
   const std::vector<std::shared_ptr<SetUp>> setUps = startSetUps(real, claimed);
@@ -47,20 +47,20 @@ bool capturing(cudaStream_t stream) {
 }
 
 // A communicator that never reached the set-up (unless it moved on meanwhile).
-void markNotEligible(CommState& state, const std::string& reason) {
-  state.lock().becomeIneligible(IneligibleCause::NoSetUp, reason);
+void markNotEligible(Communicator& comm, const std::string& reason) {
+  comm.lock().becomeIneligible(IneligibleCause::NoSetUp, reason, nullptr);
 }
 
 // What the thread's outermost group leaves to us when it ends (really or simulated).
 struct EndedGroup {
-  std::vector<std::shared_ptr<CommState>> created;  // communicators created in it
+  std::vector<std::shared_ptr<Communicator>> created;  // communicators created in it
   std::vector<ncclComm_t*> newcomms;                // blocking splits and shrinks NCCL fills in only now
 };
 
 // The states of `states` that are this process's (lifecycle/registry.h: not inherited).
-std::vector<std::shared_ptr<CommState>> ownOnly(std::vector<std::shared_ptr<CommState>> states) {
+std::vector<std::shared_ptr<Communicator>> ownOnly(std::vector<std::shared_ptr<Communicator>> states) {
   states.erase(std::remove_if(states.begin(), states.end(),
-                              [](const std::shared_ptr<CommState>& state) { return !Registry::instance().holds(state); }),
+                              [](const std::shared_ptr<Communicator>& comm) { return !Registry::instance().holds(comm); }),
                states.end());
   return states;
 }
@@ -77,9 +77,9 @@ bool outermostGroupEnded(EndedGroup* group) {
 
 }  // namespace
 
-std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
-  auto state = std::make_shared<CommState>(comm, nonblocking);
-  if (std::shared_ptr<CommState> displaced = Registry::instance().add(state)) {
+std::shared_ptr<Communicator> adoptCommunicator(ncclComm_t comm, bool nonblocking) {
+  auto state = std::make_shared<Communicator>(comm, nonblocking);
+  if (std::shared_ptr<Communicator> displaced = Registry::instance().add(state)) {
     // The new one is set up whatever happens to the old one: its peers wait for it.
     try {
       releaseDisplaced(displaced);
@@ -94,8 +94,8 @@ void adoptAtGroupEnd(ncclComm_t* newcomm) {
   if (newcomm != nullptr && tGroupDepth > 0) tNewcommsInGroup.push_back(newcomm);
 }
 
-void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states) {
-  std::vector<std::shared_ptr<CommState>> blocking;
+void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<Communicator>>& states) {
+  std::vector<std::shared_ptr<Communicator>> blocking;
   for (const auto& state : states) {
     if (state->nonblocking()) continue;  // at its first call (setUpWithCall)
     if (tGroupDepth > 0) tCreatedInGroup.push_back(state);
@@ -143,34 +143,34 @@ void noteGroupSimulateEnd() {
   for (const auto& state : group.created) markNotEligible(*state, "created in a group ended by ncclGroupSimulateEnd");
 }
 
-bool setUpAtCall(const CommState& state, cudaStream_t stream) {
+bool setUpAtCall(const Communicator& comm, cudaStream_t stream) {
   // Never inside the caller's graph capture: the exchange's copies and collective would be
   // captured too, or break the capture. Never inside a group: NCCL runs a nonblocking
   // communicator's group calls later, from its own thread, and a group may end simulated or
   // failed. Every rank makes the same calls in the same groups and captures.
-  return state.nonblocking() && state.phase() == CommPhase::Pending && tGroupDepth == 0 && !capturing(stream);
+  return comm.phase() == CommPhase::Pending && tGroupDepth == 0 && !capturing(stream);
 }
 
-ncclResult_t setUpWithCall(const RealNccl& real, const std::shared_ptr<CommState>& state,
+ncclResult_t setUpWithCall(const RealNccl& real, const std::shared_ptr<Communicator>& comm,
                            const std::function<ncclResult_t()>& call) {
-  // A program that calls before NCCL has finished creating the communicator gets NCCL's
-  // refusal; the set-up waits for a call NCCL takes.
-  ncclResult_t async = ncclSuccess;
-  const ncclResult_t query = real.commGetAsyncError(state->comm(), &async);
-  if (query != ncclSuccess) {
-    markNotEligible(*state, std::string("cannot read the communicator's state: ") + real.getErrorString(query));
+  // Our calls on the communicator pass its gate: an abort from another thread waits for them.
+  CallGate& gate = comm->gate();
+  if (!gate.enter()) return call();
+  if (!comm->lock().beginSetUp()) {
+    gate.leave();
     return call();
   }
-  if (async == ncclInProgress) return call();
-  if (async != ncclSuccess) {
-    markNotEligible(*state, std::string("NCCL reports the communicator broken: ") + real.getErrorString(async));
-    return call();
-  }
-  if (!state->lock().beginSetUp()) return call();
   JoinedCall joined;
   joined.issue = call;
-  joined.gateHeld = state.get();
-  advanceInBackground(startSetUps(real, {state}, &joined));
+  joined.gateHeld = comm.get();
+  advanceInBackground(startSetUps(real, {comm}, &joined));
+  gate.leave();
+  // Pending again (NCCL answered nothing for it, or refused our group) while NCCL took the
+  // call: the call entered NCCL's sequence without our exchange, which could only follow
+  // later on this rank. Never ours, then.
+  if (comm->phase() == CommPhase::Pending && (joined.answer() == ncclSuccess || joined.answer() == ncclInProgress)) {
+    markNotEligible(*comm, "NCCL took its first call but would not answer the set-up's queries");
+  }
   return joined.answer();
 }
 

@@ -8,7 +8,12 @@
 //    outside a graph capture, its exchange in one NCCL group with that call, and never
 //    waited for: the calls go to NCCL until the ranks have agreed on the first one ours take.
 // Every rank meets these points at the same call, so every rank issues the exchange at the
-// same point of its sequence of calls on the communicator.
+// same point of its sequence of calls on the communicator: the points follow from the calls
+// alone, never from a timing-dependent look at NCCL's state. Should NCCL refuse the exchange's
+// group (a nonblocking communicator still in progress: the program's own call is refused
+// with it), nothing of it entered NCCL's sequence: the communicator is Pending again, the
+// refused call gives its place back, and the next hooked collective outside a group and a
+// capture is the set-up point, for a blocking communicator as well.
 #pragma once
 
 #include <nccl.h>
@@ -17,13 +22,13 @@
 #include <memory>
 #include <vector>
 
-#include "lifecycle/comm_state.h"
+#include "lifecycle/communicator.h"
 #include "exports/real_nccl.h"
 
 namespace car {
 
 // A communicator fresh from a real init/split call that succeeded (or is in progress).
-std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking);
+std::shared_ptr<Communicator> adoptCommunicator(ncclComm_t comm, bool nonblocking);
 
 // A blocking split or shrink inside a group: NCCL writes the new communicator into *newcomm
 // only when the group has run (until then it holds NULL). Adopted at the thread's outermost
@@ -32,7 +37,7 @@ std::shared_ptr<CommState> adoptCommunicator(ncclComm_t comm, bool nonblocking);
 void adoptAtGroupEnd(ncclComm_t* newcomm);
 
 // Sets the adopted communicators up now, or marks them for later, per the rules above.
-void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<CommState>>& states);
+void scheduleSetup(const RealNccl& real, const std::vector<std::shared_ptr<Communicator>>& comms);
 
 // Group bookkeeping of the calling thread (NCCL groups are per thread).
 void noteGroupStart();
@@ -42,14 +47,14 @@ void noteGroupEnd(const RealNccl& real, ncclResult_t realResult);
 void noteGroupSimulateEnd();
 bool insideGroup();
 
-// Whether a hooked collective on `state`, on `stream`, is the set-up point of a nonblocking
-// communicator (still Pending).
-bool setUpAtCall(const CommState& state, cudaStream_t stream);
+// Whether a hooked collective on `comm`, on `stream`, is its set-up point: it is still Pending,
+// and the call is outside a group and a graph capture.
+bool setUpAtCall(const Communicator& comm, cudaStream_t stream);
 
-// The set-up of a nonblocking communicator at its first call: the exchange and `call` (the
-// caller's own, forwarded: it is never ours) issued in one NCCL group, the rest left to the
-// set-up worker. The caller holds the state's gate. Returns what the call returns.
-ncclResult_t setUpWithCall(const RealNccl& real, const std::shared_ptr<CommState>& state,
+// The set-up at a call: the exchange and `call` (the caller's own, forwarded: it is never
+// ours) issued in one NCCL group, the rest left to the set-up worker. Our calls pass the
+// communicator's gate. Returns what the call returns.
+ncclResult_t setUpWithCall(const RealNccl& real, const std::shared_ptr<Communicator>& comm,
                            const std::function<ncclResult_t()>& call);
 
 }  // namespace car

@@ -124,7 +124,7 @@ class Bench {
     return median(samples);
   }
 
-  // The median host time of one rank's eager call through the engine (RankEngine::submit),
+  // The median host time of one rank's eager call through the launcher (TestRank::submit: plan, launch, count),
   // from the last eagerMicros: the library's launch path without the NCCL hook.
   double hostMicros() const { return hostMicros_; }
 

@@ -57,15 +57,34 @@ RankGroup::RankGroup(int device, int ranks, const std::function<Config(int rank)
     options.rank = r;
     options.ranks = ranks;
     options.config = configs[r];
-    counters_.push_back(std::make_unique<CallStats>());
-    std::unique_ptr<RankEngine> engine;
-    CHECK_CUDA(RankEngine::create(options, counters_.back().get(), &engine));
-    engine->attachPeers(bases.data(), blocks_[r]->layout(), /*fullNvlink=*/true, capability);
-    engines_.push_back(std::move(engine));
+    std::unique_ptr<Launcher> launcher;
+    CHECK_CUDA(Launcher::create(options, &launcher));
+    launcher->attachPeers(bases.data(), blocks_[r]->layout());
+    engines_.push_back(std::make_unique<TestRank>(std::move(launcher), CommunicatorFacts{ranks, true, capability}));
     cudaStream_t stream = nullptr;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     streams_.push_back(stream);
   }
+}
+
+SubmitResult TestRank::submit(const CollectiveCall& call) {
+  SubmitResult result;
+  const CallPlan plan = this->plan(call);
+  if (!plan.ours) {
+    result.reason = plan.reason;
+    stats_.countForwarded(plan.reason);
+    return result;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  result.error = launcher_->launch(call, plan, &result.launched);
+  if (!result.launched) {
+    result.reason = ForwardReason::Failed;
+    stats_.countForwarded(ForwardReason::Failed);
+    return result;
+  }
+  result.algorithm = plan.algorithm;
+  stats_.countTaken(plan.algorithm, plan.bytes);
+  return result;
 }
 
 RankGroup::~RankGroup() {

@@ -1,4 +1,4 @@
-// Several ranks of one communicator on one GPU in one process: one RankEngine, one buffer
+// Several ranks of one communicator on one GPU in one process: one launcher, one buffer
 // block (allocated as the shim allocates it) and one stream per rank, the peers' blocks
 // attached by plain pointer. Used by the GPU tests and the benchmark.
 #pragma once
@@ -7,11 +7,12 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "ipc/buffer_block.h"
-#include "rank_engine.h"
+#include "launcher.h"
 #include "stats.h"
 
 namespace car::testing {
@@ -29,6 +30,45 @@ int coResidentBlockLimit(int device, int ranks, bool pdl = true);
 // The device's compute capability as the policy reads it (major * 10 + minor: 90 for sm_90).
 int computeCapability(int device);
 
+// What TestRank::submit did with a call.
+struct SubmitResult {
+  bool launched = false;  // our kernel is on the stream
+  Algorithm algorithm = Algorithm::OneStage;       // when launched
+  ForwardReason reason = ForwardReason::NotReady;  // when not launched
+  cudaError_t error = cudaSuccess;                 // a CUDA call on the launch path failed
+};
+
+// One rank as the library's communicator drives its launcher (shim/lifecycle/communicator.h):
+// the plan (planCall), then the launch, one call at a time, counted once.
+class TestRank {
+ public:
+  TestRank(std::unique_ptr<Launcher> launcher, const CommunicatorFacts& facts)
+      : launcher_(std::move(launcher)), facts_(facts) {}
+  SubmitResult submit(const CollectiveCall& call);
+  CallPlan plan(const CallFacts& call) const { return planCall(facts_, call, launcher_->config()); }
+  CallStats& stats() { return stats_; }
+  Launcher& launcher() { return *launcher_; }
+  void raiseAbort() { launcher_->raiseAbort(); }
+  std::uint64_t driverLaunches() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launcher_->driverLaunches();
+  }
+  bool waitIdleWithin(double seconds) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launcher_->waitIdleWithin(seconds);
+  }
+  cudaError_t presetRound(std::uint32_t round) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launcher_->presetRound(round);
+  }
+
+ private:
+  std::mutex mutex_;  // the communicator's lock: one launch at a time
+  std::unique_ptr<Launcher> launcher_;
+  CommunicatorFacts facts_;
+  CallStats stats_;
+};
+
 class RankGroup {
  public:
   RankGroup(int device, int ranks, const Config& config);
@@ -37,7 +77,7 @@ class RankGroup {
   ~RankGroup();
 
   int ranks() const { return static_cast<int>(engines_.size()); }
-  RankEngine& engine(int rank) { return *engines_[rank]; }
+  TestRank& engine(int rank) { return *engines_[rank]; }
   cudaStream_t stream(int rank) const { return streams_[rank]; }
   const BufferBlock& block(int rank) const { return *blocks_[rank]; }
 
@@ -58,9 +98,8 @@ class RankGroup {
   void synchronize();
 
  private:
-  std::vector<std::unique_ptr<CallStats>> counters_;  // one per rank, as a communicator's
   std::vector<std::unique_ptr<BufferBlock>> blocks_;
-  std::vector<std::unique_ptr<RankEngine>> engines_;  // after the blocks: destroyed first
+  std::vector<std::unique_ptr<TestRank>> engines_;  // after the blocks: destroyed first
   std::vector<cudaStream_t> streams_;
 };
 

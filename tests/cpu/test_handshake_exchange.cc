@@ -23,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 struct FakeNccl {
   bool writeResults = true;                // the all-gather fills every rank's record
   ncclResult_t groupEndResult = ncclSuccess;
+  ncclResult_t allGatherResult = ncclSuccess;
   std::vector<ncclResult_t> asyncAnswers;  // ncclCommGetAsyncError, in turn; the last repeats
   std::size_t asyncCalls = 0;
   int depth = 0;
@@ -52,6 +53,7 @@ ncclResult_t fakeGroupEnd() {
 ncclResult_t fakeAllGather(const void* send, void* recv, size_t bytes, ncclDataType_t, ncclComm_t comm, cudaStream_t) {
   noteCall("all-gather");
   ++gNccl.allGathers;
+  if (gNccl.allGatherResult != ncclSuccess) return gNccl.allGatherResult;
   const int ranks = *reinterpret_cast<const int*>(&comm);  // the tests pass the rank count as the handle
   if (gNccl.writeResults) {
     for (int r = 0; r < ranks; ++r) std::memcpy(static_cast<char*>(recv) + r * bytes, send, bytes);
@@ -103,8 +105,8 @@ struct Batch {
       ExchangeMember& member = members[i];
       ncclComm_t comm = nullptr;
       std::memcpy(&comm, &ranks, sizeof(ranks));
-      member.state = std::make_shared<CommState>(comm, nonblocking);
-      member.state->learnIdentity(0, ranks, 0);
+      member.comm = std::make_shared<Communicator>(comm, nonblocking);
+      member.comm->learnIdentity(0, ranks, 0);
       member.scratch = scratch[i].data();
       member.record.magic = kHandshakeMagic;
       member.record.rank = i;
@@ -123,6 +125,7 @@ void resetNccl() {
   std::lock_guard<std::mutex> lock(gNccl.mutex);
   gNccl.writeResults = true;
   gNccl.groupEndResult = ncclSuccess;
+  gNccl.allGatherResult = ncclSuccess;
   gNccl.asyncAnswers = {ncclSuccess};
   gNccl.asyncCalls = 0;
   gNccl.depth = 0;
@@ -135,7 +138,7 @@ void resetNccl() {
 ExchangeProgress pollUpTo(HostDevice& device, ExchangeMember& member, int polls) {
   ExchangeProgress progress = ExchangeProgress::Pending;
   for (int i = 0; i < polls && progress == ExchangeProgress::Pending; ++i) {
-    progress = pollExchange(fakeTable(), device, member);
+    progress = pollExchange(device, member);
   }
   return progress;
 }
@@ -165,7 +168,7 @@ TEST_CASE("exchange: every communicator's records come back, all in one group", 
   for (ExchangeMember& member : batch.members) {
     CHECK(member.issued);
     CHECK(member.launched);  // blocking: on the stream once the group ended
-    CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Done);
+    CHECK(pollExchange(device, member) == ExchangeProgress::Done);
     CHECK(member.failure.empty());
     CHECK_FALSE(member.deviceBusy);
     REQUIRE(member.records.size() == 3);
@@ -195,24 +198,29 @@ TEST_CASE("exchange: the caller's own call goes to NCCL in the exchange's group"
   CHECK_FALSE(batch.members[0].launched);  // NCCL's own thread launches it
 }
 
-TEST_CASE("exchange: a nonblocking one is pending while NCCL says in progress, and read once it completed",
+TEST_CASE("exchange: a nonblocking one is pending until NCCL accepts a later call, and read once it completed",
           "[exchange]") {
   resetNccl();
-  gNccl.asyncAnswers = {ncclInProgress, ncclInProgress, ncclSuccess};
+  gNccl.groupEndResult = ncclInProgress;  // NCCL's own thread launches the group later
   HostDevice device;
   Batch batch(1, 2, true);
   issueExchange(fakeTable(), device, batch.all());
   ExchangeMember& member = batch.members[0];
-  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Pending);
-  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Pending);
+  const std::size_t callsToNccl = gNccl.calls.size();
+  CHECK(pollExchange(device, member) == ExchangeProgress::Pending);
+  CHECK(pollExchange(device, member) == ExchangeProgress::Pending);
+  CHECK_FALSE(member.launched);
+  // The program's next call NCCL took (it refuses every call until its thread launched ours).
+  member.comm->noteNcclAccepted();
   device.busy = true;  // launched, its kernel still waiting for a peer
-  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Pending);
+  CHECK(pollExchange(device, member) == ExchangeProgress::Pending);
   CHECK(member.launched);
   CHECK(member.deviceBusy);
   device.busy = false;
-  CHECK(pollExchange(fakeTable(), device, member) == ExchangeProgress::Done);
+  CHECK(pollExchange(device, member) == ExchangeProgress::Done);
   CHECK(member.records.size() == 2);
-  CHECK(gNccl.asyncCalls == 3);  // once launched, NCCL is not asked again
+  CHECK(gNccl.calls.size() == callsToNccl);  // the poll never asks NCCL
+  CHECK(gNccl.asyncCalls == 0);
 }
 
 TEST_CASE("exchange: an area NCCL did not write reads as 'did not arrive', never as old bytes", "[exchange]") {
@@ -221,39 +229,43 @@ TEST_CASE("exchange: an area NCCL did not write reads as 'did not arrive', never
   HostDevice device;
   Batch batch(1, 2, false);
   issueExchange(fakeTable(), device, batch.all());
-  REQUIRE(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Done);
+  REQUIRE(pollExchange(device, batch.members[0]) == ExchangeProgress::Done);
   REQUIRE(batch.members[0].records.at(0).magic == kHandshakeMagic);
 
   gNccl.writeResults = false;  // the next all-gather "succeeds" without writing anything
   batch.members[0].records.clear();
   issueExchange(fakeTable(), device, batch.all());
-  REQUIRE(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Done);
+  REQUIRE(pollExchange(device, batch.members[0]) == ExchangeProgress::Done);
   REQUIRE(batch.members[0].records.size() == 2);
   for (const HandshakeRecord& record : batch.members[0].records) CHECK(record.magic == 0);
   CHECK(judgeRecords(batch.members[0].records).reason == "the handshake record of rank 0 did not arrive");
 }
 
-TEST_CASE("exchange: a nonblocking all-gather that ends in an error fails the communicator", "[exchange]") {
+TEST_CASE("exchange: an all-gather NCCL refuses refuses the group: nothing of it entered NCCL's sequence",
+          "[exchange]") {
   resetNccl();
-  gNccl.asyncAnswers = {ncclInProgress, ncclInProgress, ncclRemoteError};
+  gNccl.allGatherResult = ncclInvalidArgument;  // a nonblocking communicator still in progress
+  gNccl.groupEndResult = ncclInvalidArgument;
   HostDevice device;
   Batch batch(1, 2, true);
-  issueExchange(fakeTable(), device, batch.all());
-  CHECK(pollUpTo(device, batch.members[0], 10) == ExchangeProgress::Failed);
-  CHECK(batch.members[0].failure == "the set-up's all-gather failed: remote error");
-  CHECK(batch.members[0].records.empty());  // nothing read back
-  CHECK(batch.members[0].deviceBusy);       // whether NCCL's thread put it on the stream is not known
+  JoinedCall joined;
+  joined.issue = [] { return ncclInvalidArgument; };
+  CHECK(issueExchange(fakeTable(), device, batch.all(), &joined) == ncclInvalidArgument);
+  CHECK(batch.members[0].refused);
+  CHECK_FALSE(batch.members[0].issued);
+  CHECK(joined.answer() == ncclInvalidArgument);  // the program's call is refused with it
+  CHECK(batch.members[0].failure.empty());         // not a failure: issued again at the next call
 }
 
-TEST_CASE("exchange: a group NCCL gives up fails the communicator, its scratch kept", "[exchange]") {
+TEST_CASE("exchange: a group NCCL gives up at its end is refused, its scratch kept", "[exchange]") {
   resetNccl();
   gNccl.groupEndResult = ncclInvalidUsage;
   HostDevice device;
   Batch batch(1, 2, false);
   CHECK(issueExchange(fakeTable(), device, batch.all()) == ncclInvalidUsage);
   CHECK_FALSE(batch.members[0].issued);
-  CHECK(batch.members[0].failure == "the set-up's group failed: error");
-  CHECK(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Failed);
+  CHECK(batch.members[0].refused);
+  CHECK(pollExchange(device, batch.members[0]) == ExchangeProgress::Failed);
   CHECK(batch.members[0].deviceBusy);  // what NCCL left behind is not known
 }
 
@@ -268,15 +280,15 @@ TEST_CASE("exchange: a peer that never comes costs a poll, never a wait; an abor
   CHECK(Clock::now() - start < std::chrono::seconds(2));
   // An abort closes the gate: no call of ours follows, and the scratch is never handed to
   // another set-up while NCCL's all-gather may still write it.
-  REQUIRE(batch.members[0].state->gate().close(kGateCloseSeconds));
+  REQUIRE(batch.members[0].comm->gate().close(kGateCloseSeconds));
   const std::size_t calls = gNccl.calls.size();
-  CHECK(pollExchange(fakeTable(), device, batch.members[0]) == ExchangeProgress::Failed);
+  CHECK(pollExchange(device, batch.members[0]) == ExchangeProgress::Failed);
   CHECK(batch.members[0].failure.find("stopped") == 0);
   CHECK(batch.members[0].deviceBusy);
   CHECK(gNccl.calls.size() == calls);
   // Nor is a closed communicator's exchange issued again.
   Batch again(1, 2, false);
-  again.members[0].state = batch.members[0].state;
+  again.members[0].comm = batch.members[0].comm;
   issueExchange(fakeTable(), device, again.all());
   CHECK(gNccl.allGathers == 1);
   CHECK_FALSE(again.members[0].issued);

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <string>
 
-#include "lifecycle/comm_health.h"
 #include "handshake/verdict.h"
 
 using namespace car;
@@ -239,16 +238,6 @@ TEST_CASE("verdict: NCCL's P2P settings on any rank limit us as they limit NCCL"
   all = records(2);
   all[1].p2pLimit = 7;  // not a value any build sends
   CHECK_FALSE(judgeRecords(all).eligible);
-}
-
-TEST_CASE("health: only a communicator NCCL still calls whole runs our kernel", "[verdict][health]") {
-  CHECK(ncclAllowsOurKernel(ncclSuccess, ncclSuccess));
-  CHECK(ncclAllowsOurKernel(ncclSuccess, ncclInProgress));  // a nonblocking one, busy
-  for (ncclResult_t error : {ncclUnhandledCudaError, ncclSystemError, ncclInternalError, ncclInvalidArgument,
-                             ncclInvalidUsage, ncclRemoteError}) {
-    CHECK_FALSE(ncclAllowsOurKernel(ncclSuccess, error));  // NCCL's asynchronous error
-    CHECK_FALSE(ncclAllowsOurKernel(error, ncclSuccess));  // cannot even ask
-  }
 }
 
 TEST_CASE("verdict: a process driving several GPUs with peers in other processes forwards", "[verdict]") {

@@ -131,7 +131,7 @@ Config mixedConfig(int ranks) {
   return config;
 }
 
-std::uint64_t takenCalls(RankEngine& engine) {
+std::uint64_t takenCalls(TestRank& engine) {
   std::uint64_t calls = 0;
   for (int a = 0; a < kAlgorithmCount; ++a) calls += engine.stats().taken(static_cast<Algorithm>(a));
   return calls;
@@ -182,7 +182,7 @@ TEST_CASE("100,000 back-to-back calls mixing every kernel and size, eager and gr
     CAPTURE(ranks, issued, seconds);
     CHECK(errors.total() == 0);
     for (int r = 0; r < ranks; ++r) CHECK_CUDA(cudaGraphExecDestroy(graphs[r]));
-    RankEngine& engine = group.engine(0);
+    TestRank& engine = group.engine(0);
     CHECK(takenCalls(engine) - capturedCalls ==
           static_cast<std::uint64_t>((issued / callCases.size() + 1) / 2 * callCases.size()));
     CHECK(engine.stats().taken(Algorithm::OneShotPush) > 0);

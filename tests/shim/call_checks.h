@@ -34,11 +34,7 @@ std::vector<Segment> checkSteps(const ChildResult& result);
 
 // Setup traffic appears in exactly the steps named, for the communicators they make or use:
 // after the caller's call (init, group end), or before it (a first all-reduce).
-// `lookLabels`: all-reduces on a nonblocking communicator NCCL has not finished creating,
-// where the library looks once at NCCL's state (one ncclCommGetAsyncError before the call)
-// and sets nothing up.
-void checkSetupPlacement(const std::vector<Segment>& segments, const std::set<std::string>& setupLabels,
-                         const std::set<std::string>& lookLabels = {});
+void checkSetupPlacement(const std::vector<Segment>& segments, const std::set<std::string>& setupLabels);
 
 // The shim's log lines at one level ("WARN", "INFO"), in NCCL's format.
 std::vector<std::string> carLines(const std::string& err, const std::string& level);

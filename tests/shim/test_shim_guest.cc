@@ -69,16 +69,16 @@ TEST_CASE("guest: a communicator freed behind the library's back is released onc
   CHECK(linesWith(run.log, {" dead=1"}).empty());
 }
 
-TEST_CASE("guest: an abort from another thread waits until a forwarded call has reached NCCL",
+TEST_CASE("guest: an abort from another thread is not held back by a forwarded call inside NCCL",
           "[shim][guest][recovery]") {
+  // The program's own call goes to NCCL as it would without the library: an abort meant to
+  // break it reaches NCCL at once (NCCL's abort is made to interrupt calls inside it), and
+  // the call gets what NCCL answers.
   const ChildResult run = runDriver({"abort-in-forward"}, {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_DELAY_MS_ncclAllReduce=2000"});
   INFO(run.out << run.log << run.err);
   REQUIRE(run.exitCode == 0);
   const Outputs outputs = parseOutputs(run.out);
-  CHECK(outputs.at("ar").get("result") == "0");
   CHECK(outputs.at("watchdog").get("result") == "0");
-  // NCCL took the all-reduce on a live communicator, then the abort.
-  CHECK(linesWith(run.log, {" dead=1"}).empty());
   std::size_t allReduceAt = std::string::npos;
   std::size_t abortAt = std::string::npos;
   const std::vector<std::string> lines = splitLines(run.log);
@@ -89,7 +89,8 @@ TEST_CASE("guest: an abort from another thread waits until a forwarded call has 
   }
   REQUIRE(allReduceAt != std::string::npos);
   REQUIRE(abortAt != std::string::npos);
-  CHECK(allReduceAt < abortAt);
+  CHECK(abortAt < allReduceAt);  // the abort returned while the all-reduce was still inside NCCL
+  CHECK(carLines(run.err, "WARN").empty());
 }
 
 TEST_CASE("guest: a profiler of NCCL's kind, before or behind the library, passes every call to NCCL once",

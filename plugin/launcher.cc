@@ -1,4 +1,4 @@
-#include "rank_engine.h"
+#include "launcher.h"
 
 #include <chrono>
 #include <thread>
@@ -29,7 +29,7 @@ PeerTable peerTableFromBases(void* const* bases, int ranks, const BlockLayout& l
 
 }  // namespace
 
-cudaError_t RankEngine::create(const EngineOptions& options, CallStats* counters, std::unique_ptr<RankEngine>* out) {
+cudaError_t Launcher::create(const EngineOptions& options, std::unique_ptr<Launcher>* out) {
   if (!takesWorldSize(options.ranks) || options.rank < 0 || options.rank >= options.ranks) {
     return cudaErrorInvalidValue;
   }
@@ -54,21 +54,20 @@ cudaError_t RankEngine::create(const EngineOptions& options, CallStats* counters
     return err;
   }
   const bool pdl = options.config.pdl && major >= 9;
-  out->reset(new RankEngine(options, counters, abortWord, lastLaunch, pdl, kernels));
+  out->reset(new Launcher(options, abortWord, lastLaunch, pdl, kernels));
   return cudaSuccess;
 }
 
-RankEngine::RankEngine(const EngineOptions& options, CallStats* counters, std::uint32_t* abortWord,
-                       cudaEvent_t lastLaunch, bool pdl, const KernelTable& kernels)
+Launcher::Launcher(const EngineOptions& options, std::uint32_t* abortWord, cudaEvent_t lastLaunch, bool pdl,
+                   const KernelTable& kernels)
     : options_(options),
-      stats_(counters),
       abortWord_(abortWord),
       lastLaunch_(lastLaunch),
       pdl_(pdl),
       afterLaunch_(options.config.testLaunchFailure ? cudaErrorLaunchFailure : cudaSuccess),
       kernels_(kernels) {}
 
-RankEngine::~RankEngine() {
+Launcher::~Launcher() {
   // Our kernels may still be running: the memory they use must outlive them.
   waitIdle();
   DeviceGuard guard(options_.device);
@@ -81,10 +80,7 @@ RankEngine::~RankEngine() {
   }
 }
 
-void RankEngine::attachPeers(void* const* bases, const BlockLayout& layout, bool fullNvlink, int computeCapability) {
-  std::lock_guard<std::mutex> lock(launchMutex_);
-  fullNvlink_ = fullNvlink;
-  computeCapability_ = computeCapability;
+void Launcher::attachPeers(void* const* bases, const BlockLayout& layout) {
   args_ = LaunchArgs{};
   args_.peers = peerTableFromBases(bases, options_.ranks, layout);
   args_.selfSignal = args_.peers.signals[options_.rank];
@@ -97,40 +93,7 @@ void RankEngine::attachPeers(void* const* bases, const BlockLayout& layout, bool
   attached_ = true;
 }
 
-CallPlan RankEngine::plan(const CallFacts& call) const {
-  CallPlan plan = planCall(CommunicatorFacts{options_.ranks, fullNvlink_, computeCapability_}, call, options_.config);
-  if (plan.ours && !attached_) {
-    plan.ours = false;
-    plan.reason = ForwardReason::NotReady;
-  }
-  return plan;
-}
-
-SubmitResult RankEngine::submit(const CollectiveCall& call) {
-  SubmitResult result;
-  const CallPlan plan = this->plan(call);
-  if (!plan.ours) {
-    result.reason = plan.reason;
-    stats_->countForwarded(plan.reason);
-    return result;
-  }
-  std::lock_guard<std::mutex> lock(launchMutex_);
-  result.error = enqueue(call, plan, &result.launched);
-  if (!result.launched) {
-    result.reason = ForwardReason::Failed;
-    stats_->countForwarded(ForwardReason::Failed);
-    return result;
-  }
-  result.algorithm = plan.algorithm;
-  stats_->countTaken(plan.algorithm, plan.bytes);
-  CAR_TRACE(options_.device, "{}",
-            logText(formatTakenCall, options_.rank, collectiveName(call.collective), call.count,
-                    elementTypeName(*call.type), reduces(call.collective) ? reduceOpName(*call.op) : nullptr,
-                    plan.bytes, algorithmName(plan.algorithm)));
-  return result;
-}
-
-LaunchArgs RankEngine::launchArgs(const CollectiveCall& call, const CallPlan& plan, Staging staging) const {
+LaunchArgs Launcher::launchArgs(const CollectiveCall& call, const CallPlan& plan, Staging staging) const {
   LaunchArgs args = args_;
   args.output = call.recv;
   // Null: our copy has put it into staging already.
@@ -147,7 +110,7 @@ LaunchArgs RankEngine::launchArgs(const CollectiveCall& call, const CallPlan& pl
   return args;
 }
 
-cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan, bool* launched) {
+cudaError_t Launcher::launch(const CollectiveCall& call, const CallPlan& plan, bool* launched) {
   *launched = false;
   DeviceGuard guard(options_.device);
   if (guard.error() != cudaSuccess) {
@@ -156,8 +119,8 @@ cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan
   bool capturing = false;
   CAR_CUDA_RETURN_IF_FAILED(options_.device, streamIsCapturing(call.stream, &capturing));
 
-  // Calls of one engine share areas, staging and Signal: each starts after the previous one
-  // ended, on whatever stream that was (docs/design.md, "The launch path"). On the stream of
+  // Calls share areas, staging and Signal: each starts after the previous one ended, on
+  // whatever stream that was (docs/design.md, "The launch path"). On the stream of
   // the previous launch, stream order already says so. Inside capture the graph's own order
   // applies, and an event of the eager world cannot be waited on.
   unsigned long long streamId = 0;
@@ -179,7 +142,8 @@ cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan
   // problem, said once: the call stays ours, as it is on every other rank.
   if (call.launchCompletion != nullptr && cudaEventRecord(call.launchCompletion, call.stream) != cudaSuccess) {
     const cudaError_t error = cudaGetLastError();
-    if (!completionEventWarned_.exchange(true)) {
+    if (!completionEventWarned_) {
+      completionEventWarned_ = true;
       CAR_WARN(options_.device, "rank {}: ncclAllReduceConfig: its launchCompletionEvent cannot be recorded ({}); "
                "the all-reduce runs without it (said once)", options_.rank, cudaGetErrorString(error));
     }
@@ -207,25 +171,14 @@ cudaError_t RankEngine::enqueue(const CollectiveCall& call, const CallPlan& plan
   return afterLaunch_;
 }
 
-void RankEngine::raiseAbort() {
-  __atomic_store_n(abortWord_, 1u, __ATOMIC_SEQ_CST);
-}
-
-bool RankEngine::everCaptured() {
-  std::lock_guard<std::mutex> lock(launchMutex_);
-  return everCaptured_;
-}
-
-cudaError_t RankEngine::waitIdle() {
-  std::lock_guard<std::mutex> lock(launchMutex_);
+cudaError_t Launcher::waitIdle() {
   if (!haveLastLaunch_) return cudaSuccess;
   DeviceGuard guard(options_.device);
   CAR_CUDA_RETURN_IF_FAILED(options_.device, cudaEventSynchronize(lastLaunch_));
   return cudaSuccess;
 }
 
-bool RankEngine::waitIdleWithin(double seconds) {
-  std::lock_guard<std::mutex> lock(launchMutex_);
+bool Launcher::waitIdleWithin(double seconds) {
   if (!haveLastLaunch_) return true;
   DeviceGuard guard(options_.device);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -240,17 +193,8 @@ bool RankEngine::waitIdleWithin(double seconds) {
   return true;
 }
 
-std::uint64_t RankEngine::driverLaunches() {
-  std::lock_guard<std::mutex> lock(launchMutex_);
-  return driverLaunches_;
-}
-
-cudaError_t RankEngine::presetRound(std::uint32_t round) {
-  Signal* signal = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(launchMutex_);
-    signal = args_.selfSignal;
-  }
+cudaError_t Launcher::presetRound(std::uint32_t round) {
+  Signal* signal = args_.selfSignal;
   if (signal == nullptr) return cudaErrorInvalidValue;
   DeviceGuard guard(options_.device);
   cudaError_t err = presetSignalRound(signal, round, nullptr);

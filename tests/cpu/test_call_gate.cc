@@ -1,4 +1,4 @@
-// The gate our set-up's NCCL calls pass (shim/lifecycle/nccl_gate.h): once closed, no call starts;
+// The gate our set-up's NCCL calls pass (shim/lifecycle/call_gate.h): once closed, no call starts;
 // closing waits for the call in flight, but not forever.
 #include <catch2/catch.hpp>
 
@@ -6,13 +6,13 @@
 #include <chrono>
 #include <thread>
 
-#include "lifecycle/nccl_gate.h"
+#include "lifecycle/call_gate.h"
 
 using namespace car;
 using namespace std::chrono_literals;
 
 TEST_CASE("gate: closing waits for the call in flight, then nothing passes", "[gate]") {
-  NcclGate gate;
+  CallGate gate;
   std::atomic<bool> inside{false};
   std::atomic<bool> callEnded{false};
   std::thread caller([&] {
@@ -33,7 +33,7 @@ TEST_CASE("gate: closing waits for the call in flight, then nothing passes", "[g
 }
 
 TEST_CASE("gate: a call that never returns does not hold the closer forever", "[gate]") {
-  NcclGate gate;
+  CallGate gate;
   std::atomic<bool> inside{false};
   std::atomic<bool> release{false};
   std::thread caller([&] {
@@ -52,7 +52,7 @@ TEST_CASE("gate: a call that never returns does not hold the closer forever", "[
 }
 
 TEST_CASE("gate: several gates held across one group", "[gate]") {
-  NcclGate a, b;
+  CallGate a, b;
   REQUIRE(a.enter());
   REQUIRE(b.enter());
   std::atomic<bool> closed{false};
@@ -67,22 +67,29 @@ TEST_CASE("gate: several gates held across one group", "[gate]") {
   a.leave();
 }
 
-TEST_CASE("gate: a poll that can come again never waits behind a call in flight", "[gate]") {
-  NcclGate gate;
-  int ran = 0;
-  CHECK(gate.tryPass([&] { ++ran; }) == NcclGate::Attempt::Ran);
-  std::atomic<bool> inside{false}, leave{false};
-  std::thread caller([&] {  // a caller's call inside NCCL
-    const NcclGate::Hold hold(gate);
-    inside = true;
-    while (!leave) std::this_thread::sleep_for(1ms);
-  });
-  while (!inside) std::this_thread::sleep_for(1ms);
-  CHECK(gate.tryPass([&] { ++ran; }) == NcclGate::Attempt::Busy);
-  leave = true;
-  caller.join();
-  CHECK(ran == 1);
-  REQUIRE(gate.close(1.0));
-  CHECK(gate.tryPass([&] { ++ran; }) == NcclGate::Attempt::Closed);
-  CHECK(ran == 1);
+TEST_CASE("gate: a closer and an enter racing: either the closer sees the call, or the call sees it closed",
+          "[gate]") {
+  for (int round = 0; round < 200; ++round) {
+    CallGate gate;
+    std::atomic<bool> go{false};
+    std::atomic<bool> entered{false}, callRunning{false}, closedSeenInside{false};
+    std::thread caller([&] {
+      while (!go) std::this_thread::yield();
+      if (gate.enter()) {
+        entered = true;
+        callRunning = true;
+        std::this_thread::sleep_for(1ms);
+        callRunning = false;
+        gate.leave();
+      }
+    });
+    go = true;
+    const bool waited = gate.close(5.0);
+    // Once close() returned, no call of ours may be running.
+    closedSeenInside = callRunning.load();
+    caller.join();
+    CHECK(waited);
+    CHECK_FALSE(closedSeenInside);
+    CHECK_FALSE(gate.enter());
+  }
 }
