@@ -45,16 +45,26 @@ std::uint64_t freshToken() {
   return token;
 }
 
-// Attaches and keeps the page out of fork()ed children (a data-loader worker must not
-// count as an importer until it exits).
+// Keeps an attached page out of fork()ed children (a data-loader worker must not count as an
+// importer until it exits) and counts the attachment as ours.
+void noteAttached(int id, void* page) {
+  madvise(page, kBoardPageBytes, MADV_DONTFORK);  // best effort: a failure only keeps blocks longer
+  countHere(id, +1);
+}
+
+// Attaches page `id`; null with the problem described when it cannot.
 void* attachPage(int id, std::string* problem) {
   void* page = shmat(id, nullptr, 0);
   if (page == reinterpret_cast<void*>(-1)) {
     *problem = fmt::format("cannot attach release board {}: {}", id, std::strerror(errno));
     return nullptr;
   }
-  madvise(page, kBoardPageBytes, MADV_DONTFORK);  // best effort: a failure only keeps blocks longer
-  countHere(id, +1);
+  try {
+    noteAttached(id, page);
+  } catch (...) {
+    shmdt(page);
+    throw;
+  }
   return page;
 }
 
@@ -68,11 +78,20 @@ std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::create(std::string* problem)
     *problem = fmt::format("cannot create a release board: {}", std::strerror(errno));
     return nullptr;
   }
-  void* page = attachPage(id, problem);
-  // Marked for removal now: the page then disappears with its last attachment, crash or
-  // not. Linux still lets peers attach it by id until then.
+  void* page = shmat(id, nullptr, 0);
+  // Marked for removal before anything else can fail or throw: the page then disappears with
+  // its last attachment, crash or not. Linux still lets peers attach it by id until then.
   shmctl(id, IPC_RMID, nullptr);
-  if (page == nullptr) return nullptr;
+  if (page == reinterpret_cast<void*>(-1)) {
+    *problem = fmt::format("cannot attach the release board it made: {}", std::strerror(errno));
+    return nullptr;
+  }
+  try {
+    noteAttached(id, page);
+  } catch (...) {
+    shmdt(page);
+    throw;
+  }
   // A new segment is zeroed: every flag and slot starts unset.
   pageOf(page)->token = freshToken();
   return std::unique_ptr<SysvReleaseBoard>(new SysvReleaseBoard(id, page));
