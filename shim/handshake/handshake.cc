@@ -37,6 +37,17 @@ void warnVerdict(const Communicator& comm, const Verdict& verdict, bool alreadyW
   }
 }
 
+// Where each rank's block lives, from the records.
+std::vector<PeerLocation> peerLocations(const std::vector<HandshakeRecord>& records, int myRank) {
+  std::vector<PeerLocation> peers(records.size());
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    peers[r].sameProcess = sameProcess(records[static_cast<std::size_t>(myRank)], records[r]);
+    peers[r].cudaDevice = records[r].cudaDevice;
+    peers[r].busId = fieldText(records[r].busId);
+  }
+  return peers;
+}
+
 // What the communicator let go of, with what the set-up still held itself.
 Holdings together(Holdings own, Holdings fromComm) {
   if (!own.launcher) own.launcher = std::move(fromComm.launcher);
@@ -299,7 +310,8 @@ void SetUp::mapAndReport() {
   Communicator& state = *exchange_.comm;
   report_.magic = kHandshakeMagic;
   std::string problem;
-  if (!block_->mapPeers(exchange_.records, blocks_, std::move(peerBoards_), rank(), &bases_, &problem)) {
+  if (!block_->mapPeers(peerLocations(exchange_.records, rank()), blocks_, std::move(peerBoards_), rank(), &bases_,
+                        &problem)) {
     peerBoards_.clear();
     if (rank() != 0) rankZeroPage_ = nullptr;  // it went with the peers' boards; our failed report tells them
     fail(fmt::format("could not map its peers' buffers: {}", problem), true);

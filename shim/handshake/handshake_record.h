@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "handshake/p2p_limit.h"
+#include "ipc/board_page.h"
 
 namespace car {
 
@@ -54,20 +55,9 @@ struct HandshakeRecord {
   std::int32_t reserved;
 };
 
-// What each rank found when it tried to reach every peer, published in its board. Each rank
-// can only judge its own row; the verdict uses everybody's.
-struct LinkReport {
-  std::uint32_t magic;
-  std::uint32_t mapped;        // 1: every peer's block is mapped here
-  std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
-  std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
-  std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
-  char problem[96];            // why mapping failed, NUL-terminated
-};
-
-// Both travel through NCCL as bytes: plain data only.
+// The record travels through NCCL as bytes, the link report (shim/ipc/board_page.h) through
+// the boards: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
-static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
 // Layout "CAR8" on the wire. Changing either struct fails this on purpose: bump
 // kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
 // changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must

@@ -21,11 +21,6 @@
 
 namespace car {
 
-struct PublishedBlock {
-  std::uint64_t address = 0;
-  cudaIpcMemHandle_t handle{};
-};
-
 void publishBlock(BoardPage& own, const PublishedBlock& block);
 std::optional<PublishedBlock> publishedBlock(const BoardPage& page);
 void publishReport(BoardPage& own, const LinkReport& report);

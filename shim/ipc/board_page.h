@@ -12,9 +12,26 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "handshake/handshake_record.h"
 
 namespace car {
+
+// What each rank found when it tried to reach every peer, published in its board. Each rank
+// can only judge its own row; the verdict uses everybody's (shim/handshake/verdict.h).
+struct LinkReport {
+  std::uint32_t magic;         // the set-up's layout and protocol (shim/handshake/handshake_record.h)
+  std::uint32_t mapped;        // 1: every peer's block is mapped here
+  std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
+  std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
+  std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
+  char problem[96];            // why mapping failed, NUL-terminated
+};
+static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
+
+// A rank's block as its peers map it: its address in the owner's process and its IPC handle.
+struct PublishedBlock {
+  std::uint64_t address = 0;
+  cudaIpcMemHandle_t handle{};
+};
 
 struct BoardPage {
   std::atomic<std::uint32_t> retired;  // the owner is releasing its block (shim/ipc/block_retirement.h)

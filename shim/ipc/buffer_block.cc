@@ -68,10 +68,10 @@ PublishedBlock BufferBlock::published() const {
   return block;
 }
 
-bool BufferBlock::mapPeers(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+bool BufferBlock::mapPeers(const std::vector<PeerLocation>& peers, const std::vector<PublishedBlock>& blocks,
                            std::vector<std::unique_ptr<SysvReleaseBoard>> peerBoards, int myRank,
                            std::vector<void*>* bases, std::string* problem) {
-  return peers_.mapAll(records, blocks, std::move(peerBoards), myRank, device_, base_, bases, problem);
+  return peers_.mapAll(peers, blocks, std::move(peerBoards), myRank, device_, base_, bases, problem);
 }
 
 std::vector<BoardPage*> BufferBlock::boardPages(int myRank) const {

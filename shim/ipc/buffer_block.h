@@ -11,7 +11,7 @@
 //   retire()    our mappings of the peers closed, then our block's memory let go once no
 //               importer is left (kept for the next block, never cudaFree'd); or abandon():
 //               everything kept, because a kernel of ours may still run.
-// The engine (plugin/rank_engine.h) only borrows the addresses, from attachPeers() on.
+// The launcher (plugin/launcher.h) only borrows the addresses, from attachPeers() on.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,9 +22,8 @@
 
 #include "../kernels/rank_signal.h"
 #include "config.h"
-#include "handshake/handshake_record.h"
-#include "handshake/setup_board.h"
 #include "ipc/block_memory.h"
+#include "ipc/board_page.h"
 #include "ipc/peer_mapping.h"
 #include "ipc/release_board.h"
 
@@ -54,11 +53,11 @@ class BufferBlock {
   // The block's address and its IPC handle (once allocated), for the peers.
   PublishedBlock published() const;
 
-  // Fills bases[r] with rank r's block as seen here (our own at myRank), from the peers'
-  // records and published blocks, behind their boards (peerBoards[r], attached by the caller;
+  // Fills bases[r] with rank r's block as seen here (our own at myRank), from where the peers
+  // are and the blocks they published, behind their boards (peerBoards[r], attached by the caller;
   // null at myRank), which it keeps until its mappings are closed. On failure unmaps what it
   // mapped and describes the first problem.
-  bool mapPeers(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+  bool mapPeers(const std::vector<PeerLocation>& peers, const std::vector<PublishedBlock>& blocks,
                 std::vector<std::unique_ptr<SysvReleaseBoard>> peerBoards, int myRank, std::vector<void*>* bases,
                 std::string* problem);
   // Every rank's board page (ours at myRank), once the peers are mapped: what the agreement on

@@ -10,7 +10,6 @@
 #include "cuda_check.h"
 #include "device_guard.h"
 #include "exports/fault_injection.h"
-#include "handshake/verdict.h"
 
 namespace car {
 namespace {
@@ -34,7 +33,7 @@ std::string keyOf(const cudaIpcMemHandle_t& handle) {
 cudaError_t enablePeerAccess(int myDevice, int peerDevice);
 
 // Opens (or shares) the mapping of `peer`'s block for `myDevice`, the current device.
-cudaError_t openShared(const HandshakeRecord& peer, const PublishedBlock& block, int myDevice, void** pointer) {
+cudaError_t openShared(const PeerLocation& peer, const PublishedBlock& block, int myDevice, void** pointer) {
   if (faultActive(Fault::IpcOpen)) return cudaErrorMapBufferObjectFailed;
   std::lock_guard<std::mutex> lock(gCacheMutex);
   OpenedHandle& entry = cache()[keyOf(block.handle)];
@@ -48,7 +47,7 @@ cudaError_t openShared(const HandshakeRecord& peer, const PublishedBlock& block,
   } else if (entry.openedBy != myDevice) {
     // Lazy peer access was enabled for the opening device only; this GPU needs its own.
     int owner = -1;
-    if (cudaDeviceGetByPCIBusId(&owner, fieldText(peer.busId).c_str()) == cudaSuccess) {
+    if (cudaDeviceGetByPCIBusId(&owner, peer.busId.c_str()) == cudaSuccess) {
       cudaError_t err = enablePeerAccess(myDevice, owner);
       if (err != cudaSuccess) return err;
     } else {
@@ -85,15 +84,15 @@ cudaError_t enablePeerAccess(int myDevice, int peerDevice) {
 
 }  // namespace
 
-bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+bool PeerMappings::mapAll(const std::vector<PeerLocation>& peers, const std::vector<PublishedBlock>& blocks,
                           std::vector<std::unique_ptr<SysvReleaseBoard>> boards, int myRank, int myDevice,
                           void* myBase, std::vector<void*>* bases, std::string* problem) {
   DeviceGuard guard(myDevice);
   boards_ = std::move(boards);
-  boards_.resize(records.size());
-  bases->assign(records.size(), nullptr);
-  for (std::size_t r = 0; r < records.size(); ++r) {
-    const HandshakeRecord& peer = records[r];
+  boards_.resize(peers.size());
+  bases->assign(peers.size(), nullptr);
+  for (std::size_t r = 0; r < peers.size(); ++r) {
+    const PeerLocation& peer = peers[r];
     if (static_cast<int>(r) == myRank) {
       (*bases)[r] = myBase;
       continue;
@@ -104,7 +103,7 @@ bool PeerMappings::mapAll(const std::vector<HandshakeRecord>& records, const std
       return false;
     }
     cudaError_t err = cudaSuccess;
-    if (sameProcess(records[myRank], peer)) {
+    if (peer.sameProcess) {
       err = enablePeerAccess(myDevice, peer.cudaDevice);
       (*bases)[r] = reinterpret_cast<void*>(blocks[r].address);
     } else {

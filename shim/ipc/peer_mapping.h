@@ -10,11 +10,17 @@
 #include <string>
 #include <vector>
 
-#include "handshake/handshake_record.h"
-#include "handshake/setup_board.h"
+#include "ipc/board_page.h"
 #include "ipc/release_board.h"
 
 namespace car {
+
+// Where a peer's block lives, as the set-up's records tell (shim/handshake/handshake.cc).
+struct PeerLocation {
+  bool sameProcess = false;  // mapped by its pointer, not through IPC
+  int cudaDevice = -1;       // the peer's ordinal, in this process when sameProcess
+  std::string busId;         // PCI bus id of the peer's GPU
+};
 
 class PeerMappings {
  public:
@@ -23,11 +29,11 @@ class PeerMappings {
   PeerMappings(const PeerMappings&) = delete;
   PeerMappings& operator=(const PeerMappings&) = delete;
 
-  // Fills bases[r] with rank r's block as seen here (our own at myRank), from its record and
-  // the block it published; keeps `boards` (the peers' boards, boards[r] for rank r, null at
-  // myRank) until unmapAll. A board whose owner retired meanwhile is not mapped. On failure
+  // Fills bases[r] with rank r's block as seen here (our own at myRank), from where it lives
+  // and the block it published; keeps `boards` (the peers' boards, boards[r] for rank r, null
+  // at myRank) until unmapAll. A board whose owner retired meanwhile is not mapped. On failure
   // unmaps what it mapped and describes the first problem.
-  bool mapAll(const std::vector<HandshakeRecord>& records, const std::vector<PublishedBlock>& blocks,
+  bool mapAll(const std::vector<PeerLocation>& peers, const std::vector<PublishedBlock>& blocks,
               std::vector<std::unique_ptr<SysvReleaseBoard>> boards, int myRank, int myDevice, void* myBase,
               std::vector<void*>* bases, std::string* problem);
   // Closes our mappings (each on the device that opened it), then leaves the peers' boards.
