@@ -112,7 +112,7 @@ ncclResult_t refuse(Communicator& comm, Collective collective) {
 // nothing.
 void warnInvarianceEnds(Communicator* comm, ForwardReason reason, Collective collective, std::size_t count,
                         ncclDataType_t type, ncclRedOp_t op) {
-  if (!shimConfig().deterministic || !reduces(collective)) return;
+  if (!reduces(collective)) return;
   const std::optional<ElementType> element = elementTypeOf(type);
   if (invariantOnNccl(element)) return;
   if (reason == ForwardReason::Empty || reason == ForwardReason::Type) return;
@@ -144,9 +144,10 @@ void warnUnknownOption(const Communicator& comm, const char* value) {
 // What this rank reads about a call before the communicator decides it: NCCL's own answers
 // (is the communicator broken, would it refuse a pointer) and where the buffers lie. Only
 // where the call may be ours: a communicator still in its set-up or set up.
-CallContext contextOf(const RealNccl& real, Communicator& comm, CollectiveCall* call) {
+CallContext contextOf(const RealNccl& real, const Config& config, Communicator& comm, CollectiveCall* call,
+                      bool inGroup) {
   CallContext context;
-  context.insideGroup = insideGroup();
+  context.insideGroup = inGroup;
   const CommPhase phase = comm.phase();
   if (phase != CommPhase::SettingUp && phase != CommPhase::Agreeing && phase != CommPhase::Ready) return context;
   ncclResult_t async = ncclSuccess;
@@ -158,7 +159,7 @@ CallContext contextOf(const RealNccl& real, Communicator& comm, CollectiveCall* 
     context.pointersRefused = !(passesNcclPointerCheck(call->send, comm.device()) &&
                                 passesNcclPointerCheck(call->recv, comm.device()));
   }
-  if (shimConfig().symmetricNcclBytes > 0 && call->type && call->collective == Collective::AllReduce) {
+  if (config.symmetricNcclBytes > 0 && call->type && call->collective == Collective::AllReduce) {
     call->symmetricBuffers =
         comm.symmetricWindows().containBoth(call->send, call->recv, call->count * elementBytes(*call->type));
   }
@@ -198,10 +199,11 @@ ncclResult_t forwardToNccl(const RealNccl& real, Collective collective, const vo
 // (outside a group; a group's calls are settled at its end), and one it accepted tells a
 // set-up waiting for NCCL's thread that it has launched the exchange (Communicator::
 // noteNcclAccepted). The call that carried the exchange tells nothing.
-void afterForward(Communicator& comm, const Decision& decision, ncclResult_t result, bool carriedExchange) {
-  if (decision.route == Decision::Route::Released) return;
+void afterForward(Communicator& comm, const Decision& decision, ncclResult_t result, bool carriedExchange,
+                  bool inGroup) {
+  if (!decision.placed) return;
   if (!succeededOrPending(result)) {
-    if (!insideGroup()) comm.lock().giveBack(decision.index);
+    if (!inGroup) comm.lock().giveBack(decision.index);
     return;
   }
   if (!carriedExchange && comm.phase() == CommPhase::SettingUp) comm.noteNcclAccepted();
@@ -215,18 +217,30 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
   const RealNccl* real = realNccl();
   if (real == nullptr) return kNoRealNccl;
   const auto forward = [&] { return forwardToNccl(*real, collective, send, recv, count, type, op, comm, stream, config); };
-  if (passThrough()) return forward();
-  std::shared_ptr<Communicator> adopted;
-  guarded(name, [&] {
-    adopted = Registry::instance().find(comm);
-    if (!adopted) warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op);
-  });
-  if (!adopted) return forward();
+  const Config& settings = shimConfig();
+  if (settings.disable) return forward();
+  // Good for this call: this thread looks nothing else up until it returns.
+  const std::shared_ptr<Communicator>* found = nullptr;
+  guarded(name, [&] { found = &Registry::instance().find(comm); });
+  if (found == nullptr || !*found) {
+    if (settings.deterministic) {
+      guarded(name, [&] { warnInvarianceEnds(nullptr, ForwardReason::NotEligible, collective, count, type, op); });
+    }
+    return forward();
+  }
+  const std::shared_ptr<Communicator>& adopted = *found;
   if (adopted->gate().closed()) {
     ncclResult_t refused = ncclInvalidUsage;
     guarded(name, [&] { refused = refuse(*adopted, collective); });
     return refused;
   }
+  if (adopted->forwardedAsIneligible()) {
+    if (settings.deterministic) {
+      guarded(name, [&] { warnInvarianceEnds(adopted.get(), ForwardReason::NotEligible, collective, count, type, op); });
+    }
+    return forward();
+  }
+  const bool inGroup = insideGroup();
   Decision decision;
   decision.route = Decision::Route::Released;  // should our side throw: NCCL's, uncounted
   bool setUpHere = false;
@@ -235,17 +249,16 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
     const char* unknownOption = nullptr;
     if (applyCollConfig(config, &call, &unknownOption) == ConfigVerdict::ForNccl) call.ncclRequested = true;
     if (unknownOption != nullptr) warnUnknownOption(*adopted, unknownOption);
-    setUpHere = setUpAtCall(*adopted, stream);
-    const CallContext context = contextOf(*real, *adopted, &call);
+    setUpHere = !inGroup && setUpAtCall(*adopted, stream);
+    const CallContext context = contextOf(*real, settings, *adopted, &call, inGroup);
     Holdings letGo;
-    decision = adopted->lock().decide(call, context, &letGo);
+    decision = adopted->decide(call, context, &letGo);
     if (letGo) disposeInBackground(std::move(letGo), describe(*adopted));
-    if (context.insideGroup) noteGroupCall(adopted, decision.index);
-    switch (decision.route) {
-      case Decision::Route::Deferred: deferToGroupEnd({adopted, call, decision.plan, type, op, copyOf(config)}); break;
-      case Decision::Route::Nccl: warnInvarianceEnds(adopted.get(), decision.reason, collective, count, type, op); break;
-      case Decision::Route::Ours:
-      case Decision::Route::Released: break;
+    if (inGroup && decision.placed) noteGroupCall(adopted, decision.index);
+    if (decision.route == Decision::Route::Deferred) {
+      deferToGroupEnd({adopted, call, decision.plan, type, op, copyOf(config)});
+    } else if (decision.route == Decision::Route::Nccl && settings.deterministic) {
+      warnInvarianceEnds(adopted.get(), decision.reason, collective, count, type, op);
     }
   });
   if (decision.route == Decision::Route::Ours || decision.route == Decision::Route::Deferred) return ncclSuccess;
@@ -261,7 +274,7 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
     });
   }
   if (!issued) result = forward();
-  guarded(name, [&] { afterForward(*adopted, decision, result, setUpHere); });
+  guarded(name, [&] { afterForward(*adopted, decision, result, setUpHere, inGroup); });
   return result;
 }
 

@@ -112,6 +112,7 @@ Decision Communicator::Locked::decide(const CollectiveCall& call, const CallCont
     return decision;
   }
   decision.index = comm_.calls_++;
+  decision.placed = true;
   if (phase() == CommPhase::Agreeing) follow(comm_.agreement_->beforeCall(decision.index), kAnotherRankGaveUp, letGo);
   switch (phase()) {
     case CommPhase::Pending:

@@ -107,7 +107,8 @@ struct Decision {
   Route route = Route::Nccl;
   ForwardReason reason = ForwardReason::NotReady;
   CallPlan plan;            // Ours, Deferred
-  std::uint64_t index = 0;  // the call's place in the communicator's sequence of calls
+  bool placed = false;      // the call took a place in the communicator's sequence of calls:
+  std::uint64_t index = 0;  // this one
 };
 
 class Communicator {
@@ -160,6 +161,15 @@ class Communicator {
 
   class Locked;
   Locked lock();
+
+  // The decision's first step, which needs none of the call's facts: a communicator that can
+  // take no call any more (Ineligible, a phase it leaves only for its release) forwards it,
+  // counted, without the lock (it has no agreement left for which the call's place in its
+  // sequence would matter). Returns whether it did.
+  bool forwardedAsIneligible();
+  // The one decision for a hooked collective: forwardedAsIneligible(), then, under the lock,
+  // Locked::decide.
+  Decision decide(const CollectiveCall& call, const CallContext& context, Holdings* letGo);
 
  private:
   bool moveTo(CommPhase to);  // under the lock
@@ -270,6 +280,21 @@ class Communicator::Locked {
 };
 
 inline Communicator::Locked Communicator::lock() { return Locked(*this); }
+
+inline bool Communicator::forwardedAsIneligible() {
+  if (phase() != CommPhase::Ineligible) return false;
+  counters_.countForwarded(ForwardReason::NotEligible);
+  return true;
+}
+
+inline Decision Communicator::decide(const CollectiveCall& call, const CallContext& context, Holdings* letGo) {
+  Decision decision;
+  if (forwardedAsIneligible()) {
+    decision.reason = ForwardReason::NotEligible;
+    return decision;
+  }
+  return lock().decide(call, context, letGo);
+}
 
 // "comm 0x... rank 1/4", the prefix of every log line about a communicator.
 std::string describe(const Communicator& comm);

@@ -68,7 +68,7 @@ std::shared_ptr<Communicator> Registry::add(const std::shared_ptr<Communicator>&
   return displaced;
 }
 
-std::shared_ptr<Communicator> Registry::find(ncclComm_t comm) const {
+const std::shared_ptr<Communicator>& Registry::find(ncclComm_t comm) const {
   const std::uint64_t generation = generation_.load(std::memory_order_acquire);
   if (tLast.generation == generation && tLast.comm == comm) return tLast.found;
   sayInheritedOnce();

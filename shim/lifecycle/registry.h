@@ -27,7 +27,9 @@ class Registry {
   // address that NCCL freed without our hooks seeing it (called through a handle to the
   // real NCCL), which the caller must still release.
   std::shared_ptr<Communicator> add(const std::shared_ptr<Communicator>& state);
-  std::shared_ptr<Communicator> find(ncclComm_t comm) const;
+  // Null when none. The reference is the calling thread's last lookup: good until its next
+  // one (copy it to keep it longer).
+  const std::shared_ptr<Communicator>& find(ncclComm_t comm) const;
   // Whether it is this process's: false for one a fork()ed child inherited (a group the
   // parent's thread had open at the fork still lists it there).
   bool holds(const std::shared_ptr<Communicator>& state) const;
