@@ -126,14 +126,12 @@ void warnInvarianceEnds(CommState* state, ForwardReason reason, Collective colle
   std::atomic<std::uint32_t>& warned = state != nullptr ? state->invarianceWarned() : unadopted;
   const std::uint32_t bit = 1u << static_cast<int>(reason);
   if ((warned.fetch_or(bit) & bit) != 0) return;
-  const std::string call = fmt::format("{} x {} {}", count, element ? elementTypeName(*element) : "?",
-                                       reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op");
-  CAR_WARN(state != nullptr ? state->device() : -1,
-           "{}: NCCL_CAR_DETERMINISTIC: reductions forwarded to NCCL as {} (first: {} {}) get NCCL's result, whose "
-           "bits may change with the message size and NCCL's algorithm: NCCL promises no invariance; said once per "
-           "communicator and reason",
-           state != nullptr ? describe(*state) : std::string("a communicator the library did not adopt"),
-           forwardReasonName(reason), collectiveName(collective), call);
+  const std::string comm =
+      state != nullptr ? describe(*state) : std::string("a communicator the library did not adopt");
+  CAR_WARN(state != nullptr ? state->device() : -1, "{}",
+           logText(formatInvarianceEnds, comm.c_str(), forwardReasonName(reason), collectiveName(collective),
+                   static_cast<unsigned long long>(count), element ? elementTypeName(*element) : "?",
+                   reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op"));
 }
 
 // Under the state's lock: whether our kernels may take a call now. A call they may not is
