@@ -183,8 +183,8 @@ inline size_t formatAuditServed(char* out, size_t size, const char* file, const 
 }
 
 // NCCL_CAR_DETERMINISTIC's WARN, once per communicator and reason, for a reduction that goes
-// to NCCL, e.g. "comm 0x55d0c0a0 rank 1/8: NCCL_CAR_DETERMINISTIC: reductions forwarded to NCCL
-// as too-large (first: all-reduce 4194305 x bf16 sum) get NCCL's result".
+// to NCCL, e.g. "comm 0x7f3a1c002e00 rank 0/8: NCCL_CAR_DETERMINISTIC: reductions forwarded to
+// NCCL as too-large (first: all-reduce 4194305 x bf16 sum) get NCCL's result".
 inline size_t formatInvarianceEnds(char* out, size_t size, const char* comm, const char* reason,
                                    const char* collective, unsigned long long count, const char* type,
                                    const char* op) {
