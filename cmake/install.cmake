@@ -3,7 +3,7 @@
 #   P/lib/libnccl-car.so, P/lib/libnccl-car-audit.so   the library and its LD_AUDIT module
 #   P/lib/nccl-car/dropin/libnccl.so.2                 the drop-in folder
 #   P/bin/nccl_car_query, P/bin/car_nccl_bench         the tool's query program and benchmark
-#   P/share/doc/nccl-car/                              README and guides
+#   P/share/doc/nccl-car/                              README, the user guide, settings, the tool
 # and the command-line tool: for cmake --install, P/bin/nccl-car and its Python package in
 # P/lib/nccl-car/python/; in the wheel, the package is P itself and pip makes the command.
 # tools/nccl_car_cli/paths.py finds each file from the library's folder the same way.
@@ -25,7 +25,7 @@ if(TARGET car_nccl_bench)
     INSTALL_RPATH "$ORIGIN/../../nvidia/nccl/lib" INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS car_nccl_bench RUNTIME DESTINATION bin COMPONENT runtime)
 endif()
-install(FILES README.md docs/user-guide.md docs/cli.md DESTINATION share/doc/nccl-car COMPONENT runtime)
+install(FILES README.md docs/user-guide.md docs/settings.md docs/cli.md DESTINATION share/doc/nccl-car COMPONENT runtime)
 
 # The tool's Python files, without __pycache__.
 set(python_files FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

@@ -1,7 +1,11 @@
-// The shape of the library's log lines, in one place: how a line starts
-// ("host:pid:tid [device] NCCL-CAR LEVEL "), the level names NCCL_CAR_DEBUG takes, and the
-// text of every line tools/nccl-car reads (tools/nccl_car_cli/logparse.py). The parser's tests
-// read lines made here (`nccl_car_query log-samples`), so a change on either side fails them.
+// The shape of the library's log lines, in one place: how a line starts (host, pid, thread,
+// device, NCCL-CAR and the level), the level names NCCL_CAR_DEBUG takes, and the text of every
+// line tools/nccl-car reads (tools/nccl_car_cli/logparse.py). The parser's tests read lines
+// made here (`nccl_car_query log-samples`), so a change on either side fails them.
+//
+// Every format function's comment shows what it writes as `e.g. "..."`: each is a piece of a
+// line `nccl_car_query log-samples` prints, checked by tests/cli/test_log_lines_docs.py with
+// the example lines of README.md and docs/.
 //
 // libc only, no allocation, no exceptions: the LD_AUDIT module (shim/exports/nccl_car_audit.cc)
 // runs inside the dynamic loader and writes its lines with it too. Every format function works
@@ -71,8 +75,9 @@ inline const char* baseName(const char* path) {
 
 }  // namespace logformat
 
-// "host:pid:tid [device] NCCL-CAR INFO ", as NCCL starts its own lines. WARN lines also say
-// where they come from: "host:pid:tid [device] handshake.cc:99 NCCL-CAR WARN ". device -1: none.
+// How every line starts, as NCCL starts its own: host, pid, thread id, [device] (-1: none),
+// e.g. "node-a:100:101 [0] NCCL-CAR INFO ". WARN lines also say where they come from,
+// e.g. "node-b:300:301 [0] handshake.cc:99 NCCL-CAR WARN ".
 inline size_t formatLineStart(char* out, size_t size, const char* host, long pid, long tid, int device,
                               LogLevel level, const char* file, int line) {
   size_t used = 0;
@@ -82,8 +87,8 @@ inline size_t formatLineStart(char* out, size_t size, const char* host, long pid
   return used;
 }
 
-// "comm 0x55d0c0a0 rank 1/4" ("rank ?/?" before the size is known): how every line about a
-// communicator names it.
+// How every line about a communicator names it, e.g. "comm 0x55d0c0a0 rank 0/2"; rank ?/?
+// before the size is known (ranks 0).
 inline size_t formatCommName(char* out, size_t size, const void* comm, int rank, int ranks) {
   size_t used = 0;
   const unsigned long address = static_cast<unsigned long>(reinterpret_cast<uintptr_t>(comm));
@@ -92,11 +97,11 @@ inline size_t formatCommName(char* out, size_t size, const void* comm, int rank,
   return used;
 }
 
-// "<comm> setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes;
-// from call 0)": the largest all-reduce taken, the GPU memory the communicator holds for it
-// (its buffer block), and the first of its calls our kernels may take, as the ranks agreed
-// (0: the first; the calls before it went to NCCL); computeCapability 0: the ranks' GPUs
-// differ ("sm_mixed").
+// A communicator our kernels take, once its ranks agreed, e.g. "comm 0x55d0c0a0 rank 0/2 setup:
+// eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes; from call
+// 0)": the largest all-reduce taken, the GPU memory the communicator holds for it (its buffer
+// block), and the first of its calls our kernels may take (the calls before it went to NCCL).
+// computeCapability 0: the ranks' GPUs differ, e.g. "same-process peers, no nvlink, sm_mixed".
 inline size_t formatSetupEligible(char* out, size_t size, const char* comm, bool sameProcess, bool fullNvlink,
                                   int computeCapability, unsigned long long maxBytes, unsigned long long heldBytes,
                                   unsigned long long firstCall) {
@@ -110,15 +115,15 @@ inline size_t formatSetupEligible(char* out, size_t size, const char* comm, bool
   return used;
 }
 
-// "<comm> setup: not eligible: <why>"
+// e.g. "comm 0x1234 rank 1/4 setup: not eligible: ranks span 2 hosts"
 inline size_t formatSetupNotEligible(char* out, size_t size, const char* comm, const char* reason) {
   size_t used = 0;
   logformat::append(out, size, &used, "%s setup: not eligible: %s", comm, reason);
   return used;
 }
 
-// "taken 1shot=9 2shot=2 1stage=0 2stage=1 (1572864 bytes) forwarded 4 (op=1 too-large=3)":
-// every kernel in the order given; of the forward reasons, those that occurred.
+// Every kernel in the order given; of the forward reasons, those that occurred, e.g. "taken
+// 1shot=0 2shot=3 allgather=0 reducescatter=0 1stage=0 2stage=0 (3145728 bytes) forwarded 0".
 inline size_t formatCallCounts(char* out, size_t size, const NamedCount* taken, int kernels,
                                unsigned long long takenBytes, const NamedCount* forwarded, int reasons) {
   size_t used = 0;
@@ -137,16 +142,18 @@ inline size_t formatCallCounts(char* out, size_t size, const NamedCount* taken, 
   return used;
 }
 
-// "<comm> released: <formatCallCounts>": a communicator's counts, once, when it is destroyed.
+// A communicator's counts, once, when it is destroyed, e.g. "comm 0x1234 rank 1/4 released:
+// taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 20
+// (ineligible-comm=20)".
 inline size_t formatReleased(char* out, size_t size, const char* comm, const char* counts) {
   size_t used = 0;
   logformat::append(out, size, &used, "%s released: %s", comm, counts);
   return used;
 }
 
-// "rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot", "rank 1 all-gather 4096 x bf16
-// (8192 bytes) -> allgather": one call our kernels took (TRACE). NCCL's count, the bytes of
-// one rank's part for all-gather and reduce-scatter; op null: a collective without one.
+// One call our kernels took (TRACE), e.g. "rank 0 all-reduce 131072 x bf16 sum (262144 bytes)
+// -> 1shot", "rank 0 all-gather 4096 x bf16 (8192 bytes) -> allgather": NCCL's count, the
+// bytes of one rank's part for all-gather and reduce-scatter; op null: a collective without one.
 inline size_t formatTakenCall(char* out, size_t size, int rank, const char* collective, unsigned long long count,
                               const char* type, const char* op, unsigned long long bytes, const char* kernel) {
   size_t used = 0;
@@ -156,8 +163,8 @@ inline size_t formatTakenCall(char* out, size_t size, int rank, const char* coll
   return used;
 }
 
-// "real NCCL found as <how> (libnccl-car.so built against nccl.h <version>)": the first NCCL
-// call of a process reached the library.
+// The first NCCL call of a process reached the library, e.g. "real NCCL found as the next
+// library (RTLD_NEXT) (libnccl-car.so built against nccl.h 2.32.3)".
 inline size_t formatRealNcclFound(char* out, size_t size, const char* origin, const char* headerVersion) {
   size_t used = 0;
   logformat::append(out, size, &used, "real NCCL found as %s (libnccl-car.so built against nccl.h %s)", origin,
@@ -165,12 +172,28 @@ inline size_t formatRealNcclFound(char* out, size_t size, const char* origin, co
   return used;
 }
 
-// After kAuditTag: "<file> is served by <libnccl-car.so>; the real NCCL is <file>", a load of
-// NCCL the audit module turned to the library. real null: not known yet.
+// After kAuditTag, a load of NCCL the audit module turned to the library, e.g.
+// "/usr/lib/x86_64-linux-gnu/libnccl.so.2 is served by /opt/nccl-car/libnccl-car.so; the real
+// NCCL is /usr/lib/x86_64-linux-gnu/libnccl.so.2". real null: not known yet.
 inline size_t formatAuditServed(char* out, size_t size, const char* file, const char* ours, const char* real) {
   size_t used = 0;
   logformat::append(out, size, &used, "%s is served by %s; the real NCCL is %s", file, ours,
                     real != nullptr ? real : "not known yet");
+  return used;
+}
+
+// NCCL_CAR_DETERMINISTIC's WARN, once per communicator and reason, for a reduction that goes
+// to NCCL, e.g. "comm 0x7f3a1c002e00 rank 0/8: NCCL_CAR_DETERMINISTIC: reductions forwarded to
+// NCCL as too-large (first: all-reduce 4194305 x bf16 sum) get NCCL's result".
+inline size_t formatInvarianceEnds(char* out, size_t size, const char* comm, const char* reason,
+                                   const char* collective, unsigned long long count, const char* type,
+                                   const char* op) {
+  size_t used = 0;
+  logformat::append(out, size, &used,
+                    "%s: NCCL_CAR_DETERMINISTIC: reductions forwarded to NCCL as %s (first: %s %llu x %s %s) get "
+                    "NCCL's result, whose bits may change with the message size and NCCL's algorithm: NCCL "
+                    "promises no invariance; said once per communicator and reason",
+                    comm, reason, collective, count, type, op);
   return used;
 }
 

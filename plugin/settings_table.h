@@ -71,7 +71,7 @@ struct SettingSpec {
   const char* name = nullptr;
   SettingType type = SettingType::Flag;
   Agreement agreement = Agreement::PerRank;
-  std::string help;                       // one line; README.md's settings table shows it as is
+  std::string help;                       // one line; docs/settings.md's table shows it as is
   NumberField<Config> field;              // every type but Path
   std::string Config::*text = nullptr;    // Path
   NumberField<SharedSettings> shared;     // its field in the fingerprint; empty when not carried

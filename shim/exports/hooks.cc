@@ -107,7 +107,8 @@ ncclResult_t refuse(Communicator& comm, Collective collective) {
 }
 
 // NCCL_CAR_DETERMINISTIC promises invariance for the calls we take; NCCL promises none. The
-// first call of a communicator forwarded for each reason says so, once. Not said: integers
+// first call of a communicator forwarded for each reason says so, once (callers ask only
+// under NCCL_CAR_DETERMINISTIC). Not said: integers
 // (exact in any order), all-gathers and one rank (copies), calls NCCL refuses or that reduce
 // nothing.
 void warnInvarianceEnds(Communicator* comm, ForwardReason reason, Collective collective, std::size_t count,
@@ -121,14 +122,11 @@ void warnInvarianceEnds(Communicator* comm, ForwardReason reason, Collective col
   std::atomic<std::uint32_t>& warned = comm != nullptr ? comm->invarianceWarned() : unadopted;
   const std::uint32_t bit = 1u << static_cast<int>(reason);
   if ((warned.fetch_or(bit) & bit) != 0) return;
-  const std::string call = fmt::format("{} x {} {}", count, element ? elementTypeName(*element) : "?",
-                                       reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op");
-  CAR_WARN(comm != nullptr ? comm->device() : -1,
-           "{}: NCCL_CAR_DETERMINISTIC: reductions forwarded to NCCL as {} (first: {} {}) get NCCL's result, whose "
-           "bits may change with the message size and NCCL's algorithm: NCCL promises no invariance; said once per "
-           "communicator and reason",
-           comm != nullptr ? describe(*comm) : std::string("a communicator the library did not adopt"),
-           forwardReasonName(reason), collectiveName(collective), call);
+  const std::string who = comm != nullptr ? describe(*comm) : std::string("a communicator the library did not adopt");
+  CAR_WARN(comm != nullptr ? comm->device() : -1, "{}",
+           logText(formatInvarianceEnds, who.c_str(), forwardReasonName(reason), collectiveName(collective),
+                   static_cast<unsigned long long>(count), element ? elementTypeName(*element) : "?",
+                   reduceOpOf(op) ? reduceOpName(*reduceOpOf(op)) : "op"));
 }
 
 // An option of ours in a call's config that names nothing: said once per process.

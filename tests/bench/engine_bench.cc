@@ -36,7 +36,7 @@ using namespace car::testing;
 namespace {
 
 constexpr int kDevice = 0;
-// As the seed's kernels were timed (docs/benchmarks.md, "Engine, several ranks on one H200").
+// As the seed's kernels were timed (docs/benchmarks-history.md, "Engine, several ranks on one H200").
 constexpr int kCallsPerSample = 20;
 constexpr int kSamples = 15;
 const std::size_t kSizes[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20};

@@ -30,7 +30,7 @@ TEST_CASE("settings table: names are unique NCCL_CAR_ variables with one line of
     CHECK(names.insert(spec.name).second);
     CHECK_FALSE(spec.help.empty());
     CHECK(spec.help.find('\n') == std::string::npos);
-    CHECK(spec.help.find('|') == std::string::npos);  // it is a cell of README.md's table
+    CHECK(spec.help.find('|') == std::string::npos);  // it is a cell of docs/settings.md's table
     CHECK(findSetting(spec.name) == &spec);
   }
   CHECK(findSetting("NCCL_CAR_MAXBYTES") == nullptr);

@@ -1,1 +1,2 @@
-"""The nccl-car command-line tool: doctor, run and bench (see docs/cli.md)."""
+"""The nccl-car command-line tool: one module per command (main.SUBCOMMANDS; `nccl-car --help`
+and docs/cli.md list them)."""

@@ -8,14 +8,15 @@ from .errors import EXIT_USAGE, CliError, UsageError
 
 SUBCOMMANDS = {
     "doctor": (doctor, "what this machine offers and what the library would do here"),
-    "run": (run, "run a command with the library preloaded, then summarise what it did"),
+    "run": (run, "run a command with the library loaded, then summarise what it did"),
     "bench": (bench, "nccl-car against NCCL's best configuration, side by side"),
     "tune": (tune, "measure this machine and write the choice table the library follows"),
 }
 
 DESCRIPTION = """\
-nccl-car runs small intra-node all-reduces on its own CUDA kernels (libnccl-car.so,
-preloaded) and forwards every other NCCL call to NCCL. See docs/cli.md.
+libnccl-car.so runs small all-reduces, all-gathers and reduce-scatters between the GPUs of
+one machine on its own CUDA kernels and forwards every other NCCL call to NCCL; this tool
+checks the machine, runs programs with the library and measures it. See docs/cli.md.
 
 exit codes: 0 ok, 1 the check or a run failed, 2 usage error, 3 missing prerequisite
 (the library, the benchmark program, GPUs); `run` passes on its command's exit code."""

@@ -1,8 +1,12 @@
 #include "log_samples.h"
 
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "config.h"
 #include "log.h"
+#include "policy.h"
 #include "stats.h"
 
 namespace carquery {
@@ -79,27 +83,66 @@ void released(Samples& samples, const Process& process, std::uintptr_t comm, int
   samples.end();
 }
 
+void takenCall(Samples& samples, const Process& process, int rank, car::Algorithm algorithm, car::ElementType type,
+               car::ReduceOp op, unsigned long long count) {
+  const car::Collective collective = car::collectiveOf(algorithm);
+  const char* opName = car::reduces(collective) ? car::reduceOpName(op) : nullptr;
+  const std::string text = car::logText(car::formatTakenCall, rank, car::collectiveName(collective), count,
+                                        car::elementTypeName(type), opName, count * car::elementBytes(type),
+                                        car::algorithmName(algorithm));
+  JsonWriter& json = samples.begin("taken-call", process, LogLevel::Trace, text)
+                         .key("kernel").string(car::algorithmName(algorithm))
+                         .key("collective").string(car::collectiveName(collective))
+                         .key("type").string(car::elementTypeName(type))
+                         .key("op");
+  if (opName != nullptr) json.string(opName);
+  else json.null();
+  samples.end();
+}
+
 // One call of every type, each kernel and op in turn.
 void takenCalls(Samples& samples, const Process& process, int rank) {
   for (int t = 0; t < car::kElementTypeCount; ++t) {
-    const auto type = static_cast<car::ElementType>(t);
-    const auto algorithm = static_cast<car::Algorithm>(t % car::kAlgorithmCount);
-    const auto op = static_cast<car::ReduceOp>(t % car::kReduceOpCount);
-    const car::Collective collective = car::collectiveOf(algorithm);
-    const char* opName = car::reduces(collective) ? car::reduceOpName(op) : nullptr;
-    const unsigned long long count = 1024ull << t;
-    const std::string text = car::logText(car::formatTakenCall, rank, car::collectiveName(collective), count,
-                                          car::elementTypeName(type), opName, count * car::elementBytes(type),
-                                          car::algorithmName(algorithm));
-    JsonWriter& json = samples.begin("taken-call", process, LogLevel::Trace, text)
-                           .key("kernel").string(car::algorithmName(algorithm))
-                           .key("collective").string(car::collectiveName(collective))
-                           .key("type").string(car::elementTypeName(type))
-                           .key("op");
-    if (opName != nullptr) json.string(opName);
-    else json.null();
-    samples.end();
+    takenCall(samples, process, rank, static_cast<car::Algorithm>(t % car::kAlgorithmCount),
+              static_cast<car::ElementType>(t), static_cast<car::ReduceOp>(t % car::kReduceOpCount), 1024ull << t);
   }
+}
+
+void warning(Samples& samples, const Process& process, const std::string& text, const char* file, int line) {
+  samples.begin("warn", process, LogLevel::Warn, text, file, line)
+      .key("file").string(file).key("source_line").number(static_cast<std::uint64_t>(line)).key("text").string(text);
+  samples.end();
+}
+
+// The lines README.md and docs/ show, with the values of a plausible job: an 8-rank
+// communicator of the first process, its calls, and two WARNs. tests/cli/test_log_lines_docs.py
+// requires every example line in the docs to be one of these samples (or another above).
+void documentedLines(Samples& samples) {
+  constexpr std::uintptr_t kComm = 0x7f3a1c002e00;
+  setupEligible(samples, kFirst, kComm, 0, 8, false, true, 90);
+  takenCall(samples, kFirst, 0, car::Algorithm::OneShotPush, car::ElementType::BFloat16, car::ReduceOp::Sum, 131072);
+  takenCall(samples, kFirst, 0, car::Algorithm::AllGatherPush, car::ElementType::BFloat16, car::ReduceOp::Sum, 4096);
+
+  car::CallStats job;
+  for (int n = 0; n < 812; ++n) job.countTaken(car::Algorithm::OneShotPush, 256 << 10);
+  for (int n = 0; n < 96; ++n) job.countTaken(car::Algorithm::TwoShotPush, 2 << 20);
+  for (int n = 0; n < 64; ++n) job.countTaken(car::Algorithm::AllGatherPush, 4096);
+  for (int n = 0; n < 64; ++n) job.countTaken(car::Algorithm::ReduceScatterPush, 4096);
+  for (int n = 0; n < 40; ++n) job.countForwarded(car::ForwardReason::TooLarge);
+  released(samples, kFirst, kComm, 0, 8, job);
+
+  // A refused value, as the library's settings parser words it (the shim logs each problem).
+  std::vector<std::string> problems;
+  car::parseConfig([](const char* name) { return std::strcmp(name, "NCCL_CAR_MAX_BYTES") == 0 ? "8M" : nullptr; },
+                   &problems);
+  for (const std::string& problem : problems) warning(samples, kFirst, problem, "shim/exports/shim_config.cc", 35);
+
+  const std::string comm = commName(kComm, 0, 8);
+  warning(samples, kFirst,
+          car::logText(car::formatInvarianceEnds, comm.c_str(), car::forwardReasonName(car::ForwardReason::TooLarge),
+                       car::collectiveName(car::Collective::AllReduce), 4194305ull,
+                       car::elementTypeName(car::ElementType::BFloat16), car::reduceOpName(car::ReduceOp::Sum)),
+          "shim/exports/hooks.cc", 130);
 }
 
 }  // namespace
@@ -120,11 +163,8 @@ void writeLogSamples(JsonWriter& json) {
         .key("rank").number(1).key("ranks").number(4).key("reason").string(reason);
     samples.end();
 
-    const char* file = "shim/handshake/handshake.cc";
-    const std::string warning = commName(0x1234, 1, 4) + ": NCCL_CAR_ALGO differs between rank 0 and rank 1";
-    samples.begin("warn", kOtherHost, LogLevel::Warn, warning, file, 99)
-        .key("file").string(file).key("source_line").number(99).key("text").string(warning);
-    samples.end();
+    warning(samples, kOtherHost, commName(0x1234, 1, 4) + ": NCCL_CAR_ALGO differs between rank 0 and rank 1",
+            "shim/handshake/handshake.cc", 99);
 
     takenCalls(samples, kFirst, 0);
 
@@ -149,6 +189,8 @@ void writeLogSamples(JsonWriter& json) {
     samples.begin("audit-served", kAudited, LogLevel::Info,
                   car::kAuditTag + car::logText(car::formatAuditServed, nccl, "/opt/nccl-car/libnccl-car.so", nccl));
     samples.end();
+
+    documentedLines(samples);
   }
   json.endObject();
 }
