@@ -62,6 +62,9 @@ Worker& worker() {
 }
 
 void run() {
+  // Named, so that a test can tell our thread from the program's (the stand-in NCCL reports
+  // any NCCL call made from a thread whose name starts with "car-").
+  pthread_setname_np(pthread_self(), "car-setup");
   // For the thread's whole life: its CUDA calls never break a capture of the program's.
   const RelaxedCaptureScope relaxed;
   const RealNccl* real = realNccl();
