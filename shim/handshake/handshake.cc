@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -143,8 +145,9 @@ void SetUp::fillRecord() {
   // whether all have it. Blocks kept at a release because a peer still mapped them may be
   // free by now: into the pool first, where this claim can take one.
   blockRetirement().sweep();
-  const std::size_t bytes = blockLayoutFor(setupConfig(state.device())).totalBytes;
-  memory_ = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
+  layout_ = blockLayoutFor(setupConfig(state.device()));
+  layout_.totalBytes += faultBlockGrowth(state.rank());  // NCCL_CAR_TEST_FAULT=grow-block
+  memory_ = BlockMemory::claim(blockMemoryPool(), state.device(), layout_.totalBytes, shimConfig().gpuMemoryBytes);
   if (!memory_) record.status = RankStatus::NoRoom;
 }
 
@@ -213,7 +216,7 @@ bool SetUp::createBlockAndEngine(std::string* problem) {
   std::unique_ptr<RankEngine> engine;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation
                                                    : RankEngine::create(options, &state.counters(), &engine);
-  if (err == cudaSuccess) err = block_->allocate(std::move(memory_), blockLayoutFor(options.config), exchange_.stream);
+  if (err == cudaSuccess) err = block_->allocate(std::move(memory_), layout_, exchange_.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
     *problem = fmt::format("could not allocate or export its buffers ({})", cudaGetErrorString(err));
@@ -297,6 +300,10 @@ void SetUp::collectReports() {
     }
     reports_[p] = *report;
   }
+  if (faultFires(Fault::GiveUpBeforeAgreement, rank())) {
+    fail("NCCL_CAR_TEST_FAULT give-up-before-agreement: gave its set-up up before the ranks agreed", true);
+    return;
+  }
   const Verdict verdict = judgeLinks(exchange_.records, reports_);
   if (verdict.eligible) concludeAgreeing(verdict);
   else concludeIneligible(verdict);
@@ -353,6 +360,9 @@ bool SetUp::advance(const RealNccl& real, HandshakeDevice& device, double now) {
     }
   }
   if (stage_ == Stage::AwaitingBlocks) {
+    if (faultFires(Fault::AdvanceThrow, rank())) {
+      throw std::runtime_error("NCCL_CAR_TEST_FAULT advance-throw, after this rank published its block");
+    }
     if (!collectBlocks()) {
       if (!settled() && now > deadline_) giveUp("the peers' buffers");
       return settled();
@@ -442,6 +452,9 @@ void SetUp::letGo(CommState::Locked& locked) {
   locked.takeEngine().reset();
   ownPage_ = nullptr;
   rankZeroPage_ = nullptr;
+  if (block_ && faultFires(Fault::SlowRetire, rank())) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSlowRetireSeconds));
+  }
   BufferBlock::retire(std::move(block_), describe(*exchange_.state));
   peerBoards_.clear();
   board_.reset();

@@ -87,6 +87,7 @@ class SetUp {
   std::atomic<bool> settled_{false};
   bool warned_ = false;  // this rank already WARNed about its own failure
 
+  BlockLayout layout_{};                   // our block's, from the settings (fillRecord)
   std::unique_ptr<BlockMemory> memory_;    // room (or kept memory) for our block, until the block holds it
   std::unique_ptr<SysvReleaseBoard> board_;  // ours, until the block holds it
   BoardPage* ownPage_ = nullptr;             // in board_, then in the block's

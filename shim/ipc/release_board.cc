@@ -11,8 +11,11 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "exports/fault_injection.h"
 
 namespace car {
 namespace {
@@ -53,6 +56,7 @@ void* attachPage(int id, std::string* problem) {
     *problem = fmt::format("cannot attach release board {}: {}", id, std::strerror(errno));
     return nullptr;
   }
+  if (faultActive(Fault::BoardThrow)) throw std::runtime_error("NCCL_CAR_TEST_FAULT board-throw, after shmat");
   madvise(page, kBoardPageBytes, MADV_DONTFORK);  // best effort: a failure only keeps blocks longer
   countHere(id, +1);
   return page;
