@@ -319,3 +319,23 @@ TEST_CASE("multi-rank: a communicator ended while its set-up waits in the backgr
   CHECK(carLines(run.err, "WARN").empty());
   CHECK(linesWith(run.log, {" dead=1"}).empty());
 }
+
+// ---- Issue 44: each test case below fails on the code the issue is about, for the finding
+// it names ([!shouldfail]); the tag goes when the finding is fixed.
+
+// Finding 1: the set-up worker polls ncclCommGetAsyncError itself, beside the program, which
+// in NCCL 2.28.9 completes and frees the group job the set-up's group linked. The stand-in
+// reports every NCCL call from a thread named car-* (the worker is "car-setup"), and two
+// threads inside ncclCommGetAsyncError on one communicator at once.
+TEST_CASE("multi-rank: no thread of the library calls NCCL (issue 44, finding 1)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  for (const Ranks& shape : {Ranks{4, 100, 2, true}, Ranks{2, 40, 2, false, true}}) {
+    const ChildResult run = runRanks(shape);
+    INFO(run.out << run.err.substr(0, 6000));
+    REQUIRE_FALSE(run.timedOut);
+    REQUIRE(run.exitCode == 0);
+    CHECK(violations(run.err, "standin: VIOLATION car-thread").empty());
+    CHECK(violations(run.err, "standin: VIOLATION async-error-concurrent").empty());
+    CHECK(linesWith(run.out, {"standin violations=0"}).size() == 1);
+  }
+}
