@@ -339,3 +339,19 @@ TEST_CASE("multi-rank: no thread of the library calls NCCL (issue 44, finding 1)
     CHECK(linesWith(run.out, {"standin violations=0"}).size() == 1);
   }
 }
+
+// Finding 2: at exit nothing of ours may call CUDA once the runtime's tear-down can have begun
+// (the fake runtime's, registered at its first call, runs after the library's exit handler).
+// The process ends while set-ups still wait in the background (exit-in-setup), or just after
+// they were let go (end-in-setup).
+TEST_CASE("multi-rank: nothing of ours calls CUDA after the runtime's tear-down at exit (issue 44, finding 2)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  for (const std::string mode : {"exit-in-setup", "end-in-setup"}) {
+    const ChildResult run = runDriver(3, 10, 2, mode, true);
+    INFO(mode << "\n" << run.out << run.err.substr(0, 6000));
+    REQUIRE_FALSE(run.timedOut);
+    REQUIRE(run.exitCode == 0);
+    REQUIRE(linesWith(run.err, {"fake-cuda: at exit:"}).size() == 1);  // the tear-down ran
+    CHECK(violations(run.err, "fake-cuda: VIOLATION late-call").empty());
+  }
+}
