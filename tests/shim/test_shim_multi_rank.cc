@@ -355,3 +355,64 @@ TEST_CASE("multi-rank: nothing of ours calls CUDA after the runtime's tear-down 
     CHECK(violations(run.err, "fake-cuda: VIOLATION late-call").empty());
   }
 }
+
+namespace {
+
+// "eligible (...; holds N bytes; ...)": N.
+std::size_t heldBytes(const std::string& setup) {
+  static const std::regex pattern("holds (\\d+) bytes");
+  std::smatch match;
+  return std::regex_search(setup, match, pattern) ? std::stoull(match[1]) : 0;
+}
+
+// Rank r of every communicator on device r of its own, so that a bound on one GPU's memory is
+// a bound on one rank's blocks.
+const std::vector<std::string> kDevicePerRank = {"STANDIN_NCCL_DEVICE_PER_RANK=1", "FAKE_CUDA_DEVICES=2"};
+
+std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+}  // namespace
+
+// Finding 3: a communicator whose ranks never agree on a first call took no call of ours: it
+// must let go of its block and its room at once. Rank 1 gives its set-up up once every rank
+// mapped every block, before it joins the agreement (NCCL_CAR_TEST_FAULT=
+// give-up-before-agreement@1), so rank 0 follows "never" from Agreeing. Under a bound of one
+// block per GPU (NCCL_CAR_GPU_MEMORY_BYTES, each rank on a device of its own), a second
+// communicator of the same ranks, made while the first is still alive, must then be eligible.
+TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for the next (issue 44, finding 3)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  // One block's bytes, from a communicator set up without the bound.
+  const ChildResult sized = runDriver(2, 4, 1, "", false, kDevicePerRank);
+  INFO(sized.out << sized.err.substr(0, 4000));
+  REQUIRE(sized.exitCode == 0);
+  const std::vector<Asked> sizedAsked = askedOf(sized.out);
+  REQUIRE_FALSE(sizedAsked.empty());
+  const std::vector<std::string> sizedSetup = infoAbout(sized.err, sizedAsked[0].comm, "setup:");
+  REQUIRE(sizedSetup.size() == 1);
+  const std::size_t block = heldBytes(sizedSetup[0]);
+  REQUIRE(block > 0);
+
+  const ChildResult run = runDriver(
+      2, 10, 2, "second-comm", false,
+      with(kDevicePerRank, {"NCCL_CAR_GPU_MEMORY_BYTES=" + std::to_string(block),
+                            "NCCL_CAR_TEST_FAULT=give-up-before-agreement@1"}));
+  INFO(run.out << run.err.substr(0, 8000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == 4);
+  for (const Asked& one : asked) {
+    INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
+    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+    REQUIRE(setup.size() == 1);
+    if (one.index == 0) {
+      REQUIRE(setup[0].rfind("not eligible: ", 0) == 0);  // the ranks never agreed
+      if (one.rank == "0") REQUIRE(setup[0].find("another rank gave up") != std::string::npos);
+    } else {
+      CHECK(setup[0].rfind("eligible (", 0) == 0);
+    }
+  }
+}
