@@ -416,3 +416,67 @@ TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for th
     }
   }
 }
+
+namespace {
+
+// The same, of one rank, in the order printed.
+std::vector<double> secondsTakenBy(const std::string& out, int rank, const std::string& what) {
+  std::vector<double> seconds;
+  const std::regex pattern("^rank " + std::to_string(rank) + " " + what + " took ([0-9.]+) s$");
+  for (const std::string& line : splitLines(out)) {
+    std::smatch match;
+    if (std::regex_match(line, match, pattern)) seconds.push_back(std::stod(match[1]));
+  }
+  return seconds;
+}
+
+// "fake-cuda: at exit: streams=S events=E ...": what is still alive of `what`.
+int aliveAtExit(const std::string& err, const std::string& what) {
+  const std::regex pattern("^fake-cuda: at exit: .*\\b" + what + "=(\\d+)");
+  for (const std::string& line : splitLines(err)) {
+    std::smatch match;
+    if (std::regex_search(line, match, pattern)) return std::stoi(match[1]);
+  }
+  return -1;
+}
+
+}  // namespace
+
+// Finding 4: a set-up whose step on the worker throws, once its block is published (rank 1 of
+// the first communicator: NCCL_CAR_TEST_FAULT=advance-throw@1). Its peers must learn it at
+// once (not after NCCL_CAR_SETUP_TIMEOUT_MS), its communicator must leave SettingUp (so that
+// its destroy releases it: a released: line), and nothing of it may be leaked: no stream, no
+// event alive at exit. The second communicator of the same ranks is set up as usual.
+TEST_CASE("multi-rank: a set-up that throws on the worker tells its peers and lets go (issue 44, finding 4)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  constexpr int kRanks = 3;
+  const ChildResult run = runDriver(kRanks, 20, 2, "second-comm", false,
+                                    {"NCCL_CAR_TEST_FAULT=advance-throw@1", "NCCL_CAR_SETUP_TIMEOUT_MS=10000"});
+  INFO(run.out << run.err.substr(0, 8000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  REQUIRE(linesWith(run.err, {"advance-throw"}).size() >= 1);  // the fault fired
+  for (int rank = 0; rank < kRanks; ++rank) {
+    INFO("rank " << rank);
+    const std::vector<double> inits = secondsTakenBy(run.out, rank, "init");
+    REQUIRE(inits.size() == 2);
+    CHECK(inits[0] < 5.0);  // the first communicator's: its bound is 10 s
+  }
+  std::vector<Asked> second;
+  for (const Asked& one : askedOf(run.out)) {
+    INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
+    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+    CHECK(setup.size() == 1);
+    CHECK(infoAbout(run.err, one.comm, "released:").size() == 1);
+    if (one.index == 0 && setup.size() == 1) {
+      CHECK(setup[0].rfind("not eligible: ", 0) == 0);
+      CHECK(setup[0].find("did not complete within") == std::string::npos);  // not its bound
+    }
+    if (one.index == 1) second.push_back(one);
+  }
+  REQUIRE(second.size() == kRanks);
+  for (const Asked& one : second) checkOneRank(one, run.err, {"too-large"}, false);
+  checkAcrossRanks(run, second);
+  CHECK(aliveAtExit(run.err, "streams") == 0);
+  CHECK(aliveAtExit(run.err, "events") == 0);
+}
