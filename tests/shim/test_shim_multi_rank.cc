@@ -480,3 +480,50 @@ TEST_CASE("multi-rank: a set-up that throws on the worker tells its peers and le
   CHECK(aliveAtExit(run.err, "streams") == 0);
   CHECK(aliveAtExit(run.err, "events") == 0);
 }
+
+namespace {
+
+// System V segments that process `pid` created and that still exist (/proc/sysvipc/shm),
+// removed here once listed, so that a failing run leaks nothing into the machine.
+std::vector<int> segmentsLeftBy(int pid) {
+  std::ifstream table("/proc/sysvipc/shm");
+  std::string line;
+  std::getline(table, line);  // the header
+  std::vector<int> left;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    long long key = 0, shmid = 0, perms = 0, size = 0, cpid = 0;
+    if (!(fields >> key >> shmid >> perms >> size >> cpid)) continue;
+    if (cpid == pid) left.push_back(static_cast<int>(shmid));
+  }
+  for (int id : left) shmctl(id, IPC_RMID, nullptr);
+  return left;
+}
+
+int driverPid(const std::string& out) {
+  const std::regex pattern("^multi-rank pid=(\\d+)$");
+  for (const std::string& line : splitLines(out)) {
+    std::smatch match;
+    if (std::regex_match(line, match, pattern)) return std::stoi(match[1]);
+  }
+  return -1;
+}
+
+}  // namespace
+
+// Finding 5: a board whose creation throws after shmat (NCCL_CAR_TEST_FAULT=board-throw: in
+// the bookkeeping that follows it) must already be marked for removal, or the segment outlives
+// the process. Afterwards /proc/sysvipc/shm holds no segment the driver created.
+TEST_CASE("multi-rank: a release board whose creation fails leaves no System V segment (issue 44, finding 5)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  const ChildResult run = runDriver(2, 10, 1, "", false, {"NCCL_CAR_TEST_FAULT=board-throw"});
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  REQUIRE(linesWith(run.err, {"board-throw"}).size() >= 1);  // the fault fired
+  const int pid = driverPid(run.out);
+  REQUIRE(pid > 0);
+  const std::vector<int> left = segmentsLeftBy(pid);
+  INFO(left.size() << " segment(s) left, removed now");
+  CHECK(left.empty());
+}
