@@ -527,3 +527,28 @@ TEST_CASE("multi-rank: a release board whose creation fails leaves no System V s
   INFO(left.size() << " segment(s) left, removed now");
   CHECK(left.empty());
 }
+
+// Finding 6, the set-up's claim: a block that meets kept memory of another size on its GPU
+// frees that memory (cudaFree, which waits for the whole device). Each rank's second block is
+// larger than its first (NCCL_CAR_TEST_FAULT=grow-block), made after the first communicator
+// was destroyed on every rank (sequential): no device-wide wait may happen on a thread of the
+// program's.
+TEST_CASE("multi-rank: a set-up never waits for the whole device on the program's thread (issue 44, finding 6)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  const ChildResult run = runDriver(2, 10, 2, "sequential", false, {"NCCL_CAR_TEST_FAULT=grow-block"});
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == 4);
+  std::set<std::size_t> sizes;
+  for (const Asked& one : asked) {
+    INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
+    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+    REQUIRE(setup.size() == 1);
+    REQUIRE(setup[0].rfind("eligible (", 0) == 0);
+    sizes.insert(heldBytes(setup[0]));
+  }
+  REQUIRE(sizes.size() == 2);  // the two communicators' blocks differ in size
+  CHECK(violations(run.err, "fake-cuda: VIOLATION device-wide-wait").empty());
+}
