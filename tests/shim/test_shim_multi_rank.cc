@@ -552,3 +552,30 @@ TEST_CASE("multi-rank: a set-up never waits for the whole device on the program'
   REQUIRE(sizes.size() == 2);  // the two communicators' blocks differ in size
   CHECK(violations(run.err, "fake-cuda: VIOLATION device-wide-wait").empty());
 }
+
+// Finding 6, the let-go: the worker held the communicator's lock through the retirement of a
+// failed set-up's block (up to 2 s: NCCL_CAR_TEST_FAULT=slow-retire@1 makes rank 1's that
+// long), so a program's call on that communicator waited behind it. Rank 1 gives its set-up up
+// (give-up-before-agreement@1) while both ranks keep calling, 2 ms apart: no call may take long.
+TEST_CASE("multi-rank: a program's call does not wait behind the worker's let-go (issue 44, finding 6)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  const ChildResult run = runDriver(2, 500, 1, "", true,
+                                    {"NCCL_CAR_TEST_FAULT=give-up-before-agreement@1,slow-retire@1",
+                                     "MULTI_RANK_PACED_CALLS=500"});
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == 2);
+  for (const Asked& one : asked) {
+    INFO("rank " << one.rank << " comm " << one.comm);
+    if (one.rank == "1") {
+      // The fault fired. (Rank 0's set-up may not get further before its release: the one
+      // worker is held by rank 1's retirement.)
+      const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+      REQUIRE(setup.size() == 1);
+      REQUIRE(setup[0].find("give-up-before-agreement") != std::string::npos);
+    }
+    CHECK(one.slowest < 0.5);
+  }
+}
