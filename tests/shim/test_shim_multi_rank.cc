@@ -579,3 +579,24 @@ TEST_CASE("multi-rank: a program's call does not wait behind the worker's let-go
     CHECK(one.slowest < 0.5);
   }
 }
+
+// Finding 7: the nonblocking set-up point must follow from the sequence of calls alone. Rank 0
+// makes its first all-reduce before NCCL finished creating the communicator, which NCCL
+// refuses (ncclInvalidArgument), then waits as NCCL asks and makes it again: a program that
+// broke the rule once and recovered. Every rank must still agree on the same first call,
+// forward and take alike, and NCCL must see the same collectives from every rank.
+TEST_CASE("multi-rank: a call NCCL refused before the communicator was ready moves no rank's set-up point "
+          "(issue 44, finding 7)",
+          "[shim][multi-rank][issue-44][!shouldfail]") {
+  const ChildResult run = runDriver(2, 40, 1, "early-call", true);
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  REQUIRE(linesWith(run.out, {"rank 0 early all-reduce refused"}).size() == 1);  // NCCL did refuse it
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == 2);
+  for (const Asked& one : asked) {
+    checkOneRank(one, run.err, {"too-large", "comm-not-ready", "nonblocking-group"}, true);
+  }
+  checkAcrossRanks(run, asked);
+}
