@@ -20,6 +20,10 @@ class CallStats {
   void countForwarded(ForwardReason reason) {
     forwarded_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
   }
+  // A forwarded call NCCL refused is not one of the communicator's calls after all.
+  void uncountForwarded(ForwardReason reason) {
+    forwarded_[static_cast<int>(reason)].fetch_sub(1, std::memory_order_relaxed);
+  }
   std::uint64_t taken(Algorithm algorithm) const {
     return taken_[static_cast<int>(algorithm)].load(std::memory_order_relaxed);
   }

@@ -194,17 +194,21 @@ ncclResult_t forwardToNccl(const RealNccl& real, Collective collective, const vo
 }
 
 // A forwarded call NCCL answered: one it refused never entered the communicator's sequence
-// (outside a group; a group's calls are settled at its end), and one it accepted tells a
-// set-up waiting for NCCL's thread that it has launched the exchange (Communicator::
-// noteNcclAccepted). The call that carried the exchange tells nothing.
-void afterForward(Communicator& comm, const Decision& decision, ncclResult_t result, bool carriedExchange,
-                  bool inGroup) {
-  if (!decision.placed) return;
-  if (!succeededOrPending(result)) {
-    if (!inGroup) comm.lock().giveBack(decision.index);
+// and is not counted (outside a group; a group's calls are noted, and settled at its end),
+// and one it accepted tells a set-up waiting for NCCL's thread that it has launched the
+// exchange (Communicator::noteNcclAccepted). The call that carried the exchange tells nothing.
+void afterForward(const std::shared_ptr<Communicator>& comm, const Decision& decision, ncclResult_t result,
+                  bool carriedExchange, bool inGroup) {
+  if (decision.route == Decision::Route::Released) return;
+  if (inGroup) {
+    noteGroupCall(comm, decision);
+  } else if (!succeededOrPending(result)) {
+    comm->giveBack(decision);
     return;
   }
-  if (!carriedExchange && comm.phase() == CommPhase::SettingUp) comm.noteNcclAccepted();
+  if (!carriedExchange && succeededOrPending(result) && comm->phase() == CommPhase::SettingUp) {
+    comm->noteNcclAccepted();
+  }
 }
 
 // A hooked collective, whole: ours when its communicator's decision says so, else the real
@@ -233,10 +237,14 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
     return refused;
   }
   if (adopted->forwardedAsIneligible()) {
+    Decision decision;
+    decision.reason = ForwardReason::NotEligible;
     if (settings.deterministic) {
-      guarded(name, [&] { warnInvarianceEnds(adopted.get(), ForwardReason::NotEligible, collective, count, type, op); });
+      guarded(name, [&] { warnInvarianceEnds(adopted.get(), decision.reason, collective, count, type, op); });
     }
-    return forward();
+    const ncclResult_t result = forward();
+    guarded(name, [&] { afterForward(adopted, decision, result, false, insideGroup()); });
+    return result;
   }
   const bool inGroup = insideGroup();
   Decision decision;
@@ -252,8 +260,8 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
     Holdings letGo;
     decision = adopted->decide(call, context, &letGo);
     if (letGo) disposeInBackground(std::move(letGo), describe(*adopted));
-    if (inGroup && decision.placed) noteGroupCall(adopted, decision.index);
     if (decision.route == Decision::Route::Deferred) {
+      noteGroupCall(adopted, decision);
       deferToGroupEnd({adopted, call, decision.plan, type, op, copyOf(config)});
     } else if (decision.route == Decision::Route::Nccl && settings.deterministic) {
       warnInvarianceEnds(adopted.get(), decision.reason, collective, count, type, op);
@@ -272,7 +280,7 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
     });
   }
   if (!issued) result = forward();
-  guarded(name, [&] { afterForward(*adopted, decision, result, setUpHere, inGroup); });
+  guarded(name, [&] { afterForward(adopted, decision, result, setUpHere, inGroup); });
   return result;
 }
 
@@ -320,8 +328,9 @@ Decision::Route launchDeferred(const DeferredCall& deferred) {
 ncclResult_t endGroupCalls(const RealNccl& real, ncclResult_t groupResult, bool simulated) {
   GroupCalls group = takeGroupCalls();
   if (simulated || !succeededOrPending(groupResult)) {
-    for (const GroupMark& mark : group.marks) {
-      if (Registry::instance().holds(mark.comm)) mark.comm->lock().giveBack(mark.firstIndex);
+    // The latest first, so that each communicator ends at its first place in the group.
+    for (auto it = group.decided.rbegin(); it != group.decided.rend(); ++it) {
+      if (Registry::instance().holds(it->comm)) it->comm->giveBack(it->decision);
     }
   }
   std::vector<DeferredCall>& calls = group.deferred;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -75,7 +77,7 @@ SetUp::SetUp(std::shared_ptr<Communicator> comm, double deadline) : deadline_(de
 SetUp::~SetUp() {
   // Every ending lets go before this; a block still here (a set-up dropped on an error) may
   // be mapped by peers: retired, never handed to the next communicator as it is.
-  if (block_) dispose(takeOwn(), describe(*comm()), ImporterWait::None);
+  if (block_) letGoOf(takeOwn());
 }
 
 // ---- Before the exchange: the calling thread.
@@ -176,8 +178,9 @@ void SetUp::fillRecord() {
   // free by now: into the pool first, where this claim can take one. Neither waits for the
   // device: what must be freed is freed by the set-up worker (shim/ipc/block_memory.h).
   blockRetirement().sweep();
-  const std::size_t bytes = blockLayoutFor(setupConfig(state.device())).totalBytes;
-  memory_ = BlockMemory::claim(blockMemoryPool(), state.device(), bytes, shimConfig().gpuMemoryBytes);
+  layout_ = blockLayoutFor(setupConfig(state.device()));
+  layout_.totalBytes += faultBlockGrowth(state.rank());  // NCCL_CAR_TEST_FAULT=grow-block
+  memory_ = BlockMemory::claim(blockMemoryPool(), state.device(), layout_.totalBytes, shimConfig().gpuMemoryBytes);
   if (!memory_) record.status = RankStatus::NoRoom;
 }
 
@@ -222,7 +225,7 @@ void SetUp::refused() {
   CAR_INFO(comm.device(), "{}: NCCL refused the set-up's exchange; it goes to NCCL again with the communicator's "
            "next call outside a group and a graph capture", describe(comm));
   comm.lock().exchangeRefused();
-  dispose(takeOwn(), describe(comm), ImporterWait::None);  // a board and a claim: nothing was published
+  letGoOf(takeOwn());  // a board and a claim: nothing was published
   settle();
 }
 
@@ -260,7 +263,7 @@ bool SetUp::createBlockAndLauncher(std::string* problem) {
   options.config = setupConfig(comm.device());
   std::unique_ptr<Launcher> launcher;
   cudaError_t err = faultActive(Fault::NoBuffers) ? cudaErrorMemoryAllocation : Launcher::create(options, &launcher);
-  if (err == cudaSuccess) err = block_->allocate(std::move(memory_), blockLayoutFor(options.config), exchange_.stream);
+  if (err == cudaSuccess) err = block_->allocate(std::move(memory_), layout_, exchange_.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
     *problem = fmt::format("could not allocate or export its buffers ({})", cudaGetErrorString(err));
@@ -345,6 +348,10 @@ void SetUp::collectReports() {
     }
     reports_[p] = *report;
   }
+  if (faultFires(Fault::GiveUpBeforeAgreement, rank())) {
+    fail("NCCL_CAR_TEST_FAULT give-up-before-agreement: gave its set-up up before the ranks agreed", true);
+    return;
+  }
   const Verdict verdict = judgeLinks(exchange_.records, reports_);
   if (verdict.eligible) concludeAgreeing(verdict);
   else concludeIneligible(verdict);
@@ -367,7 +374,7 @@ void SetUp::followAgreement(double now) {
     }
     agreeing = locked.phase() == CommPhase::Agreeing;
   }
-  dispose(std::move(letGo), describe(comm), ImporterWait::None);
+  letGoOf(std::move(letGo));
   if (!agreeing) settle();
 }
 
@@ -381,7 +388,7 @@ bool SetUp::advance(HandshakeDevice& device, double now) {
   }
   if (stage_ != Stage::Agreeing && phase != CommPhase::SettingUp) {  // released meanwhile
     tellPeers("its communicator was released during set-up");
-    dispose(takeOwn(), describe(comm), ImporterWait::None);
+    letGoOf(takeOwn());
     CAR_INFO(comm.device(), "{} released during set-up", describe(comm));
     settle();
     return true;
@@ -406,6 +413,9 @@ bool SetUp::advance(HandshakeDevice& device, double now) {
     }
   }
   if (stage_ == Stage::AwaitingBlocks) {
+    if (faultFires(Fault::AdvanceThrow, rank())) {
+      throw std::runtime_error("NCCL_CAR_TEST_FAULT advance-throw, after this rank published its block");
+    }
     if (!collectBlocks()) {
       if (!settled() && now > deadline_) giveUp("the peers' buffers");
       return settled();
@@ -432,7 +442,7 @@ void SetUp::abandonAfterError(const char* what) noexcept {
     if (stage_ == Stage::Agreeing) {
       Holdings letGo;
       comm.lock().followAgreement(true, std::string("internal error in its set-up: ") + what, &letGo);
-      dispose(std::move(letGo), describe(comm), ImporterWait::None);
+      letGoOf(std::move(letGo));
       settle();
       return;
     }
@@ -493,7 +503,7 @@ void SetUp::concludeIneligible(const Verdict& verdict) {
       letGo = together(std::move(letGo), std::move(held));
     }
   }
-  dispose(std::move(letGo), describe(comm), ImporterWait::None);
+  letGoOf(std::move(letGo));
   settle();
 }
 
@@ -519,8 +529,15 @@ void SetUp::concludeAgreeing(const Verdict& verdict) {
       agreeing = locked.phase() == CommPhase::Agreeing;
     }
   }
-  dispose(std::move(letGo), describe(comm), ImporterWait::None);
+  letGoOf(std::move(letGo));
   if (!agreeing) settle();
+}
+
+void SetUp::letGoOf(Holdings held) {
+  if (held.block && faultFires(Fault::SlowRetire, rank())) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSlowRetireSeconds));
+  }
+  dispose(std::move(held), describe(*comm()), ImporterWait::None);
 }
 
 Holdings SetUp::takeOwn() {

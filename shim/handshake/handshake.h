@@ -86,6 +86,9 @@ class SetUp {
   void concludeAgreeing(const Verdict& verdict);
   // What the set-up still holds itself (the communicator's holdings are the caller's).
   Holdings takeOwn();
+  // Disposes of what this set-up and its communicator let go of (lifecycle/let_go.h), on the
+  // worker, holding no lock.
+  void letGoOf(Holdings held);
   void settle();
 
   ExchangeMember exchange_;
@@ -94,6 +97,7 @@ class SetUp {
   std::atomic<bool> settled_{false};
   bool warned_ = false;  // this rank already WARNed about its own failure
 
+  BlockLayout layout_{};                     // our block's, from the settings (fillRecord)
   std::unique_ptr<BlockMemory> memory_;      // room (or kept memory) for our block, until the block holds it
   std::unique_ptr<SysvReleaseBoard> board_;  // ours, until the block holds it
   BoardPage* ownPage_ = nullptr;             // in board_, then in the block's

@@ -54,6 +54,7 @@ std::uint64_t CallSwitch::tryDecide() {
   if (!everyRankReady()) return word.load(kSeqCst);
   std::uint64_t expected = kUndecided;
   if (!word.compare_exchange_strong(expected, kDeciding, kSeqCst)) return expected;
+  if (hooks_ != nullptr && hooks_->afterDecidingMark) hooks_->afterDecidingMark(rank_);
   // Every slot raised before the mark is seen here; a rank raising one after it sees the
   // mark and waits for the value.
   std::uint64_t first = 0;
@@ -87,8 +88,13 @@ CallSwitch::Outcome CallSwitch::settle(std::uint64_t word) {
   return outcome;
 }
 
-CallSwitch::Outcome CallSwitch::joinReady(std::uint64_t calls) {
+void CallSwitch::storeSlot(std::uint64_t calls) {
   pages_[static_cast<std::size_t>(rank_)]->slot.store(kSlotReady | calls, kSeqCst);
+  if (hooks_ != nullptr && hooks_->afterSlotStore) hooks_->afterSlotStore(rank_, calls);
+}
+
+CallSwitch::Outcome CallSwitch::joinReady(std::uint64_t calls) {
+  storeSlot(calls);
   return settle(tryDecide());
 }
 
@@ -96,7 +102,7 @@ CallSwitch::Outcome CallSwitch::beforeCall(std::uint64_t call) {
   std::uint64_t word = pages_[0]->firstTaken.load(kSeqCst);
   if (word == kUndecided) {
     // Raised before looking again: a decision made after this look counts this call.
-    pages_[static_cast<std::size_t>(rank_)]->slot.store(kSlotReady | (call + 1), kSeqCst);
+    storeSlot(call + 1);
     word = tryDecide();
   }
   return settle(word);

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -38,6 +39,18 @@ std::optional<LinkReport> publishedReport(const BoardPage& page);
 // Sequentially consistent atomics in shared memory: correct between threads and processes.
 // A rank that dies while deciding leaves "deciding" for good: the others wait for it at
 // most kDecidingSeconds, then write "never".
+// Test hooks (tests/cpu/test_setup_board.cc): each, when set, runs at a point of the protocol
+// whose interleaving with the other ranks matters, so that a test can force one there
+// deterministically. Never set outside tests.
+struct CallSwitchHooks {
+  // joinReady, beforeCall: this rank's slot now says `calls` calls may have been forwarded
+  // here; the decision word is not read again yet.
+  std::function<void(int rank, std::uint64_t calls)> afterSlotStore;
+  // This rank marked the decision word "deciding" and has read no slot yet: a decider that is
+  // slow (descheduled, stopped in a debugger) but alive.
+  std::function<void(int rank)> afterDecidingMark;
+};
+
 class CallSwitch {
  public:
   enum class State { Undecided, Decided, Never };
@@ -69,12 +82,17 @@ class CallSwitch {
 
   bool everyRankReady() const;
 
+  // Test only: `hooks` (outliving this) run at their points from now on; null: none.
+  void setTestHooks(const CallSwitchHooks* hooks) { hooks_ = hooks; }
+
  private:
   Outcome settle(std::uint64_t word);
   std::uint64_t tryDecide();
+  void storeSlot(std::uint64_t calls);
 
   std::vector<BoardPage*> pages_;
   int rank_;
+  const CallSwitchHooks* hooks_ = nullptr;
 };
 
 }  // namespace car

@@ -11,8 +11,11 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "exports/fault_injection.h"
 
 namespace car {
 namespace {
@@ -87,6 +90,7 @@ std::unique_ptr<SysvReleaseBoard> SysvReleaseBoard::create(std::string* problem)
     return nullptr;
   }
   try {
+    if (faultActive(Fault::BoardThrow)) throw std::runtime_error("NCCL_CAR_TEST_FAULT board-throw, after shmat");
     noteAttached(id, page);
   } catch (...) {
     shmdt(page);

@@ -176,8 +176,10 @@ Decision Communicator::Locked::launch(Decision decision, const CollectiveCall& c
   return decision;
 }
 
-void Communicator::Locked::giveBack(std::uint64_t index) {
-  if (index < comm_.calls_) comm_.calls_ = index;
+void Communicator::Locked::giveBack(const Decision& refused) {
+  if (!refused.placed || refused.index >= comm_.calls_) return;  // given back already
+  comm_.calls_ = refused.index;
+  if (refused.route == Decision::Route::Nccl) comm_.counters_.uncountForwarded(refused.reason);
 }
 
 // ---- The set-up.

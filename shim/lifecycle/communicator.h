@@ -167,6 +167,10 @@ class Communicator {
   // counted, without the lock (it has no agreement left for which the call's place in its
   // sequence would matter). Returns whether it did.
   bool forwardedAsIneligible();
+  // A forwarded call NCCL refused (outside a group; a group's calls are given back at its
+  // end): its count, and, where it took one, its place (Locked::giveBack). Counts are of the
+  // calls NCCL took.
+  void giveBack(const Decision& refused);
   // The one decision for a hooked collective: forwardedAsIneligible(), then, under the lock,
   // Locked::decide.
   Decision decide(const CollectiveCall& call, const CallContext& context, Holdings* letGo);
@@ -229,10 +233,10 @@ class Communicator::Locked {
   // A call decide() deferred to its group's end, which has run: launched now, unless the
   // communicator was released or stopped meanwhile (then Nccl with the reason, or Released).
   Decision launchDeferred(const CollectiveCall& call, const CallPlan& plan);
-  // NCCL refused the forwarded call at `index` (or the group it was in, from `index` on): it
-  // never entered the communicator's sequence, so the next call takes its place. Only the
-  // latest calls can be given back.
-  void giveBack(std::uint64_t index);
+  // NCCL refused a forwarded call (or the group it was in): it never entered the
+  // communicator's sequence, so it gives back its place, for the next call to take, and its
+  // count. Only the latest places can be given back.
+  void giveBack(const Decision& refused);
   // The index the next hooked call gets.
   std::uint64_t nextIndex() const { return comm_.calls_; }
 
@@ -285,6 +289,14 @@ inline bool Communicator::forwardedAsIneligible() {
   if (phase() != CommPhase::Ineligible) return false;
   counters_.countForwarded(ForwardReason::NotEligible);
   return true;
+}
+
+inline void Communicator::giveBack(const Decision& refused) {
+  if (refused.placed) {
+    lock().giveBack(refused);
+  } else if (refused.route == Decision::Route::Nccl) {
+    counters_.uncountForwarded(refused.reason);
+  }
 }
 
 inline Decision Communicator::decide(const CollectiveCall& call, const CallContext& context, Holdings* letGo) {

@@ -1,6 +1,5 @@
 #include "lifecycle/group_calls.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace car {
@@ -13,10 +12,8 @@ thread_local GroupCalls tGroup;
 
 void deferToGroupEnd(DeferredCall call) { tGroup.deferred.push_back(std::move(call)); }
 
-void noteGroupCall(const std::shared_ptr<Communicator>& comm, std::uint64_t index) {
-  const bool marked = std::any_of(tGroup.marks.begin(), tGroup.marks.end(),
-                                  [&](const GroupMark& mark) { return mark.comm == comm; });
-  if (!marked) tGroup.marks.push_back(GroupMark{comm, index});
+void noteGroupCall(const std::shared_ptr<Communicator>& comm, const Decision& decision) {
+  tGroup.decided.push_back(GroupCall{comm, decision});
 }
 
 GroupCalls takeGroupCalls() { return std::exchange(tGroup, GroupCalls{}); }

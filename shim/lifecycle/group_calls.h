@@ -3,9 +3,9 @@
 // stream before the end runs first, ncclGroupSimulateEnd runs nothing, and a group whose end
 // fails runs nothing. Ours keep those semantics: the call is decided at once (ours or NCCL's,
 // from what every rank shares), and a call that is ours waits here, in the thread's list,
-// with its plan, until the group's end decides whether it runs. Each communicator's first
-// call in the group is remembered too: a group NCCL refuses never entered any communicator's
-// sequence, so its calls' places are given back.
+// with its plan, until the group's end decides whether it runs. Every call's decision is
+// remembered too: a group NCCL refuses never entered any communicator's sequence, so its
+// calls give back their places and their counts.
 #pragma once
 
 #include <nccl.h>
@@ -30,23 +30,23 @@ struct DeferredCall {
   CollConfigCopy config;  // the per-call config, copied (the caller's may be gone by the end)
 };
 
-// Where a communicator's calls in the thread's group began.
-struct GroupMark {
+// A hooked call decided inside the thread's group, as its communicator decided it.
+struct GroupCall {
   std::shared_ptr<Communicator> comm;
-  std::uint64_t firstIndex = 0;
+  Decision decision;
 };
 
 // Keeps a call of ours for this thread's group's end.
 void deferToGroupEnd(DeferredCall call);
-// A hooked call at `index` on `comm` inside the thread's group (the first one per communicator counts).
-void noteGroupCall(const std::shared_ptr<Communicator>& comm, std::uint64_t index);
+// A hooked call inside the thread's group, once decided.
+void noteGroupCall(const std::shared_ptr<Communicator>& comm, const Decision& decision);
 
-// What the thread's outermost group left: its kept calls, in the order they were made, and
-// its marks. The lists are left empty. Called once the outermost group has ended (really,
-// simulated or failed).
+// What the thread's outermost group left: its kept calls and all its decided calls, in the
+// order they were made. The lists are left empty. Called once the outermost group has ended
+// (really, simulated or failed).
 struct GroupCalls {
   std::vector<DeferredCall> deferred;
-  std::vector<GroupMark> marks;
+  std::vector<GroupCall> decided;
 };
 GroupCalls takeGroupCalls();
 

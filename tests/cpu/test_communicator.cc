@@ -144,21 +144,35 @@ TEST_CASE("communicator: a call is decided and counted once, by the phase it mee
   CHECK(forwarded(comm, ForwardReason::NotEligible) == 2);
 }
 
-TEST_CASE("communicator: a call NCCL refused gives its place in the sequence back", "[communicator]") {
+TEST_CASE("communicator: a call NCCL refused gives its place in the sequence back, and its count",
+          "[communicator]") {
   Communicator comm(fakeComm(0x48), true);
   CHECK(decide(comm).index == 0);
   const Decision refused = decide(comm);
   CHECK(refused.index == 1);
-  comm.lock().giveBack(refused.index);
+  CHECK(forwarded(comm, ForwardReason::NotReady) == 2);
+  comm.lock().giveBack(refused);
   CHECK(comm.lock().nextIndex() == 1);
+  CHECK(forwarded(comm, ForwardReason::NotReady) == 1);
   CHECK(decide(comm).index == 1);  // the retried call takes the same place on every rank
-  // A group NCCL refused gives back every place from its first call on.
-  CHECK(decide(comm, true).index == 2);
-  CHECK(decide(comm, true).index == 3);
-  comm.lock().giveBack(2);
+  // A group NCCL refused gives back every place from its first call on (latest first).
+  const Decision first = decide(comm, true);
+  const Decision second = decide(comm, true);
+  CHECK(first.index == 2);
+  CHECK(second.index == 3);
+  comm.lock().giveBack(second);
+  comm.lock().giveBack(first);
   CHECK(decide(comm).index == 2);
-  // Places already taken by later calls are not given back by an older one.
-  comm.lock().giveBack(7);
+  CHECK(forwarded(comm, ForwardReason::NotReady) == 3);
+  // A place already taken again is not given back by an older decision's copy.
+  Decision stale = first;
+  stale.index = 7;
+  comm.lock().giveBack(stale);
+  CHECK(comm.lock().nextIndex() == 3);
+  CHECK(forwarded(comm, ForwardReason::NotReady) == 3);
+  // A decision that took no place (an ineligible communicator's) gives back nothing.
+  Decision unplaced;
+  comm.lock().giveBack(unplaced);
   CHECK(comm.lock().nextIndex() == 3);
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <thread>
@@ -152,6 +153,77 @@ TEST_CASE("setup board: a decider that died mid-decision leaves 'never' after a 
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(waited >= CallSwitch::kDecidingSeconds * 0.9);
   CHECK(waited < CallSwitch::kDecidingSeconds + 2);
+}
+
+// The hook between a rank's slot store and its look at the word again (CallSwitchHooks):
+// another rank joins there and decides. The decider must count the call whose slot was just
+// raised, and the rank that raised it must learn the decision at its look, not forward past it.
+TEST_CASE("setup board: a rank that decides between another's slot store and its look again counts that call",
+          "[setup-board]") {
+  for (const int ranks : {2, 3}) {
+    INFO(ranks << " ranks");
+    Pages pages(ranks);
+    std::vector<std::unique_ptr<CallSwitch>> agreements;
+    for (int r = 0; r < ranks; ++r) agreements.push_back(std::make_unique<CallSwitch>(pages.all(), r));
+    // Every rank but the last is ready; rank 0 forwards calls 3 and 4 meanwhile.
+    for (int r = 0; r + 1 < ranks; ++r) REQUIRE(agreements[r]->joinReady(3).state == CallSwitch::State::Undecided);
+    CHECK(agreements[0]->beforeCall(3).state == CallSwitch::State::Undecided);
+    CHECK(agreements[0]->beforeCall(4).state == CallSwitch::State::Undecided);
+    CallSwitch::Outcome decidedInBetween;
+    int hookRuns = 0;
+    CallSwitchHooks hooks;
+    hooks.afterSlotStore = [&](int rank, std::uint64_t calls) {
+      if (rank != 0 || calls != 6) return;  // rank 0's slot now covers its call 5
+      ++hookRuns;
+      decidedInBetween = agreements[static_cast<std::size_t>(ranks - 1)]->joinReady(2);  // the last rank decides
+    };
+    agreements[0]->setTestHooks(&hooks);
+    const CallSwitch::Outcome atFive = agreements[0]->beforeCall(5);
+    agreements[0]->setTestHooks(nullptr);
+    REQUIRE(hookRuns == 1);
+    REQUIRE(decidedInBetween.state == CallSwitch::State::Decided);
+    CHECK(decidedInBetween.firstTaken == 6);  // past rank 0's call 5, whose slot it read
+    REQUIRE(atFive.state == CallSwitch::State::Decided);
+    CHECK(atFive.firstTaken == decidedInBetween.firstTaken);  // so rank 0 forwards call 5, as every rank does
+    for (int r = 1; r + 1 < ranks; ++r) CHECK(agreements[r]->poll().firstTaken == 6);
+  }
+}
+
+// A decider that is alive but slow between its "deciding" mark and its value (the hook holds
+// it there): the others wait kDecidingSeconds for it, then write "never". The decider must
+// find "never" when it comes back and follow it, so that every rank ends alike.
+TEST_CASE("setup board: a slow decider finds 'never' written meanwhile and follows it", "[setup-board]") {
+  constexpr int kRanks = 3;
+  Pages pages(kRanks);
+  CallSwitch rank0(pages.all(), 0), rank1(pages.all(), 1), rank2(pages.all(), 2);
+  REQUIRE(rank0.joinReady(0).state == CallSwitch::State::Undecided);
+  REQUIRE(rank2.joinReady(0).state == CallSwitch::State::Undecided);
+  CallSwitch::Outcome waiter;
+  double waited = 0;
+  int hookRuns = 0;
+  CallSwitchHooks hooks;
+  hooks.afterDecidingMark = [&](int rank) {
+    if (rank != 1) return;
+    ++hookRuns;
+    // The decider is held here while rank 0, at its next call, finds "deciding", waits for the
+    // value, and gives up on it. Joined before the decider goes on: no sleep decides the order.
+    std::thread other([&] {
+      const auto start = std::chrono::steady_clock::now();
+      waiter = rank0.beforeCall(0);
+      waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+    other.join();
+  };
+  rank1.setTestHooks(&hooks);
+  const CallSwitch::Outcome decider = rank1.joinReady(0);  // the last one ready decides
+  rank1.setTestHooks(nullptr);
+  REQUIRE(hookRuns == 1);
+  CHECK(waiter.state == CallSwitch::State::Never);
+  CHECK(waited >= CallSwitch::kDecidingSeconds * 0.9);
+  CHECK(decider.state == CallSwitch::State::Never);  // not its own value: the others follow "never"
+  CHECK(rank2.poll().state == CallSwitch::State::Never);
+  CHECK(rank0.poll().state == CallSwitch::State::Never);
+  CHECK(rank1.giveUp().state == CallSwitch::State::Never);
 }
 
 TEST_CASE("setup board: threads racing to decide agree, and none forwarded the first call taken", "[setup-board]") {

@@ -7,6 +7,9 @@
 // issued it; the last one to come copies every rank's data into every rank's receive buffer.
 // A rank that never comes leaves the others' streams busy for good. Inside a group the
 // all-gathers are issued at the thread's outermost group end, in the order they were made.
+// Every collective a clique's communicator hands NCCL is sequenced too: the k-th of each rank
+// must be the same call as every other rank's k-th (NCCL pairs them by that order alone), or
+// a "sequence" violation is reported (standin_nccl.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -28,8 +31,15 @@ struct Clique {
     int arrived = 0;
     bool complete = false;
   };
+  struct Sequenced {
+    CollectiveShape shape;
+    int rank = 0;  // the rank that made it first
+  };
   int nranks = 0;
   std::map<std::uint64_t, Round> rounds;  // never erased: a stream may still ask about its round
+  std::vector<Sequenced> sequence;        // the k-th collective, as the first rank to make it made it
+  std::vector<ncclComm_t> members;        // every rank's communicator
+  bool lengthsChecked = false;
 };
 
 namespace {
@@ -79,7 +89,40 @@ ncclResult_t gather(const QueuedGather& one) {
   return ncclSuccess;
 }
 
+std::string describeShape(const CollectiveShape& shape) {
+  std::string text = std::string(shape.function) + " count=" + std::to_string(shape.count) +
+                     " datatype=" + std::to_string(shape.type);
+  if (shape.op >= 0) text += " op=" + std::to_string(shape.op);
+  if (shape.root >= 0) text += " root=" + std::to_string(shape.root);
+  return text;
+}
+
+bool sameShape(const CollectiveShape& a, const CollectiveShape& b) {
+  return std::strcmp(a.function, b.function) == 0 && a.count == b.count && a.type == b.type && a.op == b.op &&
+         a.root == b.root;
+}
+
 }  // namespace
+
+void sequenceCollective(ncclComm_t comm, const CollectiveShape& shape) {
+  if (comm == nullptr || comm->clique == nullptr) return;
+  std::string mismatch;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    Clique& clique = *comm->clique;
+    const std::uint64_t index = comm->collectives++;
+    if (index >= clique.sequence.size()) {
+      clique.sequence.push_back(Clique::Sequenced{shape, comm->rank});
+      return;
+    }
+    const Clique::Sequenced& first = clique.sequence[index];
+    if (sameShape(first.shape, shape)) return;
+    mismatch = "comm " + hex(comm) + " rank " + std::to_string(comm->rank) + " collective " + std::to_string(index) +
+               " is " + describeShape(shape) + ", but rank " + std::to_string(first.rank) + "'s collective " +
+               std::to_string(index) + " is " + describeShape(first.shape);
+  }
+  violation("sequence", mismatch);
+}
 
 bool exchangeEnabled() {
   static const bool enabled = [] {
@@ -99,6 +142,31 @@ void joinClique(ncclComm_t comm, const ncclUniqueId& id) {
     clique->nranks = comm->nranks;
   }
   comm->clique = clique->nranks == comm->nranks ? clique : nullptr;
+  if (comm->clique != nullptr) clique->members.push_back(comm);
+}
+
+void cliqueMemberEnded(ncclComm_t comm) {
+  if (comm == nullptr || comm->clique == nullptr) return;
+  std::string unequal;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    Clique& clique = *comm->clique;
+    if (clique.lengthsChecked || static_cast<int>(clique.members.size()) != clique.nranks) return;
+    for (ncclComm_t member : clique.members) {
+      if (!member->destroyed.load()) return;  // a rank that never ends it (gone) is never compared
+    }
+    clique.lengthsChecked = true;
+    bool same = true;
+    std::string counts;
+    for (ncclComm_t member : clique.members) {
+      same = same && member->collectives == clique.members.front()->collectives;
+      counts += (counts.empty() ? "rank " : ", rank ") + std::to_string(member->rank) + " " +
+                std::to_string(member->collectives);
+    }
+    if (same) return;
+    unequal = "the ranks of comm " + hex(comm) + "'s clique made unequal numbers of collectives: " + counts;
+  }
+  violation("sequence", unequal);
 }
 
 ncclResult_t allGather(ncclComm_t comm, const void* send, void* recv, std::size_t bytes, cudaStream_t stream,

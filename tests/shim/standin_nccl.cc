@@ -2,8 +2,11 @@
 #include "standin_nccl.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <chrono>
 #include <cstdlib>
@@ -43,7 +46,46 @@ bool forcedResult(const char* function, int* result) {
 std::mutex gCommsMutex;
 std::vector<ncclComm*>* gComms = new std::vector<ncclComm*>();  // reachable: not a leak
 
+std::atomic<int> gViolations{0};
+
+// The calling thread's name starts with "car-": one of the library's own threads.
+bool onLibraryThread(std::string* name) {
+  char text[32] = {};
+  if (pthread_getname_np(pthread_self(), text, sizeof(text)) != 0) return false;
+  *name = text;
+  return std::strncmp(text, "car-", 4) == 0;
+}
+
+int asyncPolls() {
+  const char* polls = std::getenv("STANDIN_NCCL_ASYNC_POLLS");
+  return polls != nullptr ? std::atoi(polls) : 2;
+}
+
 }  // namespace
+
+void violation(const char* kind, const std::string& text) {
+  ++gViolations;
+  const std::string line = std::string("standin: VIOLATION ") + kind + ": " + text + "\n";
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, line.data(), line.size());
+}
+
+bool asyncJobs() {
+  static const bool enabled = [] {
+    const char* text = std::getenv("STANDIN_NCCL_ASYNC_JOBS");
+    return text != nullptr && std::strcmp(text, "1") == 0;
+  }();
+  return enabled;
+}
+
+void linkGroupJob(ncclComm_t comm) {
+  if (comm == nullptr || !comm->nonblocking) return;
+  comm->pendingPolls = asyncPolls();
+  comm->groupJob = true;
+}
+
+bool stillInProgress(ncclComm_t comm) {
+  return asyncJobs() && comm != nullptr && comm->nonblocking && comm->pendingPolls.load() > 0;
+}
 
 ncclResult_t finish(CallLine& line, const char* function, ncclResult_t normal) {
   int result = static_cast<int>(normal);
@@ -55,6 +97,8 @@ ncclResult_t finish(CallLine& line, const char* function, ncclResult_t normal) {
 
 void record(CallLine& line) {
   line.num("tid", static_cast<long long>(syscall(SYS_gettid)));
+  std::string thread;
+  if (onLibraryThread(&thread)) violation("car-thread", line.str() + " from thread " + thread);
   writeLine(line.str());
 }
 
@@ -83,8 +127,8 @@ ncclComm* newComm(int rank, int nranks, int device, bool nonblocking) {
   comm->device = device;
   comm->nonblocking = nonblocking;
   if (nonblocking) {
-    const char* polls = std::getenv("STANDIN_NCCL_ASYNC_POLLS");
-    comm->pendingPolls = polls != nullptr ? std::atoi(polls) : 2;
+    comm->pendingPolls = asyncPolls();
+    comm->groupJob = asyncJobs();  // its creation is a job NCCL's own thread runs
   }
   return comm;
 }
@@ -128,7 +172,10 @@ bool envNonblocking() {
 // Creates the communicator of an init call into *out; returns the normal result.
 ncclResult_t initOne(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, bool nonblocking, CallLine& line) {
   if (out == nullptr || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
-  *out = standin::newComm(rank, nranks, standin::fakeDevice(), nonblocking);
+  // STANDIN_NCCL_DEVICE_PER_RANK=1: rank r drives device r (ranks as threads, one GPU each).
+  const char* perRank = std::getenv("STANDIN_NCCL_DEVICE_PER_RANK");
+  const bool ownDevice = perRank != nullptr && std::strcmp(perRank, "1") == 0;
+  *out = standin::newComm(rank, nranks, ownDevice ? rank : standin::fakeDevice(), nonblocking);
   standin::joinClique(*out, id);
   line.ptr("made", *out);
   return nonblocking ? ncclInProgress : ncclSuccess;
@@ -137,7 +184,11 @@ ncclResult_t initOne(ncclComm_t* out, int nranks, const ncclUniqueId& id, int ra
 ncclResult_t release(const char* function, ncclComm_t comm) {
   CallLine line = standin::calls::onComm(function, comm);
   ncclResult_t normal = standin::checkComm(comm, line);
-  if (normal == ncclSuccess && std::strcmp(function, "ncclCommFinalize") != 0) comm->destroyed = true;
+  if (normal == ncclSuccess && std::strcmp(function, "ncclCommFinalize") != 0) {
+    comm->destroyed = true;
+    comm->groupJob = false;  // joined (destroy) or told to stop (abort), then freed
+    standin::cliqueMemberEnded(comm);
+  }
   return standin::finish(line, function, normal);
 }
 
@@ -263,6 +314,9 @@ ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t co
 ncclResult_t ncclCommFinalize(ncclComm_t comm) { return release("ncclCommFinalize", comm); }
 #endif
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release("ncclCommDestroy", comm); }
+
+// The rules callers broke so far (standin_nccl.h).
+int standinViolations() { return standin::gViolations.load(); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return release("ncclCommAbort", comm); }
 
 #if CAR_NCCL_API_LEVEL >= NCCL_VERSION(2, 28, 7)

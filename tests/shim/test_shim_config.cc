@@ -75,11 +75,8 @@ TEST_CASE("config: at WARN (the default) a healthy run prints nothing", "[shim][
   CHECK(linesWith(run.err, {"NCCL-CAR"}).size() == carLines(run.err, "WARN").size());
 }
 
-// KNOWN SHIM BUG (tagged [!shouldfail]: ctest passes while the bug is there; remove the tag
-// once it is fixed). realNccl() (shim/exports/real_nccl.cc) logs "real NCCL found as ..." at INFO
-// before anything has read NCCL_CAR_DEBUG: shimConfig(), which sets the log level, is first
-// called after realNccl() in every hook, so the line is never printed when the real NCCL is
-// found as the next library or as an already-loaded libnccl.so.2.
+// The INFO line saying where the real NCCL was found is printed under NCCL_CAR_DEBUG=INFO
+// (the settings, which set the level, are read before the real NCCL is looked for).
 TEST_CASE("config: NCCL_CAR_DEBUG=INFO says where the real NCCL was found", "[shim][config]") {
   const ChildResult run = runDriver({"nonhooked"}, {"NCCL_CAR_DEBUG=INFO"});
   INFO(run.err);

@@ -69,7 +69,7 @@ class Problems {
 struct CommLife {
   bool live = true;
   bool nonblocking = false;  // made by ncclCommInitRank while NCCL_COMM_BLOCKING=0
-  std::size_t allReduces = 0;  // forwarded while alive
+  std::size_t allReduces = 0;  // forwarded while alive, and taken by NCCL
 };
 using Comms = std::map<std::string, CommLife>;  // every communicator NCCL made, by handle
 
@@ -149,7 +149,11 @@ void checkAllReduce(const Segment& segment, const Call& seen, const RunFacts& ru
   if (seen.get("result") != (run.forcedResult.empty() ? normal : run.forcedResult)) {
     problems.add(segment.label, "NCCL returned " + seen.raw);
   }
-  if (live) ++comm->second.allReduces;
+  // Counted are the calls NCCL took (a group's are settled at its end, which the stand-in
+  // never refuses here).
+  const std::string result = seen.get("result");
+  const bool took = result == "0" || result == std::to_string(static_cast<int>(ncclInProgress)) || walk.groupDepth > 0;
+  if (live && took) ++comm->second.allReduces;
   walk.coverage.note(seen, stale, walk.groupDepth > 0);
 }
 
