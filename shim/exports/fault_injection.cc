@@ -20,6 +20,8 @@ bool faultActive(Fault fault) {
       else if (name == "no-buffers") bits |= 1u << static_cast<int>(Fault::NoBuffers);
       else if (name == "ipc-open") bits |= 1u << static_cast<int>(Fault::IpcOpen);
       else if (name == "launch-error") bits |= 1u << static_cast<int>(Fault::LaunchError);
+      else if (name == "pcie") bits |= 1u << static_cast<int>(Fault::PcieOnly);
+      else if (name == "pcie-sys") bits |= 1u << static_cast<int>(Fault::PcieAcrossSockets);
       else if (!name.empty()) CAR_WARN(-1, "unknown NCCL_CAR_TEST_FAULT '{}' ignored", name);
     }
     return bits;

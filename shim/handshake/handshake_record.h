@@ -22,7 +22,7 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415238;  // "CAR8": layout and protocol version
+constexpr std::uint32_t kHandshakeMagic = 0x43415239;  // "CAR9": layout and protocol version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -62,13 +62,17 @@ struct LinkReport {
   std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
   std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
   std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
+  // bit p: NVML says this GPU may write rank p's GPU's memory (P2P write status OK; the same
+  // GPU counts). Over PCIe the verdict wants it beside CUDA's peer access (p2pMask).
+  std::uint32_t nvmlWriteMask;
+  std::uint8_t pciePath[kMaxRanks];  // PciePath (handshake/p2p_limit.h) to rank p's GPU, from NVML
   char problem[96];            // why mapping failed, NUL-terminated
 };
 
 // Both travel through NCCL as bytes: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
 static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);
-// Layout "CAR8" on the wire. Changing either struct fails this on purpose: bump
+// Layout "CAR9" on the wire. Changing either struct fails this on purpose: bump
 // kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
 // changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
 // compute alike; when the board page's layout changes (shim/ipc/board_page.h); and when the
@@ -77,11 +81,13 @@ static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layou
 // different versions may wait in an all-gather the other never makes: every rank must load
 // the same library). CAR7: the shared settings carry the all-gather and reduce-scatter limits
 // and the choice table's digest. CAR8: one exchange through NCCL; the blocks' handles and the
-// link reports go through the boards, whose token the record carries.
-static_assert(kHandshakeMagic == 0x43415238 && sizeof(HandshakeRecord) == 280 && sizeof(LinkReport) == 116,
+// link reports go through the boards, whose token the record carries. CAR9: the link reports
+// carry NVML's P2P write status and the PCIe path to each peer; p2pLimit has PCIe levels.
+static_assert(kHandshakeMagic == 0x43415239 && sizeof(HandshakeRecord) == 280 && sizeof(LinkReport) == 128,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
-static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),
+static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask) &&
+                  kMaxRanks <= 8 * sizeof(LinkReport::nvmlWriteMask),
               "LinkReport's rank masks must hold a bit for every rank");
 
 }  // namespace car

@@ -102,10 +102,11 @@ void CommState::Locked::follow(const CallSwitch::Outcome& outcome) {
   state_.firstTaken_ = outcome.firstTaken;
   state_.moveTo(CommPhase::Ready);
   const Verdict& verdict = state_.verdict_;
+  const Config& config = state_.engine_->config();
   CAR_INFO(state_.device(), "{}", logText(formatSetupEligible, describe(state_).c_str(), verdict.allSameProcess,
-                                            verdict.fullNvlink, verdict.computeCapability,
-                                            state_.engine_->config().maxBytes, state_.block_->layout().totalBytes,
-                                            outcome.firstTaken));
+                                            linksText(verdict, state_.ranks()).c_str(), verdict.computeCapability,
+                                            config.maxBytes, state_.block_->layout().totalBytes, outcome.firstTaken,
+                                            tuningNote(verdict, state_.ranks(), config.table.get()).c_str()));
 }
 
 void CommState::Locked::followAgreement(bool giveUp, const std::string& whyGiveUp) {
