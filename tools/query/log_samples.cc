@@ -118,8 +118,8 @@ void writeLogSamples(JsonWriter& json) {
                   car::logText(car::formatRealNcclFound, "the next library (RTLD_NEXT)", "2.32.3"));
     samples.end();
     setupEligible(samples, kFirst, 0x55d0c0a0, 0, 2, false, true, 90);
-    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0);
-    setupEligible(samples, kSecond, 0x7f00bb00, 1, 4, true, false, 89, true);
+    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0, true);
+    setupEligible(samples, kSecond, 0x7f00bb00, 1, 4, true, false, 89, false);
 
     const char* reason = "ranks span 2 hosts";
     samples.begin("setup-not-eligible", kOtherHost, LogLevel::Info,
@@ -151,6 +151,10 @@ void writeLogSamples(JsonWriter& json) {
     car::CallStats allForwarded;
     for (int n = 0; n < 20; ++n) allForwarded.countForwarded(car::ForwardReason::NotEligible);
     released(samples, kOtherHost, 0x1234, 1, 4, allForwarded);
+
+    car::CallStats untuned;  // over PCIe before nccl-car tune measured it
+    for (int n = 0; n < 7; ++n) untuned.countForwarded(car::ForwardReason::Untuned);
+    released(samples, kSecond, 0x7f00bb00, 1, 4, untuned);
 
     const char* nccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2";
     samples.begin("audit-served", kAudited, LogLevel::Info,
