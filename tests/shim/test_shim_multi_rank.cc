@@ -88,19 +88,24 @@ ChildResult runRanks(const Ranks& shape) {
                    shape.nonblocking || shape.oppositeOrder);
 }
 
+// A run that ended well, every call returning ncclSuccess and no WARN: what each thread asked
+// of its communicator, `count` of them.
+std::vector<Asked> askedOfCleanRun(const ChildResult& run, std::size_t count) {
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  CHECK(linesWith(run.out, {"multi-rank failures=0"}).size() == 1);
+  CHECK(carLines(run.err, "WARN").empty());
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == count);
+  return asked;
+}
+
 void checkRanks(const Ranks& shape) {
   std::set<std::string> allowedReasons = {"too-large"};
   if (shape.nonblocking || shape.oppositeOrder) allowedReasons.insert({"comm-not-ready", "nonblocking-group"});
   const ChildResult run = runRanks(shape);
   INFO(run.out << run.err.substr(0, 6000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  CHECK(linesWith(run.out, {"multi-rank failures=0"}).size() == 1);
-  CHECK(carLines(run.err, "WARN").empty());
-
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == static_cast<std::size_t>(shape.ranks * shape.communicators));
-  for (const Asked& one : asked) {
+  for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(shape.ranks * shape.communicators))) {
     INFO("rank " << one.rank << " comm " << one.comm);
     REQUIRE(one.above8MiB > 0);
     REQUIRE(one.allReduces > one.above8MiB);
@@ -266,13 +271,7 @@ std::vector<Traced> tracedCalls(const std::string& err) {
 void checkPcieRun(const ChildResult& run, const std::string& setupHas, const std::set<std::string>& allowedReasons,
                   bool taken) {
   INFO(run.out << run.err.substr(0, 6000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  CHECK(linesWith(run.out, {"multi-rank failures=0"}).size() == 1);
-  CHECK(carLines(run.err, "WARN").empty());
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == static_cast<std::size_t>(kPcieRanks));
-  for (const Asked& one : asked) {
+  for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(kPcieRanks))) {
     INFO("rank " << one.rank << " comm " << one.comm);
     const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
     REQUIRE(setup.size() == 1);
