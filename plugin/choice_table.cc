@@ -7,7 +7,8 @@
 namespace car {
 namespace {
 
-constexpr const char* kHeader = "nccl-car choice table 1";
+constexpr const char* kHeader = "nccl-car choice table 2";
+constexpr const char* kFormerHeader = "nccl-car choice table 1";  // without the links column
 
 std::optional<Collective> collectiveNamed(const std::string& name) {
   for (int c = 0; c < kCollectiveCount; ++c) {
@@ -24,6 +25,13 @@ bool familyNamed(const std::string& name, std::optional<TypeFamily>* family) {
   return false;
 }
 
+bool linksNamed(const std::string& name, Links* links) {
+  for (int l = 0; l < static_cast<int>(Links::kCount); ++l) {
+    if (name == linksName(static_cast<Links>(l))) return *links = static_cast<Links>(l), true;
+  }
+  return false;
+}
+
 bool winnerNamed(const std::string& name, Collective collective, std::optional<Algorithm>* kernel) {
   if (name == "nccl") return kernel->reset(), true;
   for (const AlgorithmSpec& row : kAlgorithms) {
@@ -34,11 +42,20 @@ bool winnerNamed(const std::string& name, Collective collective, std::optional<A
 
 bool overlaps(const ChoiceRow& a, const ChoiceRow& b) {
   const bool sameFamily = !a.family || !b.family || *a.family == *b.family;
-  return a.collective == b.collective && a.ranks == b.ranks && sameFamily && a.fromBytes <= b.toBytes &&
-         b.fromBytes <= a.toBytes;
+  return a.collective == b.collective && a.ranks == b.ranks && a.links == b.links && sameFamily &&
+         a.fromBytes <= b.toBytes && b.fromBytes <= a.toBytes;
 }
 
 }  // namespace
+
+const char* linksName(Links links) {
+  switch (links) {
+    case Links::NvLink: return "nvlink";
+    case Links::Pcie: return "pcie";
+    case Links::kCount: break;
+  }
+  return "?";
+}
 
 TypeFamily typeFamilyOf(ElementType type) {
   if (wirePacksPerPack(type) > 1) return TypeFamily::Split;
@@ -93,7 +110,12 @@ std::optional<ChoiceTable> ChoiceTable::parse(const std::string& text, std::uint
     *why = number > 0 ? "line " + std::to_string(number) + ": " + reason : reason;
     return std::nullopt;
   };
-  if (!std::getline(lines, line) || line != kHeader) {
+  const bool read = static_cast<bool>(std::getline(lines, line));
+  if (read && line == kFormerHeader) {
+    number = 1;
+    return refuse("written by an older nccl-car (its rows do not say NVLink or PCIe): run nccl-car tune again");
+  }
+  if (!read || line != kHeader) {
     number = 1;
     return refuse(std::string("not a choice table (the first line must be \"") + kHeader + "\")");
   }
@@ -125,20 +147,24 @@ std::optional<ChoiceTable> ChoiceTable::parse(const std::string& text, std::uint
     const std::optional<Collective> collective = collectiveNamed(first);
     if (!collective) return refuse("'" + first + "' is no collective (all-reduce, all-gather, reduce-scatter)");
     row.collective = *collective;
-    std::string family, winner, rest;
+    std::string links, family, winner, rest;
     long long ranks = 0;
     unsigned long long from = 0, to = 0;
-    if (!(words >> ranks >> family >> from >> to >> winner) || (words >> rest)) {
-      return refuse("a row is: collective ranks family from-bytes to-bytes winner");
+    if (!(words >> ranks >> links >> family >> from >> to >> winner) || (words >> rest)) {
+      return refuse("a row is: collective ranks links family from-bytes to-bytes winner");
     }
     if (!takesWorldSize(static_cast<int>(ranks))) return refuse("ranks must be 2 to 8");
     row.ranks = static_cast<int>(ranks);
+    if (!linksNamed(links, &row.links)) return refuse("'" + links + "' is neither nvlink nor pcie");
     if (!familyNamed(family, &row.family)) return refuse("'" + family + "' is no type family (half, float, fp8, split, any)");
     if (from > to) return refuse("from-bytes is above to-bytes");
     row.fromBytes = from;
     row.toBytes = to;
     if (!winnerNamed(winner, row.collective, &row.kernel)) {
       return refuse("'" + winner + "' is neither nccl nor a kernel of the " + collectiveName(row.collective));
+    }
+    if (row.links == Links::Pcie && row.kernel && !isPush(*row.kernel)) {
+      return refuse("'" + winner + "' is a pull kernel, which never runs over PCIe");
     }
     for (const ChoiceRow& earlier : table.rows_) {
       if (overlaps(earlier, row)) return refuse("overlaps an earlier row");
@@ -150,16 +176,23 @@ std::optional<ChoiceTable> ChoiceTable::parse(const std::string& text, std::uint
   return table;
 }
 
-const ChoiceRow* ChoiceTable::find(Collective collective, int ranks, ElementType type,
+const ChoiceRow* ChoiceTable::find(Collective collective, int ranks, Links links, ElementType type,
                                    std::uint64_t messageBytes) const {
   const TypeFamily family = typeFamilyOf(type);
   for (const ChoiceRow& row : rows_) {
-    if (row.collective == collective && row.ranks == ranks && (!row.family || *row.family == family) &&
-        row.fromBytes <= messageBytes && messageBytes <= row.toBytes) {
+    if (row.collective == collective && row.ranks == ranks && row.links == links &&
+        (!row.family || *row.family == family) && row.fromBytes <= messageBytes && messageBytes <= row.toBytes) {
       return &row;
     }
   }
   return nullptr;
+}
+
+bool ChoiceTable::measured(int ranks, Links links) const {
+  for (const ChoiceRow& row : rows_) {
+    if (row.ranks == ranks && row.links == links) return true;
+  }
+  return false;
 }
 
 }  // namespace car

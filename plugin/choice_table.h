@@ -1,20 +1,23 @@
 // A choice table measured on the user's own machine (`nccl-car tune`): for each collective,
-// world size, type family and range of sizes, which kernel of ours, or NCCL, is fastest there.
-// The library follows it where one applies (plugin/policy.cc), else its built-in rule. A table
-// belongs to one machine: its fingerprint (machine_fingerprint.h) must be this machine's, and
-// its digest travels in the shared settings, so ranks that loaded different tables forward.
+// world size, case (NVLink or PCIe), type family and range of sizes, which kernel of ours, or
+// NCCL, is fastest there. The library follows it where one applies (plugin/policy.cc), else its
+// built-in rule; a PCIe communicator has none and forwards (untuned). A table belongs to one
+// machine: its fingerprint (machine_fingerprint.h) must be this machine's, and its digest
+// travels in the shared settings, so ranks that loaded different tables forward.
 //
 // The file, line by line (tools/nccl_car_cli/tune.py writes it; this parser is the one reader):
-//   nccl-car choice table 1
+//   nccl-car choice table 2
 //   fingerprint 0123456789abcdef
 //   machine <the machine's description, for people>
-//   <collective> <ranks> <family> <from bytes> <to bytes> <winner>   one row per line
+//   <collective> <ranks> <links> <family> <from bytes> <to bytes> <winner>   one row per line
 // `#` starts a comment line; blank lines are skipped. A row: collective `all-reduce`,
-// `all-gather` or `reduce-scatter`; ranks 2..8; family `half` (fp16, bf16), `float` (fp32),
-// `fp8`, `split` (integers, fp64: they travel split) or `any`; sizes of the whole message
-// (every rank's part for the all-gather and the reduce-scatter), inclusive; winner a kernel's
-// name that serves that collective, or `nccl`. Rows of one (collective, ranks, family) must not
-// overlap. Host code only, no CUDA.
+// `all-gather` or `reduce-scatter`; ranks 2..8; links `nvlink` or `pcie`, the case the
+// communicator measured was (its `setup:` line says which); family `half` (fp16, bf16), `float`
+// (fp32), `fp8`, `split` (integers, fp64: they travel split) or `any`; sizes of the whole
+// message (every rank's part for the all-gather and the reduce-scatter), inclusive; winner a
+// kernel's name that serves that collective, or `nccl`; a `pcie` row never names a pull
+// kernel. Rows of one (collective, ranks, links, family) must not overlap. Format 1 had no
+// links column: its tables are refused (tune again). Host code only, no CUDA.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +30,12 @@
 
 namespace car {
 
+// Which case a communicator is: NVLink between every pair of ranks, or PCIe (every pair
+// peer-to-peer, not all over NVLink). Its rows apply to that case only.
+enum class Links { NvLink, Pcie, kCount };
+
+const char* linksName(Links links);  // "nvlink", "pcie"
+
 // What a message's type means for its speed: the wire format and the reduction's cost.
 enum class TypeFamily { Half, Float, Fp8, Split, kCount };
 
@@ -36,6 +45,7 @@ const char* typeFamilyName(TypeFamily family);  // "half", "float", "fp8", "spli
 struct ChoiceRow {
   Collective collective = Collective::AllReduce;
   int ranks = 0;
+  Links links = Links::NvLink;
   std::optional<TypeFamily> family;  // nullopt: `any`
   std::uint64_t fromBytes = 0;
   std::uint64_t toBytes = 0;
@@ -49,8 +59,13 @@ class ChoiceTable {
   // with *why set to one sentence when the table cannot be used.
   static std::optional<ChoiceTable> parse(const std::string& text, std::uint64_t fingerprint, std::string* why);
 
-  // The row that covers a message of `messageBytes` bytes (the whole message), or null.
-  const ChoiceRow* find(Collective collective, int ranks, ElementType type, std::uint64_t messageBytes) const;
+  // The row that covers a message of `messageBytes` bytes (the whole message) on a
+  // communicator of `ranks` ranks and this case, or null.
+  const ChoiceRow* find(Collective collective, int ranks, Links links, ElementType type,
+                        std::uint64_t messageBytes) const;
+
+  // Whether any row was measured for communicators of `ranks` ranks and this case.
+  bool measured(int ranks, Links links) const;
 
   const std::vector<ChoiceRow>& rows() const { return rows_; }
   // Of the whole file: ranks compare it (SharedSettings), so they follow the same table.

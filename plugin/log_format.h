@@ -99,19 +99,58 @@ inline size_t formatCommName(char* out, size_t size, const void* comm, int rank,
 
 // A communicator our kernels take, once its ranks agreed, e.g. "comm 0x55d0c0a0 rank 0/2 setup:
 // eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds 50337280 bytes; from call
-// 0)": the largest all-reduce taken, the GPU memory the communicator holds for it (its buffer
-// block), and the first of its calls our kernels may take (the calls before it went to NCCL).
-// computeCapability 0: the ranks' GPUs differ, e.g. "same-process peers, no nvlink, sm_mixed".
-inline size_t formatSetupEligible(char* out, size_t size, const char* comm, bool sameProcess, bool fullNvlink,
+// 0)": the links (formatLinks: "full nvlink", or "pcie (...)" with what the set-up found), the
+// largest all-reduce taken, the GPU memory the communicator holds for it (its buffer block),
+// and the first of its calls our kernels may take (the calls before it went to NCCL).
+// computeCapability 0: the ranks' GPUs differ ("sm_mixed"). A `note` that is not empty
+// follows after "; " (a PCIe communicator's: formatPcieTuning).
+inline size_t formatSetupEligible(char* out, size_t size, const char* comm, bool sameProcess, const char* links,
                                   int computeCapability, unsigned long long maxBytes, unsigned long long heldBytes,
-                                  unsigned long long firstCall) {
+                                  unsigned long long firstCall, const char* note) {
   size_t used = 0;
   logformat::append(out, size, &used, "%s setup: eligible (%s peers, %s, sm_", comm,
-                    sameProcess ? "same-process" : "ipc", fullNvlink ? "full nvlink" : "no nvlink");
+                    sameProcess ? "same-process" : "ipc", links);
   if (computeCapability == 0) logformat::append(out, size, &used, "mixed");
   else logformat::append(out, size, &used, "%d", computeCapability);
   logformat::append(out, size, &used, ", up to %llu bytes; holds %llu bytes; from call %llu)", maxBytes, heldBytes,
                     firstCall);
+  if (note != nullptr && note[0] != '\0') logformat::append(out, size, &used, "; %s", note);
+  return used;
+}
+
+// The links of an eligible communicator in its setup: line, e.g. "full nvlink", or e.g.
+// "pcie (every pair peer-to-peer, PXB at most)", with "; NVLink on 2 of 6 pairs" before the
+// parenthesis closes where some of the `pairs` pairs of ranks have it. longestPath: NCCL's
+// name of the longest PCIe path between two of its ranks ("PIX", "PXB", "PHB", "SYS").
+inline size_t formatLinks(char* out, size_t size, bool fullNvlink, const char* longestPath, int nvlinkPairs,
+                          int pairs) {
+  size_t used = 0;
+  if (fullNvlink) {
+    logformat::append(out, size, &used, "full nvlink");
+    return used;
+  }
+  logformat::append(out, size, &used, "pcie (every pair peer-to-peer, %s at most", longestPath);
+  if (nvlinkPairs > 0) logformat::append(out, size, &used, "; NVLink on %d of %d pairs", nvlinkPairs, pairs);
+  logformat::append(out, size, &used, ")");
+  return used;
+}
+
+// What the setup: line of a PCIe communicator of `ranks` ranks adds after its parenthesis:
+// where the choice table has rows measured for that case (`measured`), e.g. "pcie tuned: the
+// choice table's rows for 2 ranks over PCIe decide; sizes they do not cover go to NCCL
+// (untuned)", else e.g. "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune`
+// has measured 4 ranks over PCIe on this machine".
+inline size_t formatPcieTuning(char* out, size_t size, int ranks, bool measured) {
+  size_t used = 0;
+  if (measured) {
+    logformat::append(out, size, &used,
+                      "pcie tuned: the choice table's rows for %d ranks over PCIe decide; sizes they do not cover "
+                      "go to NCCL (untuned)", ranks);
+  } else {
+    logformat::append(out, size, &used,
+                      "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured %d ranks "
+                      "over PCIe on this machine", ranks);
+  }
   return used;
 }
 

@@ -19,6 +19,8 @@ const Api& api() {
     loaded.handleByIndex = reinterpret_cast<decltype(loaded.handleByIndex)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
     loaded.nvLinkState = reinterpret_cast<decltype(loaded.nvLinkState)>(dlsym(lib, "nvmlDeviceGetNvLinkState"));
     loaded.driverVersion = reinterpret_cast<decltype(loaded.driverVersion)>(dlsym(lib, "nvmlSystemGetDriverVersion"));
+    loaded.topologyAncestor =
+        reinterpret_cast<decltype(loaded.topologyAncestor)>(dlsym(lib, "nvmlDeviceGetTopologyCommonAncestor"));
     loaded.ok = init != nullptr && loaded.handleByBusId != nullptr && loaded.p2pStatus != nullptr &&
                 loaded.count != nullptr && loaded.handleByIndex != nullptr && init() == kSuccess;
   });

@@ -42,9 +42,8 @@ constexpr std::size_t kOneShotUpTo[kMaxRanks + 1] = {
 constexpr int kSplitOneShotShare = 16;
 constexpr std::size_t kSplitPushUpTo = 2048 * 1024;
 
-bool topologyServed(const CommunicatorFacts& comm) {
-  return takesWorldSize(comm.ranks) && (comm.ranks == 2 || comm.fullNvlink);
-}
+// The PCIe case (!fullNvlink) is served by the push kernels alone, and only where measured.
+bool overPcie(const CommunicatorFacts& comm) { return !comm.fullNvlink; }
 
 AlgorithmChoice none(ForwardReason reason) { return AlgorithmChoice{std::nullopt, reason}; }
 
@@ -64,6 +63,7 @@ const char* forwardReasonName(ForwardReason reason) {
     case ForwardReason::NonblockingGroup: return "nonblocking-group";
     case ForwardReason::Tuned: return "tuned";
     case ForwardReason::PointerCheck: return "pointer-check";
+    case ForwardReason::Untuned: return "untuned";
     case ForwardReason::kCount: break;
   }
   return "?";
@@ -79,6 +79,7 @@ std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t b
 }
 
 std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_t bytes) {
+  if (overPcie(comm)) return std::nullopt;
   std::optional<Algorithm> seed = seedAlgorithm(comm.ranks, comm.fullNvlink, bytes);
   if (!seed) return seed;
   if (comm.computeCapability == kHopper && comm.ranks > 2 && comm.ranks <= 4) {
@@ -93,9 +94,9 @@ std::size_t oneShotLimit(const CommunicatorFacts& comm) {
 
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
             int wirePacks) {
-  if (!topologyServed(comm) || bytes == 0) return false;
+  if (!takesWorldSize(comm.ranks) || bytes == 0) return false;
   const AlgorithmSpec& spec = specOf(algorithm);
-  if (spec.family == KernelFamily::Pull) return bytes <= pullBufferBytes(config);
+  if (spec.family == KernelFamily::Pull) return !overPcie(comm) && bytes <= pullBufferBytes(config);
   if (serves(algorithm, Collective::AllReduce) && bytes > config.pushMaxBytes) return false;
   const std::size_t use = spec.areaUse(packsOf(static_cast<long long>(bytes)), comm.ranks);
   return use * static_cast<std::size_t>(wirePacks) <= pushAreaBytesFor(config.pushMaxBytes);
@@ -109,7 +110,8 @@ std::size_t pullBufferBytes(const Config& config) { return pullKernelsReachable(
 
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                  int wirePacks) {
-  if (!topologyServed(comm)) return none(ForwardReason::NotEligible);
+  if (!takesWorldSize(comm.ranks)) return none(ForwardReason::NotEligible);
+  if (overPcie(comm)) return none(ForwardReason::Untuned);  // no built-in sizes: measured or not taken
   const bool split = wirePacks > 1;
   const std::size_t oneShotUpTo = split ? oneShotLimit(comm) / kSplitOneShotShare : oneShotLimit(comm);
   if (bytes <= oneShotUpTo && canRun(Algorithm::OneShotPush, comm, bytes, config, wirePacks)) {
@@ -163,7 +165,7 @@ namespace {
 // The kernel of a collective other than the all-reduce: each has one, a push kernel.
 AlgorithmChoice chooseMover(Collective collective, const CommunicatorFacts& comm, std::size_t bytes,
                             const Config& config, ElementType type) {
-  if (!topologyServed(comm)) return none(ForwardReason::NotEligible);
+  if (!takesWorldSize(comm.ranks)) return none(ForwardReason::NotEligible);
   const Algorithm kernel =
       collective == Collective::AllGather ? Algorithm::AllGatherPush : Algorithm::ReduceScatterPush;
   if (!canRun(kernel, comm, bytes, config, wirePacksOf(kernel, type))) return none(ForwardReason::TooLarge);
@@ -198,18 +200,30 @@ CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Co
   if (allReduce && call.symmetricBuffers && plan.bytes <= config.symmetricNcclBytes && !config.deterministic) {
     return forward(ForwardReason::SymmetricWindow);
   }
-  // The table measured here, where the caller asked for no kernel itself.
+  // The table measured here for this case, where the caller asked for no kernel itself.
   std::optional<Algorithm> preferred = call.requestedAlgorithm;
-  if (config.table && !preferred && !(allReduce && config.algorithm)) {
-    const ChoiceRow* row = config.table->find(call.collective, comm.ranks, *call.type, plan.bytes * parts);
-    const bool keepOurs = config.deterministic && reduces(call.collective) && !invariantOnNccl(call.type);
+  if (!preferred && !(allReduce && config.algorithm)) {
+    const ChoiceRow* row =
+        config.table ? config.table->find(call.collective, comm.ranks, linksOf(comm), *call.type, plan.bytes * parts)
+                     : nullptr;
+    // NCCL_CAR_DETERMINISTIC keeps ours what a table gives NCCL for speed, on the built-in
+    // choice: the PCIe case has none, so there the row stands.
+    const bool keepOurs =
+        config.deterministic && reduces(call.collective) && !invariantOnNccl(call.type) && !overPcie(comm);
     if (row != nullptr && !row->kernel && !keepOurs) return forward(ForwardReason::Tuned);
     if (row != nullptr) preferred = row->kernel;
+    // No built-in sizes over PCIe: measured on this machine, or not taken.
+    if (overPcie(comm) && !preferred) return forward(ForwardReason::Untuned);
   }
-  const AlgorithmChoice choice =
-      allReduce ? keepInvariant(comm, *call.type, plan.bytes, config,
-                                chooseAlgorithm(comm, plan.bytes, config, wirePacksPerPack(*call.type), preferred))
-                : chooseMover(call.collective, comm, plan.bytes, config, *call.type);
+  AlgorithmChoice choice;
+  if (allReduce) {
+    choice = keepInvariant(comm, *call.type, plan.bytes, config,
+                           chooseAlgorithm(comm, plan.bytes, config, wirePacksPerPack(*call.type), preferred));
+  } else if (overPcie(comm) && !(preferred && serves(*preferred, call.collective))) {
+    choice = none(ForwardReason::Untuned);  // over PCIe a mover runs where a row, or the call, names its kernel
+  } else {
+    choice = chooseMover(call.collective, comm, plan.bytes, config, *call.type);
+  }
   if (!choice.algorithm) return forward(choice.reason);
   plan.ours = true;
   plan.algorithm = *choice.algorithm;

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "../kernels/all_reduce.h"
+#include "choice_table.h"
 #include "config.h"
 
 namespace car {
@@ -31,6 +32,7 @@ enum class ForwardReason {
                     // thread after the end, so ours could not be ordered alike on every rank
   Tuned,            // the choice table measured on this machine gives NCCL this size (plugin/choice_table.h)
   PointerCheck,     // NCCL checks pointers (shim/exports/pointer_check.h) and refuses a buffer: NCCL answers
+  Untuned,          // a PCIe communicator's call that no row measured on this machine gives to a kernel of ours
   kCount,
 };
 
@@ -38,11 +40,18 @@ const char* forwardReasonName(ForwardReason reason);
 
 struct CommunicatorFacts {
   int ranks = 0;
-  bool fullNvlink = false;  // every pair NVLink-connected (same-GPU pairs count as connected)
+  // Every pair NVLink-connected (same-GPU pairs count as connected): the NVLink case, with the
+  // built-in rule. False is the PCIe case: every pair peer-to-peer, not all over NVLink (the
+  // verdict admits no other, shim/handshake/verdict.h), with no built-in sizes: only the push
+  // kernels, only where a choice table measured on this machine for PCIe says so (Untuned).
+  bool fullNvlink = false;
   // major * 10 + minor of every rank's GPU (90: H100/H200); 0 when unknown or when the
   // ranks' GPUs differ. Picks the tuned thresholds; the seed's apply to the rest.
   int computeCapability = 0;
 };
+
+// Which case a communicator is, as the choice table's rows name it (plugin/choice_table.h).
+inline Links linksOf(const CommunicatorFacts& comm) { return comm.fullNvlink ? Links::NvLink : Links::Pcie; }
 
 // One call as every rank of the communicator sees it: all that decides whether a kernel of
 // ours takes it, which one and on what grid. ncclAllReduceConfig's per-call settings, which
@@ -74,7 +83,8 @@ std::optional<Algorithm> seedAlgorithm(int ranks, bool fullNvlink, std::size_t b
 
 // seedAlgorithm, except where another switch point was measured to be faster on this GPU
 // architecture (docs/benchmarks.md). On sm_90 (H100/H200), 3 and 4 ranks keep 1stage below
-// 768 KiB instead of 512 KiB.
+// 768 KiB instead of 512 KiB. Never a pull kernel over PCIe (nullopt): their peer reads and
+// barriers were never shown to work there (docs/design.md, "Over PCIe").
 std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_t bytes);
 
 // ---- Push kernels (1shot, 2shot) --------------------------------------------------------
@@ -84,10 +94,11 @@ std::optional<Algorithm> pullAlgorithm(const CommunicatorFacts& comm, std::size_
 std::size_t oneShotLimit(const CommunicatorFacts& comm);
 
 // Whether `algorithm` can run a message of `bytes` bytes at all on this communicator with
-// these settings (pull kernels: within their buffers; push kernels: within the area, where
-// each pack takes `wirePacks` packs, see wirePacksOf, and for the all-reduce within
-// NCCL_CAR_PUSH_MAX_BYTES). A message is what the kernel's LaunchArgs::bytes says: one
-// rank's part for all-gather and reduce-scatter. Says nothing about speed.
+// these settings (pull kernels: within their buffers, with NVLink between every pair; push
+// kernels: within the area, where each pack takes `wirePacks` packs, see wirePacksOf, and for
+// the all-reduce within NCCL_CAR_PUSH_MAX_BYTES). A message is what the kernel's
+// LaunchArgs::bytes says: one rank's part for all-gather and reduce-scatter. Says nothing
+// about speed.
 bool canRun(Algorithm algorithm, const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
             int wirePacks);
 
@@ -99,8 +110,8 @@ struct AlgorithmChoice {
 // The default: push kernels up to NCCL_CAR_PUSH_MAX_BYTES (1shot up to oneShotLimit), the pull
 // rule above that where the pull buffers exist; otherwise none (too-large). Types that travel
 // split (wirePacks 2) have their own measured limits: 1shot up to a sixteenth of oneShotLimit,
-// 2shot up to 2 MiB. More than 2 ranks without full NVLink, or world sizes outside
-// 2..8: none.
+// 2shot up to 2 MiB. World sizes outside 2..8: none. The PCIe case has no built-in sizes:
+// none (Untuned).
 AlgorithmChoice defaultAlgorithm(const CommunicatorFacts& comm, std::size_t bytes, const Config& config,
                                  int wirePacks);
 
@@ -151,10 +162,13 @@ struct CallPlan {
 std::size_t collectiveMaxBytes(Collective collective, const Config& config);
 
 // Checks a call against the rule in docs/design.md ("Which calls are ours") and plans its
-// grid. Where config.table has a row for the call (and neither the call nor NCCL_CAR_ALGO asks
-// for a kernel), its winner replaces the built-in choice: a kernel of ours where it can run
-// the call, or NCCL (Tuned; kept ours under NCCL_CAR_DETERMINISTIC where NCCL's bits could
-// differ).
+// grid. Where config.table has a row for the call and the communicator's case (and neither
+// the call nor NCCL_CAR_ALGO asks for a kernel), its winner replaces the built-in choice: a
+// kernel of ours where it can run the call, or NCCL (Tuned; kept ours under
+// NCCL_CAR_DETERMINISTIC where NCCL's bits could differ, in the NVLink case). In the PCIe case
+// a call without such a row goes to NCCL (Untuned): there is no built-in choice to fall back on;
+// a push kernel that NCCL_CAR_ALGO or the call asks for still runs it (how `nccl-car tune`
+// measures them), a pull kernel never.
 CallPlan planCall(const CommunicatorFacts& comm, const CallFacts& call, const Config& config);
 
 // Who puts a pull kernel's input into this rank's staging: the rank's own choice, from its

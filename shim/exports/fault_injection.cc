@@ -27,6 +27,8 @@ constexpr FaultName kNames[] = {
     {"give-up-before-agreement", Fault::GiveUpBeforeAgreement},
     {"slow-retire", Fault::SlowRetire},
     {"grow-block", Fault::GrowBlock},
+    {"pcie", Fault::PcieOnly},
+    {"pcie-sys", Fault::PcieAcrossSockets},
 };
 
 constexpr int kFaults = static_cast<int>(Fault::kCount);

@@ -1,5 +1,7 @@
 // Test-only fault switches: NCCL_CAR_TEST_FAULT=<name>[,<name>...] makes the named setup
-// step fail as it would for real, so tests can check that every rank then forwards.
+// step fail as it would for real, so tests can check that every rank then forwards; `pcie`
+// and `pcie-sys` make the set-up see a machine without NVLink instead, so that the one-GPU
+// rig and the CPU tests take the PCIe path (shim/handshake/topology.h, underTestTopology).
 // Read once; unknown names are ignored with a WARN. Not a user setting.
 //
 // A name alone applies to every rank, every time it is reached. "<name>@R" applies to rank R
@@ -27,13 +29,15 @@ enum class Fault {
   // mapped everywhere), this rank's set-up gives up before it joins the agreement on the first
   // call taken, as at its bound: the ranks never agree, and the others are Agreeing or about to be.
   GiveUpBeforeAgreement,
-  // slow-retire: the set-up's retirement of its block (SetUp::letGo) takes kSlowRetireSeconds
+  // slow-retire: the set-up's retirement of its block (SetUp::letGoOf) takes kSlowRetireSeconds
   // longer, as a retirement waiting for an importer in another process does.
   SlowRetire,
   // grow-block: each set-up of a rank makes its block kGrowBlockBytes larger than that rank's
   // set-up before (as blocks of settings that changed would be): a block meets kept memory of
   // another size.
   GrowBlock,
+  PcieOnly,      // "pcie": every pair of ranks' GPUs (the same GPU too) as over PCIe, through one switch
+  PcieAcrossSockets,  // "pcie-sys": the same, across CPU sockets
   kCount,
 };
 

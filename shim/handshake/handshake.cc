@@ -322,14 +322,7 @@ void SetUp::mapAndReport() {
   }
   report_.mapped = 1;
   DeviceGuard guard(state.device());
-  for (int p = 0; p < state.ranks(); ++p) {
-    const PairLink link = p == rank() ? PairLink{true, true}
-                                      : linkBetween(state.device(), fieldText(exchange_.record.busId),
-                                                    fieldText(exchange_.records[static_cast<std::size_t>(p)].busId));
-    report_.p2pMask |= static_cast<std::uint32_t>(link.p2p) << p;
-    report_.nvlinkMask |= static_cast<std::uint32_t>(link.nvlink) << p;
-  }
-  report_.nvmlMissing = nvmlAvailable() ? 0 : 1;
+  measureLinks(state.device(), rank(), exchange_.records, &report_);
   publishReport(ownPage(), report_);
   reportPublished_ = true;
   reports_.assign(exchange_.records.size(), LinkReport{});

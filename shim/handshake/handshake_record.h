@@ -23,7 +23,7 @@ std::string fieldText(const char (&field)[N]) {
   return std::string(field, strnlen(field, N));
 }
 
-constexpr std::uint32_t kHandshakeMagic = 0x43415238;  // "CAR8": layout and protocol version
+constexpr std::uint32_t kHandshakeMagic = 0x43415239;  // "CAR9": layout and protocol version
 
 // Whether a rank could take part at all; anything but Ready makes the whole
 // communicator forward.
@@ -58,7 +58,7 @@ struct HandshakeRecord {
 // The record travels through NCCL as bytes, the link report (shim/ipc/board_page.h) through
 // the boards: plain data only.
 static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_layout_v<HandshakeRecord>);
-// Layout "CAR8" on the wire. Changing either struct fails this on purpose: bump
+// Layout "CAR9" on the wire. Changing either struct fails this on purpose: bump
 // kHandshakeMagic, then write the new sizes here. Bump it too when the buffer block's layout
 // changes (kernels/rank_signal.h): peers write into each other's blocks at offsets both must
 // compute alike; when the board page's layout changes (shim/ipc/board_page.h); and when the
@@ -67,11 +67,13 @@ static_assert(std::is_trivially_copyable_v<HandshakeRecord> && std::is_standard_
 // different versions may wait in an all-gather the other never makes: every rank must load
 // the same library). CAR7: the shared settings carry the all-gather and reduce-scatter limits
 // and the choice table's digest. CAR8: one exchange through NCCL; the blocks' handles and the
-// link reports go through the boards, whose token the record carries.
-static_assert(kHandshakeMagic == 0x43415238 && sizeof(HandshakeRecord) == 280 && sizeof(LinkReport) == 116,
+// link reports go through the boards, whose token the record carries. CAR9: the link reports
+// carry NVML's P2P write status and the PCIe path to each peer; p2pLimit has PCIe levels.
+static_assert(kHandshakeMagic == 0x43415239 && sizeof(HandshakeRecord) == 280 && sizeof(LinkReport) == 128,
               "the handshake's wire format changed: bump kHandshakeMagic and update these sizes");
 // Bit p of each mask is rank p.
-static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask),
+static_assert(kMaxRanks <= 8 * sizeof(LinkReport::p2pMask) && kMaxRanks <= 8 * sizeof(LinkReport::nvlinkMask) &&
+                  kMaxRanks <= 8 * sizeof(LinkReport::nvmlWriteMask),
               "LinkReport's rank masks must hold a bit for every rank");
 
 }  // namespace car

@@ -1,7 +1,9 @@
 #include "handshake/verdict.h"
 
 #include "../kernels/rank_signal.h"
+#include "log.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -15,8 +17,11 @@ bool terminated(const char (&field)[N]) {
   return strnlen(field, N) < N;
 }
 
-bool knownP2pLimit(std::int32_t value) {
-  return value >= static_cast<std::int32_t>(P2pLimit::None) && value <= static_cast<std::int32_t>(P2pLimit::Off);
+bool knownP2pLimit(std::int32_t value) { return value >= 0 && value < kP2pLimitCount; }
+
+// Whether bit b of rank a's mask and bit a of rank b's are both set.
+bool bothWays(const std::vector<LinkReport>& reports, int a, int b, std::uint32_t LinkReport::*mask) {
+  return (reports[a].*mask >> b & 1u) != 0 && (reports[b].*mask >> a & 1u) != 0;
 }
 
 }  // namespace
@@ -159,32 +164,80 @@ Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vecto
         verdict.reason = fmt::format("no peer-to-peer access between rank {} and rank {}", a, b);
         return verdict;
       }
-      const bool nvlink = (reports[a].nvlinkMask >> b & 1u) && (reports[b].nvlinkMask >> a & 1u);
-      if (!nvlink) verdict.fullNvlink = false;
+      if (!bothWays(reports, a, b, &LinkReport::nvlinkMask)) verdict.fullNvlink = false;
     }
   }
-  if (!verdict.fullNvlink) {
-    for (int r = 0; r < ranks; ++r) {
-      if (static_cast<P2pLimit>(records[r].p2pLimit) != P2pLimit::NvlinkOnly) continue;
-      verdict.reason = fmt::format("NCCL_P2P_LEVEL on rank {} allows peer-to-peer access over NVLink only, "
-                                   "and not every pair of ranks has NVLink", r);
-      return verdict;
-    }
-  }
-  if (ranks > 2 && !verdict.fullNvlink) {
-    for (int r = 0; r < ranks; ++r) {
-      if (reports[r].nvmlMissing == 0) continue;
-      // Not a topology we do not serve but one we cannot see: worth a WARN.
-      verdict.unexpected = true;
-      verdict.reason = fmt::format("rank {} cannot load NVML (libnvidia-ml.so.1), so NVLink between "
-                                   "its GPU and the others is unknown", r);
-      return verdict;
-    }
-    verdict.reason = fmt::format("{} ranks without NVLink between every pair", ranks);
+  if (verdict.fullNvlink) {
+    verdict.eligible = true;
     return verdict;
+  }
+  // The PCIe case: NCCL's settings, the most restrictive rank's for all, must allow the path
+  // of every pair without NVLink, and NVML must confirm what CUDA says about each such pair.
+  P2pLimit limit = static_cast<P2pLimit>(records[0].p2pLimit);
+  int limitRank = 0;
+  for (int r = 1; r < ranks; ++r) {
+    const P2pLimit own = static_cast<P2pLimit>(records[r].p2pLimit);
+    if (stricterP2pLimit(limit, own) != limit) limit = own, limitRank = r;
+  }
+  if (limit == P2pLimit::NvlinkOnly) {
+    verdict.reason = fmt::format("NCCL_P2P_LEVEL on rank {} allows peer-to-peer access over NVLink only, "
+                                 "and not every pair of ranks has NVLink", limitRank);
+    return verdict;
+  }
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = a + 1; b < ranks; ++b) {
+      if (bothWays(reports, a, b, &LinkReport::nvlinkMask)) {
+        ++verdict.nvlinkPairs;
+        continue;
+      }
+      const PciePath path = std::max(static_cast<PciePath>(reports[a].pciePath[b]),
+                                     static_cast<PciePath>(reports[b].pciePath[a]));
+      const bool nvmlAgrees = bothWays(reports, a, b, &LinkReport::nvmlWriteMask);
+      const bool known = static_cast<PciePath>(reports[a].pciePath[b]) != PciePath::Unknown &&
+                         static_cast<PciePath>(reports[b].pciePath[a]) != PciePath::Unknown;
+      if (!nvmlAgrees || !known) {
+        for (int r : {a, b}) {
+          if (reports[r].nvmlMissing == 0) continue;
+          // Not a topology we do not serve but one we cannot see: worth a WARN.
+          verdict.unexpected = true;
+          verdict.reason = fmt::format("rank {} cannot load NVML (libnvidia-ml.so.1), so NVLink and the PCIe path "
+                                       "between its GPU and the others are unknown", r);
+          return verdict;
+        }
+      }
+      if (!nvmlAgrees) {
+        verdict.reason = fmt::format("CUDA allows peer-to-peer access between rank {} and rank {} over PCIe, but NVML "
+                                     "reports no peer-to-peer writes between their GPUs", a, b);
+        return verdict;
+      }
+      if (!known) {
+        verdict.unexpected = true;
+        verdict.reason = fmt::format("NVML cannot tell the PCIe path between the GPUs of rank {} and rank {}", a, b);
+        return verdict;
+      }
+      if (!p2pLimitAllows(limit, path)) {
+        verdict.reason = path == PciePath::Sys && limit == P2pLimit::None
+                             ? fmt::format("rank {} and rank {} are on different CPU sockets (PCIe path SYS); "
+                                           "NCCL_P2P_LEVEL=SYS would allow peer-to-peer access across them", a, b)
+                             : fmt::format("{} on rank {} does not allow the PCIe path {} between rank {} and rank {}",
+                                           p2pLimitText(limit), limitRank, pciePathName(path), a, b);
+        return verdict;
+      }
+      verdict.longestPath = std::max(verdict.longestPath, path);
+    }
   }
   verdict.eligible = true;
   return verdict;
+}
+
+std::string linksText(const Verdict& verdict, int ranks) {
+  return logText(formatLinks, verdict.fullNvlink, pciePathName(verdict.longestPath), verdict.nvlinkPairs,
+                 ranks * (ranks - 1) / 2);
+}
+
+std::string tuningNote(const Verdict& verdict, int ranks, const ChoiceTable* table) {
+  if (verdict.fullNvlink) return "";
+  return logText(formatPcieTuning, ranks, table != nullptr && table->measured(ranks, Links::Pcie));
 }
 
 }  // namespace car

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "choice_table.h"
 #include "handshake/handshake_record.h"
 
 namespace car {
@@ -17,9 +18,16 @@ struct Verdict {
   // A fault or a misconfiguration (buffers, mapping, settings, IPC namespace) rather than
   // a topology we simply do not serve (one host's worth of ranks, NVLink): worth a WARN.
   bool unexpected = false;
+  // Every pair of ranks NVLink-connected (the same GPU counts). An eligible communicator
+  // without it is the PCIe case: every pair peer-to-peer, some over PCIe (docs/design.md,
+  // "The verdicts"), which the policy takes only where `nccl-car tune` measured it.
   bool fullNvlink = false;
   bool allSameProcess = false;
   int computeCapability = 0;  // of every rank's GPU; 0 when they differ
+  // The PCIe case only: the longest PCIe path between two ranks, and how many of the pairs
+  // of ranks have NVLink all the same.
+  PciePath longestPath = PciePath::Unknown;
+  int nvlinkPairs = 0;
 };
 
 // Why a communicator of `ranks` ranks is not ours (!takesWorldSize(ranks)).
@@ -38,8 +46,20 @@ std::optional<int> processOnSeveralGpusWithIpcPeers(const std::vector<HandshakeR
 // namespaces of peers in other processes). Also the GPUs' common compute capability.
 Verdict judgeRecords(const std::vector<HandshakeRecord>& records);
 
-// After the second all-gather: every rank mapped every peer, every pair can reach each
-// other, and NVLink connects every pair when there are more than 2 ranks.
+// After the link reports: every rank mapped every peer and every pair can reach each other.
+// NVLink between every pair is the NVLink case. Otherwise the PCIe case, for any 2 to 8 ranks,
+// where each pair without NVLink must have NVML agree with CUDA on peer access (its P2P write
+// status), a PCIe path NVML names, and NCCL's own settings allowing that path on every rank
+// (no pair across CPU sockets without NCCL_P2P_LEVEL=SYS).
 Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vector<LinkReport>& reports);
+
+// The links of an eligible communicator as its `setup:` line says them: "full nvlink", or
+// "pcie (every pair peer-to-peer, PXB at most; NVLink on 2 of 6 pairs)".
+std::string linksText(const Verdict& verdict, int ranks);
+
+// What the `setup:` line adds for a PCIe communicator of `ranks` ranks under `table` (null:
+// none): whether `nccl-car tune` measured that case here, and if not, that every call goes to
+// NCCL until it has. Empty in the NVLink case.
+std::string tuningNote(const Verdict& verdict, int ranks, const ChoiceTable* table);
 
 }  // namespace car

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../kernels/hard_limits.h"
+
 
 namespace car {
 
@@ -23,6 +25,10 @@ struct LinkReport {
   std::uint32_t p2pMask;       // bit p: this rank's GPU can read rank p's memory
   std::uint32_t nvlinkMask;    // bit p: NVLink to rank p's GPU (same GPU counts)
   std::uint32_t nvmlMissing;   // 1: NVML could not be loaded here, NVLink to other GPUs unknown
+  // bit p: NVML says this GPU may write rank p's GPU's memory (P2P write status OK; the same
+  // GPU counts). Over PCIe the verdict wants it beside CUDA's peer access (p2pMask).
+  std::uint32_t nvmlWriteMask;
+  std::uint8_t pciePath[kMaxRanks];  // the PCIe path to rank p's GPU, from NVML (shim/handshake/p2p_limit.h)
   char problem[96];            // why mapping failed, NUL-terminated
 };
 static_assert(std::is_trivially_copyable_v<LinkReport> && std::is_standard_layout_v<LinkReport>);

@@ -30,6 +30,11 @@ to $FAKE_BENCH_LOG. It prints canned times from $FAKE_BENCH_CONFIG, a JSON objec
                                 else (all-reduce) 1shot; where NCCL_CAR_TABLE names a table file,
                                 the kernel its row gives (no row: as without it; "nccl": not taken)
     "ignore_table": true        car_nccl_bench: never reads NCCL_CAR_TABLE
+    "links": "pcie"             the library's communicators are the PCIe case (default "nvlink"): its
+                                setup: line says so, and with neither NCCL_CAR_ALGO nor a table row
+                                (of the pcie case) it takes nothing (untuned) instead of its own kernel
+    "not_eligible": "why"       the library's setup: line says the communicator is not eligible, and
+                                it takes nothing
 A car_nccl_bench --probe run with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING prints NCCL's
 tuning lines: "RING/LL" below 4 KiB, "NVLS/Simple" from there (a symmetric kernel with -R2)."""
 
@@ -38,10 +43,19 @@ import os
 import sys
 import time
 
-LIBRARY_LINES = ("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: eligible (ipc peers, full nvlink, "
-                 "sm_90, up to 8388608 bytes; holds 50337280 bytes; from call 0)\n"
-                 "node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=3 2shot=0 1stage=1 "
+LINKS_TEXT = {"nvlink": "full nvlink", "pcie": "pcie (every pair peer-to-peer, PXB at most)"}
+RELEASED_LINE = ("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1shot=3 2shot=0 1stage=1 "
                  "2stage=0 (4096 bytes) forwarded 2 (too-large=2)\n")
+
+
+def library_lines(canned):
+    """The library's setup: and released: lines, as the canned case says."""
+    if canned.get("not_eligible"):
+        return f"node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: not eligible: {canned['not_eligible']}\n"
+    links = canned.get("links", "nvlink")
+    note = "; pcie untuned: every call goes to NCCL (untuned) until ..." if links == "pcie" else ""
+    return (f"node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: eligible (ipc peers, {LINKS_TEXT[links]}, "
+            f"sm_90, up to 8388608 bytes; holds 50337280 bytes; from call 0){note}\n" + RELEASED_LINE)
 # all_reduce_perf's -d names, then car_nccl_bench's --type names (it refuses others).
 TESTS_TYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2,
                     "float": 4, "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
@@ -116,17 +130,18 @@ FAMILIES = {"bf16": "half", "fp16": "half", "fp32": "float", "fp8e4m3": "fp8", "
 OWN_KERNEL = {"all-reduce": "1shot", "all-gather": "allgather", "reduce-scatter": "reducescatter"}
 
 
-def table_winner(collective, ranks, dtype, size):
-    """The winner NCCL_CAR_TABLE's file gives this message, None without a row (or file)."""
+def table_winner(collective, ranks, links, dtype, size):
+    """The winner NCCL_CAR_TABLE's file gives this message on a communicator of that case,
+    None without a row (or file)."""
     path = os.environ.get("NCCL_CAR_TABLE")
     if not path or path == "builtin" or not os.path.exists(path):
         return None
     with open(path) as stream:
         for line in stream:
             words = line.split()
-            if len(words) == 6 and words[0] == collective and int(words[1]) == ranks and \
-                    words[2] in (FAMILIES[dtype], "any") and int(words[3]) <= size <= int(words[4]):
-                return words[5]
+            if len(words) == 7 and words[0] == collective and int(words[1]) == ranks and words[2] == links and \
+                    words[3] in (FAMILIES[dtype], "any") and int(words[4]) <= size <= int(words[5]):
+                return words[6]
     return None
 
 
@@ -135,12 +150,14 @@ def trace_lines(canned, config, args, size):
     if not config.startswith("car") or os.environ.get("NCCL_CAR_DEBUG") != "TRACE":
         return []
     collective, ranks, dtype = option(args, "--collective", "all-reduce"), int(option(args, "--ranks")), option(args, "--type")
-    if size > canned.get("takes", {}).get(config, size):
+    if size > canned.get("takes", {}).get(config, size) or canned.get("not_eligible"):
         return []
-    kernel = os.environ.get("NCCL_CAR_ALGO") or OWN_KERNEL[collective]
+    links = canned.get("links", "nvlink")
+    # Over PCIe the library has no kernel of its own choosing: a row, or NCCL_CAR_ALGO, names it.
+    kernel = os.environ.get("NCCL_CAR_ALGO") or (OWN_KERNEL[collective] if links == "nvlink" else None)
     if not canned.get("ignore_table") and not os.environ.get("NCCL_CAR_ALGO"):
-        kernel = table_winner(collective, ranks, dtype, size) or kernel
-    if kernel == "nccl":
+        kernel = table_winner(collective, ranks, links, dtype, size) or kernel
+    if kernel in ("nccl", None):
         return []
     part = size if collective == "all-reduce" else size // ranks
     op = "" if collective == "all-gather" else " sum"
@@ -237,7 +254,7 @@ def main():
     status = (car_nccl_bench if role == "car_nccl_bench" else all_reduce_perf)(canned, config, args, eager_us)
     with_car = config.startswith("car")
     if (with_car and config not in canned.get("silent", [])) or config in canned.get("leaky", []):
-        sys.stderr.write(LIBRARY_LINES)
+        sys.stderr.write(library_lines(canned))
     sys.stdout.flush()
     return canned.get("exit", {}).get(config, status)
 

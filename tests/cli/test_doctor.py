@@ -130,12 +130,48 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(line, "verdict: NCCL_CAR_DISABLE is set: the library would forward every call to NCCL")
         self.assertFalse(accelerates)
 
-    def test_p2p_without_nvlink_takes_two_ranks_only(self):
+    def test_pcie_without_a_table_forwards_everything_two_ranks_included(self):
         line, accelerates = self.verdict_of(machine(4, nvlink=False))
-        self.assertIn("4 GPUs, P2P without full NVLink", line)
-        self.assertIn("between 2 ranks would be accelerated; communicators of more than 2 ranks are forwarded", line)
-        self.assertTrue(accelerates)
+        self.assertEqual(line, "verdict: 4 GPUs, P2P without full NVLink: the library would forward every all-reduce "
+                               "to NCCL (untuned); over PCIe, `nccl-car tune` measures this machine first")
+        self.assertFalse(accelerates)
         self.assertIn("NVLink unknown", self.verdict_of(machine(4, nvlink=None))[0])
+        judged = self.judge(machine(4, nvlink=False))
+        self.assertEqual(doctor.machine_case(judged["communicators"], [])["line"],
+                         "case:      PCIe, untuned, for 2..4 ranks: every call goes to NCCL until `nccl-car tune` has "
+                         "measured this machine (over PCIe the library takes only what that measured)")
+
+    def test_pcie_tuned_takes_what_its_table_says(self):
+        rows = "".join(f"all-reduce {ranks} pcie half 0 65536 1shot\n" for ranks in (2, 4))
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "pcie.table")
+            with open(path, "w") as out:
+                out.write(f"nccl-car choice table 2\nfingerprint 00c0ffee00c0ffee\n{rows}")
+            judged = doctor.judge(machine(4, nvlink=False), library_query.effective_settings({}, self.query),
+                                  self.query, {}, (path, "00c0ffee00c0ffee"))
+        self.assertEqual(judged["line"], "verdict: 4 GPUs, P2P without full NVLink: all-reduces up to 64 KiB between "
+                                         "2, 4 ranks would be accelerated; other communicators are forwarded")
+        self.assertEqual([doctor.ranges_text(c["decisions"]) for c in judged["communicators"]][1],
+                         "NCCL (untuned) 16 B..8 MiB")
+        # The rows as the query program lists them (library_query.applicable_table's table_rows);
+        # a row of the NVLink case tunes no PCIe communicator.
+        rows = [{"collective": "all-reduce", "ranks": ranks, "links": links} for ranks, links in
+                ((2, "pcie"), (4, "pcie"), (3, "nvlink"))]
+        case = doctor.machine_case(judged["communicators"], rows)
+        self.assertEqual(case["name"], "pcie-tuned+pcie-untuned")
+        self.assertEqual(case["line"], "case:      PCIe, tuned, for 2, 4 ranks (the table's PCIe rows decide; sizes "
+                                       "they do not cover go to NCCL); PCIe, untuned, for 3 ranks: every call goes to "
+                                       "NCCL until `nccl-car tune` has measured this machine (over PCIe the library "
+                                       "takes only what that measured)")
+
+    def test_the_case_of_each_machine(self):
+        self.assertIsNone(doctor.machine_case(self.judge(machine(1))["communicators"], []))
+        self.assertEqual(doctor.machine_case(self.judge(machine(4))["communicators"], [])["name"], "nvlink")
+        islands = {(a, b) for group in ((0, 1, 2, 3), (4, 5, 6, 7)) for a in group for b in group if a < b}
+        case = doctor.machine_case(self.judge(machine(8, nvlink=islands))["communicators"], [])
+        self.assertEqual(case["name"], "nvlink+pcie-untuned")
+        self.assertTrue(case["line"].startswith("case:      NVLink for 2..4 ranks (the built-in rule, or the table's "
+                                                "NVLink rows); PCIe, untuned, for 5..8 ranks: "))
 
     def test_nvlink_islands(self):
         islands = {(a, b) for group in ((0, 1, 2, 3), (4, 5, 6, 7)) for a in group for b in group if a < b}
@@ -148,7 +184,7 @@ class VerdictTest(unittest.TestCase):
         judged = self.judge(machine(4, p2p={(0, 1), (2, 3)}, nvlink=False))
         self.assertIn("P2P between some pairs only", judged["line"])
         self.assertEqual([candidate["gpus"] for candidate in judged["communicators"]], [[0, 1]])
-        self.assertTrue(judged["accelerates"])
+        self.assertFalse(judged["accelerates"])   # over PCIe, untuned
         line, accelerates = self.verdict_of(machine(2, p2p=False, nvlink=False))
         self.assertIn("without P2P access", line)
         self.assertFalse(accelerates)

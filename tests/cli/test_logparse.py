@@ -102,6 +102,17 @@ class LogSamplesTest(unittest.TestCase):
         self.assertIn(f"forwarded to NCCL: {tally.forwarded} call(s) ({reasons})", summary)
         self.assertIn(f"WARN lines: {len(self.of('warn'))}", summary)
 
+    def test_the_links_of_each_eligible_setup_and_whether_pcie_was_measured(self):
+        tally = tally_of(self.job_output())
+        eligible = self.of("setup-eligible")
+        self.assertEqual(tally.links, Counter(s["links"] for s in eligible))
+        self.assertEqual(set(tally.links), {"nvlink", "pcie"})
+        untuned = sum(1 for s in eligible if s["pcie_tuned"] is False)
+        self.assertEqual(untuned, 1)
+        self.assertEqual(tally.pcie_untuned, untuned)
+        self.assertIn(f"over PCIe without a measured table ({untuned} rank(s)): every call went to NCCL (untuned); "
+                      "`nccl-car tune` measures this machine", "\n".join(tally.summary_lines()))
+
     def test_forwarded_zero_has_no_reasons(self):
         nothing = [s for s in self.of("released") if not s["forwarded"]]
         self.assertTrue(nothing)

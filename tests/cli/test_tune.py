@@ -31,13 +31,13 @@ class TuneCase(BenchCase):
         self.query = write_script(self.path("nccl_car_query"),
                                   f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_QUERY}" "$@"\n')
 
-    def tune(self, *options, canned=None, ranks="2"):
+    def tune(self, *options, canned=None, ranks="2", **extra):
         query_program(self)   # the table is read back by this build's query program
         with open(self.canned, "w") as stream:
             json.dump(canned or TIMES, stream)
         env = clean_env(FAKE_BENCH_CONFIG=self.canned, FAKE_BENCH_LOG=self.log, FAKE_QUERY_REAL=QUERY_PROGRAM,
                         FAKE_QUERY_LOG=self.query_log, FAKE_FINGERPRINT=FINGERPRINT, NCCL_CAR_QUERY=self.query,
-                        XDG_CACHE_HOME=self.cache, CUDA_MPS_PIPE_DIRECTORY=self.mps)
+                        XDG_CACHE_HOME=self.cache, CUDA_MPS_PIPE_DIRECTORY=self.mps, TMPDIR=self.path(""), **extra)
         return run_tool("tune", "--lib", self.library, "--one-gpu", "--ranks", ranks, "--repeats", "1",
                         "--seed", "5", *options, env=env)
 
@@ -48,7 +48,7 @@ class TuneCase(BenchCase):
     def table_rows(self):
         answer = query_program(self).table(clean_env(), self.table_path, FINGERPRINT)
         self.assertTrue(answer["usable"], answer["why"])
-        return [(row["collective"], row["ranks"], row["family"], row["from"], row["to"], row["winner"])
+        return [(row["collective"], row["ranks"], row["links"], row["family"], row["from"], row["to"], row["winner"])
                 for row in answer["rows"]]
 
 
@@ -56,9 +56,10 @@ class TuneTest(TuneCase):
     def test_writes_the_winners_where_the_library_looks_and_the_library_follows_them(self):
         result = self.tune(*ONE_GROUP)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertEqual(self.table_rows(), [("all-reduce", 2, "half", 0, 2048, "1shot"),
-                                             ("all-reduce", 2, "half", 2049, 8192, "2shot"),
-                                             ("all-reduce", 2, "half", 8193, 8 << 20, "nccl")])
+        self.assertEqual(self.table_rows(), [("all-reduce", 2, "nvlink", "half", 0, 2048, "1shot"),
+                                             ("all-reduce", 2, "nvlink", "half", 2049, 8192, "2shot"),
+                                             ("all-reduce", 2, "nvlink", "half", 8193, 8 << 20, "nccl")])
+        self.assertIn("tune: 2 ranks: NVLink", result.stdout)
         self.assertIn("the library follows the table at every size measured", result.stdout)
         # The fingerprint is the one of the NCCL the runs loaded (their header says 22809).
         with open(self.query_log) as log:
@@ -68,9 +69,11 @@ class TuneTest(TuneCase):
     def test_runs_are_isolated_calls_of_each_kernel_and_nccl_alone_never_under_a_table(self):
         self.tune(*ONE_GROUP)
         runs = self.runs(probes=True)
+        # The first run says which case 2 ranks are (the library's setup: line); the last follows the table.
         self.assertEqual(sorted((run["config"], run["probe"]) for run in runs),
-                         [("car", True), ("car-1shot", False), ("car-1shot", True), ("car-2shot", False),
-                          ("car-2shot", True), ("nccl", False)])
+                         [("car", True), ("car", True), ("car-1shot", False), ("car-1shot", True),
+                          ("car-2shot", False), ("car-2shot", True), ("nccl", False)])
+        self.assertEqual((runs[0]["config"], runs[0]["probe"], runs[0]["env"]["NCCL_CAR_TABLE"]), ("car", True, "builtin"))
         for run in runs:
             self.assertEqual(run["args"][run["args"].index("--modes") + 1] if "--modes" in run["args"] else None,
                              None if run["probe"] else "isolated")
@@ -90,8 +93,8 @@ class TuneTest(TuneCase):
         canned = dict(TIMES, takes={"car-1shot": 256})
         result = self.tune(*ONE_GROUP, canned=canned)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertEqual(self.table_rows()[:2], [("all-reduce", 2, "half", 0, 512, "1shot"),
-                                                 ("all-reduce", 2, "half", 513, 8192, "2shot")])
+        self.assertEqual(self.table_rows()[:2], [("all-reduce", 2, "nvlink", "half", 0, 512, "1shot"),
+                                                 ("all-reduce", 2, "nvlink", "half", 513, 8192, "2shot")])
 
     def test_a_library_that_does_not_follow_the_table_fails(self):
         result = self.tune(*ONE_GROUP, canned=dict(TIMES, ignore_table=True))
@@ -109,17 +112,57 @@ class TuneTest(TuneCase):
         result = self.tune("--collectives", "all-gather", ranks="4")
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         rows = self.table_rows()
-        self.assertEqual({(c, r, f, w) for c, r, f, _low, _high, w in rows}, {("all-gather", 4, "any", "allgather")})
+        self.assertEqual({(c, r, f, w) for c, r, _l, f, _low, _high, w in rows}, {("all-gather", 4, "any", "allgather")})
         # The smallest message is one bf16 element per rank, the largest the library's limit.
-        self.assertEqual((rows[0][3], rows[-1][4]), (0, 1 << 20))
+        self.assertEqual((rows[0][4], rows[-1][5]), (0, 1 << 20))
         sizes = self.runs()[0]["args"]
         self.assertEqual(sizes[sizes.index("--sizes") + 1].split(",")[0], "16")
 
     def test_every_family_of_the_reduce_scatter_and_each_world_size(self):
         result = self.tune("--collectives", "reduce-scatter", ranks="2,4")
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertEqual(sorted({(r, f) for _c, r, f, *_rest in self.table_rows()}),
+        self.assertEqual(sorted({(r, f) for _c, r, _l, f, *_rest in self.table_rows()}),
                          [(world, family) for world in (2, 4) for family in ("float", "fp8", "half", "split")])
+
+    def test_over_pcie_only_push_kernels_are_timed_and_the_rows_say_pcie(self):
+        # Pull buffers exist (a lowered push limit): over NVLink 1stage and 2stage are timed too.
+        canned = dict(TIMES, links="pcie")
+        canned["times"] = dict(TIMES["times"], **{"car-1stage": [[1, 0]], "car-2stage": [[1, 0]]})
+        result = self.tune(*ONE_GROUP, canned=canned, NCCL_CAR_PUSH_MAX_BYTES="4194304")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("tune: 2 ranks: PCIe (push kernels only)", result.stdout)
+        self.assertEqual({config for config in (run["config"] for run in self.runs(probes=True))},
+                         {"car", "car-1shot", "car-2shot", "nccl"})
+        self.assertEqual(self.table_rows(), [("all-reduce", 2, "pcie", "half", 0, 2048, "1shot"),
+                                             ("all-reduce", 2, "pcie", "half", 2049, 8192, "2shot"),
+                                             ("all-reduce", 2, "pcie", "half", 8193, 8 << 20, "nccl")])
+        self.assertIn("the library follows the table at every size measured", result.stdout)
+        self.assertIn("all-reduce, 2 ranks over PCIe, half (bfloat16)", result.stdout)
+
+    def test_over_pcie_the_all_gather_is_timed_under_a_table_of_tunes_own(self):
+        # The library has no size of its own over PCIe: the runs that time its kernel follow a
+        # table giving it every size; the verifying run follows the table written.
+        result = self.tune("--collectives", "all-gather", canned=dict(TIMES, links="pcie"), ranks="4")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        rows = self.table_rows()
+        self.assertEqual({(c, r, l, w) for c, r, l, _f, _low, _high, w in rows}, {("all-gather", 4, "pcie", "allgather")})
+        tables = {run["env"]["NCCL_CAR_TABLE"] for run in self.runs(probes=True) if run["config"] == "car"}
+        own = [path for path in tables if path not in ("builtin", self.table_path)]
+        self.assertEqual(len(own), 1, tables)
+        self.assertFalse(os.path.exists(own[0]))   # removed once tune is done
+        # One fingerprint for tune's own table and the one written.
+        with open(self.query_log) as log:
+            self.assertEqual(len(log.readlines()), 1)
+
+    def test_a_world_size_the_library_does_not_take_is_not_measured(self):
+        result = self.tune(*ONE_GROUP, canned=dict(TIMES, not_eligible="rank 0 and rank 1 are on different CPU "
+                                                                    "sockets (PCIe path SYS); ..."))
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn("tune: 2 ranks: the library takes no communicator here (rank 0 and rank 1 are on different CPU "
+                      "sockets", result.stdout)
+        self.assertIn("nothing to measure", result.stderr)
+        self.assertEqual(len(self.runs(probes=True)), 1)
+        self.assertFalse(os.path.exists(self.table_path))
 
     def test_an_output_path_and_an_unknown_collective(self):
         output = self.path("mine.table")

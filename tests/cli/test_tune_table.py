@@ -3,7 +3,8 @@
 import unittest
 
 import cli_support  # noqa: F401  (puts tools/ on the path)
-from nccl_car_cli.tune_table import NCCL, Group, TableRow, decide, rows_of, size_ranges, table_text
+from nccl_car_cli.tune_table import (NCCL, NVLINK, PCIE, Group, TableRow, decide, probe_table_text, rows_of,
+                                     size_ranges, table_text, winner_at)
 
 FORMS = ["isolated-graph", "isolated-eager"]
 
@@ -68,8 +69,26 @@ class RowsTest(unittest.TestCase):
         verdict = decide(64, medians(nccl=(4, 4), car=(2, 3)), {"car": "allgather"}, FORMS)
         text = table_text("0123456789abcdef", "a machine", ["a note"], [TableRow(group, 0, 64, "allgather", [verdict])])
         self.assertEqual(text.splitlines(), [
-            "nccl-car choice table 1", "fingerprint 0123456789abcdef", "machine a machine", "# a note",
-            "# 64 B: allgather at 0.75 of NCCL's time (the worse form)", "all-gather 4 any 0 64 allgather"])
+            "nccl-car choice table 2", "fingerprint 0123456789abcdef", "machine a machine", "# a note",
+            "# 64 B: allgather at 0.75 of NCCL's time (the worse form)", "all-gather 4 nvlink any 0 64 allgather"])
+
+    def test_a_group_measured_over_pcie_writes_pcie_rows(self):
+        group = Group("all-reduce", 8, "half", "bfloat16", PCIE)
+        verdict = decide(64, medians(nccl=(4, 4), car_1shot=(2, 3)), {"car-1shot": "1shot"}, FORMS)
+        self.assertEqual(TableRow(group, 0, 64, "1shot", [verdict]).line(), "all-reduce 8 pcie half 0 64 1shot")
+        self.assertEqual(group.describe(), "all-reduce, 8 ranks over PCIe, half (bfloat16)")
+
+    def test_winners_are_found_by_the_case_too(self):
+        rows = [{"collective": "all-reduce", "ranks": 2, "links": "pcie", "family": "half", "from": 0, "to": 64,
+                 "winner": "1shot"}]
+        self.assertEqual(winner_at(rows, "all-reduce", 2, PCIE, "half", 64), "1shot")
+        self.assertIsNone(winner_at(rows, "all-reduce", 2, NVLINK, "half", 64))
+        self.assertIsNone(winner_at(rows, "all-reduce", 4, PCIE, "half", 64))
+
+    def test_tunes_own_table_gives_the_kernel_every_size(self):
+        text = probe_table_text("0123456789abcdef", "all-gather", 4, PCIE, "allgather", 1 << 20)
+        self.assertEqual(text.splitlines()[0], "nccl-car choice table 2")
+        self.assertEqual(text.splitlines()[-1], "all-gather 4 pcie any 0 1048576 allgather")
 
 
 if __name__ == "__main__":

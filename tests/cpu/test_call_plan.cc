@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "call_facts.h"
+#include "choice_table.h"
 #include "policy.h"
 
 using namespace car;
@@ -35,6 +38,21 @@ std::vector<Config> settingsToTry() {
     config.algorithm = row.algorithm;
     configs.push_back(config);
   }
+  // A table measured over PCIe giving the push kernels every size (the PCIe case takes only
+  // what a table gives it), with small areas, and with pull buffers (never used over PCIe).
+  config = Config{};
+  std::string rows = "nccl-car choice table 2\nfingerprint 0000000000000001\n";
+  for (int ranks = kMinRanks; ranks <= kMaxRanks; ++ranks) {
+    rows += "all-reduce " + std::to_string(ranks) + " pcie any 0 65536 1shot\n";
+    rows += "all-reduce " + std::to_string(ranks) + " pcie any 65537 1073741824 2shot\n";
+  }
+  std::string why;
+  config.table = std::make_shared<const ChoiceTable>(*ChoiceTable::parse(rows, 1, &why));
+  configs.push_back(config);
+  config.pushMaxBytes = 64 * KiB;
+  configs.push_back(config);
+  config.pushMaxBytes = config.maxBytes / 2;
+  configs.push_back(config);
   for (int maxBlocks : {1, 7, kMaxBlocks + 1}) {
     config = Config{};
     config.maxBlocks = maxBlocks;
@@ -49,11 +67,13 @@ std::vector<Config> settingsToTry() {
 
 TEST_CASE("every plan that is ours fits its kernel's buffers and grid", "[policy][plan]") {
   std::size_t plansTaken = 0;
+  std::size_t pcieTaken = 0;
   for (const Config& config : settingsToTry()) {
     const BlockLayout layout = layoutFor(pullBufferBytes(config), config.pushMaxBytes);
     const std::size_t stagingBytes = layout.areasOffset - layout.stagingOffset;
     for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
-      const CommunicatorFacts comm{ranks, true, 90};
+     for (bool nvlink : {true, false}) {
+      const CommunicatorFacts comm{ranks, nvlink, 90};
       for (ElementType type : {ElementType::BFloat16, ElementType::Float8E4M3, ElementType::Int32,
                                ElementType::Float64}) {
         const std::size_t size = static_cast<std::size_t>(elementBytes(type));
@@ -67,8 +87,12 @@ TEST_CASE("every plan that is ours fits its kernel's buffers and grid", "[policy
           const CallPlan plan = planCall(comm, sumOf(type, count), config);
           if (!plan.ours) continue;
           ++plansTaken;
-          CAPTURE(ranks, elementTypeName(type), count, algorithmName(plan.algorithm), config.pushMaxBytes,
-                  config.maxBlocks, forcedAlgorithmName(config.algorithm));
+          CAPTURE(ranks, nvlink, elementTypeName(type), count, algorithmName(plan.algorithm), config.pushMaxBytes,
+                  config.maxBlocks, forcedAlgorithmName(config.algorithm), config.table != nullptr);
+          if (!nvlink) {
+            ++pcieTaken;
+            CHECK(isPush(plan.algorithm));  // never a pull kernel over PCIe
+          }
           REQUIRE(plan.bytes == count * size);
           REQUIRE(plan.packs == packsOf(static_cast<long long>(plan.bytes)));
           REQUIRE(plan.blocks >= 1);
@@ -90,9 +114,11 @@ TEST_CASE("every plan that is ours fits its kernel's buffers and grid", "[policy
           }
         }
       }
+     }
     }
   }
   CHECK(plansTaken > 1000);
+  CHECK(pcieTaken > 100);
 }
 
 TEST_CASE("push grids: one pack per thread in blocks of 128 up to 256 KiB per rank, wider under a cap",

@@ -79,9 +79,9 @@ TEST_CASE("all-gather and reduce-scatter: each checked like the all-reduce where
     CHECK(planCall({2, true, 80}, callOf(collective, ElementType::Float8E4M3, 64), Config{}).reason ==
           ForwardReason::Type);
     CHECK(planCall(two, callOf(collective, ElementType::Float8E4M3, 64), Config{}).ours);
-    // Topologies no kernel of ours serves.
+    // World sizes no kernel of ours serves; the PCIe case without a measured table.
     CHECK(planCall({3, false, 90}, callOf(collective, ElementType::BFloat16, 64), Config{}).reason ==
-          ForwardReason::NotEligible);
+          ForwardReason::Untuned);
     CHECK(planCall({1, true, 90}, callOf(collective, ElementType::BFloat16, 64), Config{}).reason ==
           ForwardReason::NotEligible);
     // NCCL asked for; NCCL_CAR_ALGO and a requested all-reduce kernel change nothing.

@@ -48,6 +48,25 @@ TEST_CASE("log format: like snprintf, a function measures, and cuts to the room 
   }
 }
 
+TEST_CASE("log format: the setup: line names the links, and a PCIe communicator's tuning after it", "[log][pcie]") {
+  const std::string nvlink = logText(formatLinks, true, "PIX", 0, 1);
+  CHECK(nvlink == "full nvlink");
+  CHECK(logText(formatSetupEligible, "comm 0x1 rank 0/2", false, nvlink.c_str(), 90, 8388608ull, 50337280ull, 0ull,
+                "") == "comm 0x1 rank 0/2 setup: eligible (ipc peers, full nvlink, sm_90, up to 8388608 bytes; holds "
+                       "50337280 bytes; from call 0)");
+  const std::string pcie = logText(formatLinks, false, "PXB", 1, 6);
+  CHECK(pcie == "pcie (every pair peer-to-peer, PXB at most; NVLink on 1 of 6 pairs)");
+  CHECK(logText(formatLinks, false, "PHB", 0, 28) == "pcie (every pair peer-to-peer, PHB at most)");
+  const std::string untuned = logText(formatPcieTuning, 4, false);
+  CHECK(untuned == "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured 4 ranks over "
+                   "PCIe on this machine");
+  CHECK(logText(formatPcieTuning, 4, true).rfind("pcie tuned: ", 0) == 0);
+  CHECK(logText(formatSetupEligible, "comm 0x1 rank 3/4", true, pcie.c_str(), 0, 16ull, 4096ull, 2ull,
+                untuned.c_str()) ==
+        "comm 0x1 rank 3/4 setup: eligible (same-process peers, " + pcie +
+            ", sm_mixed, up to 16 bytes; holds 4096 bytes; from call 2); " + untuned);
+}
+
 TEST_CASE("log format: the audit module reads NCCL_CAR_DEBUG as the settings table does", "[log]") {
   const SettingSpec* debug = findSetting("NCCL_CAR_DEBUG");
   REQUIRE(debug != nullptr);

@@ -283,9 +283,9 @@ TEST_CASE("planCall forwards with the reason", "[policy]") {
     const std::size_t huge = (~std::size_t{0}) / 2 + 8;  // huge * 2 wraps around
     CHECK(planCall(comm, sumOf(ElementType::Float16, huge), config).reason == ForwardReason::TooLarge);
   }
-  SECTION("more than two ranks without full NVLink") {
-    CHECK(planCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::NotEligible);
-    CHECK(planCall({2, false}, sumOf(ElementType::Float32, 4), config).ours);
+  SECTION("the PCIe case without a measured table, 2 ranks included") {
+    CHECK(planCall({4, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::Untuned);
+    CHECK(planCall({2, false}, sumOf(ElementType::Float32, 4), config).reason == ForwardReason::Untuned);
   }
 }
 
@@ -404,6 +404,82 @@ TEST_CASE("NCCL_CAR_DETERMINISTIC keeps fp64 and symmetric-window calls ours, an
           if (before.ours) CHECK(after.algorithm == before.algorithm);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("PCIe: no built-in sizes; every call forwarded untuned until measured, at every world size", "[policy][pcie]") {
+  Config lowered;  // pull buffers exist: the pull rule would be reachable on NVLink
+  lowered.pushMaxBytes = lowered.maxBytes / 2;
+  for (const Config& config : {Config{}, lowered, pullOnly()}) {
+    for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+      for (int capability : {0, 80, 89, 90, 120}) {
+        const CommunicatorFacts pcie{ranks, false, capability};
+        CHECK(linksOf(pcie) == Links::Pcie);
+        for (int t = 0; t < kElementTypeCount; ++t) {
+          for (std::size_t bytes : {std::size_t{16}, 4 * KiB, 256 * KiB, 2048 * KiB, config.maxBytes}) {
+            const ElementType type = static_cast<ElementType>(t);
+            CAPTURE(ranks, capability, elementTypeName(type), bytes, config.pushMaxBytes);
+            const CallPlan plan = planCall(pcie, sumOf(type, bytes / elementBytes(type)), config);
+            CHECK_FALSE(plan.ours);
+            // fp8 below sm_90 is NCCL's refusal to keep, whatever the links.
+            const bool refusedFp8 = isFp8(type) && capability < 90;
+            CHECK(plan.reason == (refusedFp8 ? ForwardReason::Type : ForwardReason::Untuned));
+          }
+        }
+        CHECK(defaultAlgorithm(pcie, 16, config, 1).reason == ForwardReason::Untuned);
+      }
+    }
+  }
+  // The checks before the case still come first: a call past the limit is too large.
+  CHECK(planCall({4, false}, sumOf(ElementType::Float32, Config{}.maxBytes / 4 + 4), Config{}).reason ==
+        ForwardReason::TooLarge);
+  CHECK(std::string(forwardReasonName(ForwardReason::Untuned)) == "untuned");
+}
+
+TEST_CASE("PCIe: never a pull kernel, forced or not; a forced push kernel runs (tune measures it so)",
+          "[policy][pcie]") {
+  Config config;
+  config.pushMaxBytes = config.maxBytes / 2;  // pull buffers exist
+  for (int ranks = 2; ranks <= kMaxRanks; ++ranks) {
+    const CommunicatorFacts pcie{ranks, false, 90};
+    CAPTURE(ranks);
+    for (Algorithm pull : {Algorithm::OneStage, Algorithm::TwoStage}) {
+      CHECK_FALSE(canRun(pull, pcie, 16, config, 1));
+      CHECK(canRun(pull, {ranks, true, 90}, 16, config, 1));
+      Config forced = config;
+      forced.algorithm = pull;
+      CHECK(planCall(pcie, sumOf(ElementType::BFloat16, 8), forced).reason == ForwardReason::Untuned);
+      CallFacts asked = sumOf(ElementType::BFloat16, 8);
+      asked.requestedAlgorithm = pull;
+      CHECK(planCall(pcie, asked, config).reason == ForwardReason::Untuned);
+    }
+    CHECK_FALSE(pullAlgorithm(pcie, 16).has_value());
+    CHECK_FALSE(pullAlgorithm({2, false, 90}, 16).has_value());  // the seed took 2 ranks without NVLink
+    for (Algorithm push : {Algorithm::OneShotPush, Algorithm::TwoShotPush}) {
+      Config forced = config;
+      forced.algorithm = push;
+      const CallPlan plan = planCall(pcie, sumOf(ElementType::BFloat16, 8), forced);
+      CHECK(plan.ours);
+      CHECK(plan.algorithm == push);
+      CallFacts asked = sumOf(ElementType::BFloat16, 8);
+      asked.requestedAlgorithm = push;
+      CHECK(planCall(pcie, asked, config).algorithm == push);
+      // Where it cannot run the call (2 x 4 MiB does not fit 1shot's area at 8 ranks), no
+      // fallback to a built-in choice: NCCL.
+      if (push == Algorithm::OneShotPush && ranks == 8) {
+        CHECK(planCall(pcie, sumOf(ElementType::BFloat16, config.pushMaxBytes / 2), forced).reason ==
+              ForwardReason::Untuned);
+      }
+    }
+    // The all-gather and the reduce-scatter: their own kernel when the call asks for it.
+    for (Collective mover : {Collective::AllGather, Collective::ReduceScatter}) {
+      CallFacts call = car::testing::callOf(mover, ElementType::BFloat16, 8);
+      CHECK(planCall(pcie, call, config).reason == ForwardReason::Untuned);
+      call.requestedAlgorithm = Algorithm::OneShotPush;  // a kernel of another collective: not a request for ours
+      CHECK(planCall(pcie, call, config).reason == ForwardReason::Untuned);
+      call.requestedAlgorithm = mover == Collective::AllGather ? Algorithm::AllGatherPush : Algorithm::ReduceScatterPush;
+      CHECK(planCall(pcie, call, config).ours);
     }
   }
 }

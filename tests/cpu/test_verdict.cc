@@ -33,15 +33,22 @@ std::vector<HandshakeRecord> records(int ranks) {
   return all;
 }
 
-std::vector<LinkReport> fullReports(int ranks, bool nvlink = true) {
+// Every rank reaches every peer. With `nvlink`, over NVLink; else over PCIe along `path`, NVML
+// agreeing with CUDA (its P2P write status), as a PCIe-only machine reports it.
+std::vector<LinkReport> fullReports(int ranks, bool nvlink = true, PciePath path = PciePath::Pxb) {
   std::vector<LinkReport> all(ranks);
   for (auto& report : all) {
     report.magic = kHandshakeMagic;
     report.mapped = 1;
     report.p2pMask = (1u << ranks) - 1;
     report.nvlinkMask = nvlink ? (1u << ranks) - 1 : 0;
+    report.nvmlWriteMask = (1u << ranks) - 1;
+    for (int p = 0; p < ranks; ++p) report.pciePath[p] = static_cast<std::uint8_t>(nvlink ? PciePath::Unknown : path);
   }
-  for (int r = 0; r < ranks; ++r) all[r].nvlinkMask |= 1u << r;
+  for (int r = 0; r < ranks; ++r) {
+    all[r].nvlinkMask |= 1u << r;
+    all[r].pciePath[r] = static_cast<std::uint8_t>(PciePath::Unknown);
+  }
   return all;
 }
 
@@ -66,32 +73,73 @@ TEST_CASE("verdict: GPUs of different architectures leave the tuned thresholds u
   CHECK(verdict.computeCapability == 0);
 }
 
-TEST_CASE("verdict: two ranks need peer access but not NVLink; more need full NVLink", "[verdict]") {
-  CHECK(judgeLinks(records(2), fullReports(2, false)).eligible);
-  CHECK_FALSE(judgeLinks(records(2), fullReports(2, false)).fullNvlink);
-  const Verdict four = judgeLinks(records(4), fullReports(4, false));
-  CHECK_FALSE(four.eligible);
-  CHECK(four.reason.find("NVLink") != std::string::npos);
-  CHECK_FALSE(four.unexpected);
-
-  auto reports = fullReports(4);
-  reports[2].nvlinkMask &= ~(1u << 3);  // one missing link, seen from one side only
-  CHECK_FALSE(judgeLinks(records(4), reports).eligible);
+TEST_CASE("verdict: 2 to 8 ranks over PCIe are eligible as the PCIe case, not the NVLink one", "[verdict][pcie]") {
+  for (int ranks = 2; ranks <= 8; ++ranks) {
+    for (PciePath path : {PciePath::Pix, PciePath::Pxb, PciePath::Phb}) {
+      const Verdict verdict = judgeLinks(records(ranks), fullReports(ranks, false, path));
+      CAPTURE(ranks, pciePathName(path), verdict.reason);
+      CHECK(verdict.eligible);
+      CHECK_FALSE(verdict.fullNvlink);
+      CHECK(verdict.longestPath == path);
+      CHECK(verdict.nvlinkPairs == 0);
+      CHECK(linksText(verdict, ranks) == std::string("pcie (every pair peer-to-peer, ") + pciePathName(path) +
+                                             " at most)");
+    }
+  }
+  // One pair's longer path is the one the line names.
+  auto reports = fullReports(4, false, PciePath::Pix);
+  reports[3].pciePath[1] = static_cast<std::uint8_t>(PciePath::Phb);
+  CHECK(judgeLinks(records(4), reports).longestPath == PciePath::Phb);
+  // NVLink on some pairs only (bridged pairs): still the PCIe case, and the line says how many.
+  reports = fullReports(4, false, PciePath::Pxb);
+  reports[0].nvlinkMask |= 1u << 1;
+  reports[1].nvlinkMask |= 1u << 0;
+  reports[2].nvlinkMask |= 1u << 3;  // seen from one side only: no NVLink
+  const Verdict bridged = judgeLinks(records(4), reports);
+  CHECK(bridged.eligible);
+  CHECK_FALSE(bridged.fullNvlink);
+  CHECK(bridged.nvlinkPairs == 1);
+  CHECK(linksText(bridged, 4) == "pcie (every pair peer-to-peer, PXB at most; NVLink on 1 of 6 pairs)");
+  CHECK(linksText(judgeLinks(records(4), fullReports(4)), 4) == "full nvlink");
 }
 
-TEST_CASE("verdict: a rank without NVML cannot confirm NVLink; everyone forwards with a WARN", "[verdict]") {
-  // What that rank reports: peers on other GPUs reachable, but no NVLink bit for them.
-  auto reports = fullReports(4);
-  reports[1].nvmlMissing = 1;
-  reports[1].nvlinkMask = 1u << 1;
-  const Verdict verdict = judgeLinks(records(4), reports);
+TEST_CASE("verdict: over PCIe, NVML must agree with CUDA and name the path", "[verdict][pcie]") {
+  // CUDA allows peer access, NVML reports no peer-to-peer writes (one direction suffices).
+  auto reports = fullReports(3, false);
+  reports[2].nvmlWriteMask &= ~(1u << 0);
+  Verdict verdict = judgeLinks(records(3), reports);
+  CHECK_FALSE(verdict.eligible);
+  CHECK_FALSE(verdict.unexpected);
+  CHECK(verdict.reason == "CUDA allows peer-to-peer access between rank 0 and rank 2 over PCIe, but NVML reports no "
+                          "peer-to-peer writes between their GPUs");
+  // A path NVML did not give.
+  reports = fullReports(3, false);
+  reports[1].pciePath[2] = static_cast<std::uint8_t>(PciePath::Unknown);
+  verdict = judgeLinks(records(3), reports);
   CHECK_FALSE(verdict.eligible);
   CHECK(verdict.unexpected);
-  CHECK(verdict.reason.find("rank 1 cannot load NVML") != std::string::npos);
-  // Two ranks need no NVLink: still ours.
-  auto two = fullReports(2, false);
-  two[0].nvmlMissing = 1;
-  CHECK(judgeLinks(records(2), two).eligible);
+  CHECK(verdict.reason == "NVML cannot tell the PCIe path between the GPUs of rank 1 and rank 2");
+  // NVML's write status does not matter between NVLink pairs.
+  reports = fullReports(3);
+  for (auto& report : reports) report.nvmlWriteMask = 0;
+  CHECK(judgeLinks(records(3), reports).eligible);
+}
+
+TEST_CASE("verdict: a rank without NVML cannot see NVLink or PCIe; everyone forwards with a WARN", "[verdict]") {
+  // What that rank reports: peers on other GPUs reachable, but no NVLink bit, no NVML write
+  // status and no path for them.
+  for (int ranks : {2, 4}) {
+    auto reports = fullReports(ranks);
+    reports[1].nvmlMissing = 1;
+    reports[1].nvlinkMask = 1u << 1;
+    reports[1].nvmlWriteMask = 1u << 1;
+    for (auto& path : reports[1].pciePath) path = static_cast<std::uint8_t>(PciePath::Unknown);
+    const Verdict verdict = judgeLinks(records(ranks), reports);
+    CAPTURE(ranks);
+    CHECK_FALSE(verdict.eligible);
+    CHECK(verdict.unexpected);
+    CHECK(verdict.reason.find("rank 1 cannot load NVML") == 0);
+  }
   // NVML missing does not matter when NVLink was confirmed anyway (all ranks on one GPU).
   auto sameGpu = fullReports(4);
   sameGpu[2].nvmlMissing = 1;
@@ -100,7 +148,7 @@ TEST_CASE("verdict: a rank without NVML cannot confirm NVLink; everyone forwards
 
 TEST_CASE("verdict: a pair without peer access forwards", "[verdict]") {
   auto reports = fullReports(2, false);
-  reports[1].p2pMask = 1u << 1;
+  reports[1].p2pMask = 1u << 1;  // CUDA says no (NVML's write status may say yes)
   const Verdict verdict = judgeLinks(records(2), reports);
   CHECK_FALSE(verdict.eligible);
   CHECK(verdict.reason.find("peer-to-peer") != std::string::npos);
@@ -224,7 +272,7 @@ TEST_CASE("verdict: NCCL's P2P settings on any rank limit us as they limit NCCL"
   CHECK_FALSE(off.unexpected);  // a setting, not a fault
   CHECK(off.reason.find("rank 1") != std::string::npos);
 
-  // A level below SYS: NVLink only. Two ranks over PCIe forward; with NVLink they do not.
+  // NVLink only (NVL, NVB, C2C): PCIe communicators forward; with NVLink they do not.
   all = records(2);
   all[0].p2pLimit = static_cast<std::int32_t>(P2pLimit::NvlinkOnly);
   CHECK(judgeRecords(all).eligible);
@@ -233,10 +281,40 @@ TEST_CASE("verdict: NCCL's P2P settings on any rank limit us as they limit NCCL"
   CHECK_FALSE(pcie.eligible);
   CHECK(pcie.reason.find("NCCL_P2P_LEVEL on rank 0") == 0);
 
-  // Without a limit, two ranks over PCIe stay eligible (the rule before this setting).
-  CHECK(judgeLinks(records(2), fullReports(2, false)).eligible);
+  // A PCIe level allows the paths up to it, on every rank the most restrictive one.
+  all = records(4);
+  all[2].p2pLimit = static_cast<std::int32_t>(P2pLimit::UpToPxb);
+  CHECK(judgeLinks(all, fullReports(4, false, PciePath::Pix)).eligible);
+  CHECK(judgeLinks(all, fullReports(4, false, PciePath::Pxb)).eligible);
+  const Verdict phb = judgeLinks(all, fullReports(4, false, PciePath::Phb));
+  CHECK_FALSE(phb.eligible);
+  CHECK_FALSE(phb.unexpected);
+  CHECK(phb.reason == "NCCL_P2P_LEVEL=PXB on rank 2 does not allow the PCIe path PHB between rank 0 and rank 1");
+  all[3].p2pLimit = static_cast<std::int32_t>(P2pLimit::UpToPix);
+  CHECK(judgeLinks(all, fullReports(4, false, PciePath::Pxb)).reason.find("NCCL_P2P_LEVEL=PIX on rank 3") == 0);
+  // An NVLink-only level on one rank and a PCIe one on another: NVLink only.
+  all[1].p2pLimit = static_cast<std::int32_t>(P2pLimit::NvlinkOnly);
+  CHECK(judgeLinks(all, fullReports(4, false, PciePath::Pix)).reason.find("NCCL_P2P_LEVEL on rank 1") == 0);
+
+  // Across CPU sockets (SYS): only where NCCL_P2P_LEVEL=SYS says so.
+  const Verdict sockets = judgeLinks(records(2), fullReports(2, false, PciePath::Sys));
+  CHECK_FALSE(sockets.eligible);
+  CHECK_FALSE(sockets.unexpected);
+  CHECK(sockets.reason == "rank 0 and rank 1 are on different CPU sockets (PCIe path SYS); NCCL_P2P_LEVEL=SYS "
+                          "would allow peer-to-peer access across them");
   all = records(2);
-  all[1].p2pLimit = 7;  // not a value any build sends
+  for (auto& record : all) record.p2pLimit = static_cast<std::int32_t>(P2pLimit::AnyPath);
+  const Verdict allowed = judgeLinks(all, fullReports(2, false, PciePath::Sys));
+  CHECK(allowed.eligible);
+  CHECK(allowed.longestPath == PciePath::Sys);
+  // SYS on one rank only: the other rank's default still keeps the pair off.
+  all[1].p2pLimit = static_cast<std::int32_t>(P2pLimit::None);
+  CHECK_FALSE(judgeLinks(all, fullReports(2, false, PciePath::Sys)).eligible);
+
+  // Without a limit, ranks over PCIe within a socket stay eligible.
+  CHECK(judgeLinks(records(2), fullReports(2, false, PciePath::Phb)).eligible);
+  all = records(2);
+  all[1].p2pLimit = kP2pLimitCount;  // not a value any build sends
   CHECK_FALSE(judgeRecords(all).eligible);
 }
 
@@ -263,4 +341,28 @@ TEST_CASE("verdict: a process driving several GPUs with peers in other processes
   std::strcpy(sharedGpu[1].busId, sharedGpu[0].busId);
   CHECK_FALSE(processOnSeveralGpusWithIpcPeers(sharedGpu).has_value());
   CHECK(judgeRecords(sharedGpu).eligible);
+}
+
+TEST_CASE("verdict: a PCIe communicator's setup line says whether nccl-car tune measured its case", "[verdict][pcie]") {
+  const Verdict pcie = judgeLinks(records(4), fullReports(4, false));
+  REQUIRE(pcie.eligible);
+  const std::string untuned = "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured "
+                              "4 ranks over PCIe on this machine";
+  CHECK(tuningNote(pcie, 4, nullptr) == untuned);
+  auto tableOf = [](const std::string& rows) {
+    std::string why;
+    const std::optional<ChoiceTable> table =
+        ChoiceTable::parse("nccl-car choice table 2\nfingerprint 0000000000000001\n" + rows, 1, &why);
+    INFO(why);
+    REQUIRE(table.has_value());
+    return *table;
+  };
+  // Rows of the NVLink case, or of another world size, do not tune it.
+  const ChoiceTable other = tableOf("all-reduce 4 nvlink half 0 100 1shot\nall-reduce 2 pcie half 0 100 1shot\n");
+  CHECK(tuningNote(pcie, 4, &other) == untuned);
+  const ChoiceTable measured = tableOf("all-gather 4 pcie any 0 100 nccl\n");
+  CHECK(tuningNote(pcie, 4, &measured).rfind("pcie tuned: the choice table's rows for 4 ranks over PCIe decide", 0) ==
+        0);
+  // The NVLink case adds nothing.
+  CHECK(tuningNote(judgeLinks(records(4), fullReports(4)), 4, nullptr).empty());
 }

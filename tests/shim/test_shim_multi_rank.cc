@@ -14,8 +14,11 @@
 // for the finding they name.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
+
+#include <filesystem>
 
 #include <fstream>
 #include <map>
@@ -367,7 +370,11 @@ std::size_t heldBytes(const std::string& setup) {
 
 // Rank r of every communicator on device r of its own, so that a bound on one GPU's memory is
 // a bound on one rank's blocks.
-const std::vector<std::string> kDevicePerRank = {"STANDIN_NCCL_DEVICE_PER_RANK=1", "FAKE_CUDA_DEVICES=2"};
+// Two GPUs of the fake runtime have no NVLink and no NVML: the test topology says PCIe, where a
+// forced push kernel (NCCL_CAR_ALGO) makes a communicator ours without a measured table.
+const std::vector<std::string> kDevicePerRank = {"STANDIN_NCCL_DEVICE_PER_RANK=1", "FAKE_CUDA_DEVICES=2",
+                                                 "NCCL_CAR_ALGO=1shot"};
+const std::string kDevicePerRankTopology = "pcie";
 
 std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
   env.insert(env.end(), more.begin(), more.end());
@@ -385,7 +392,8 @@ std::vector<std::string> with(std::vector<std::string> env, const std::vector<st
 TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for the next (issue 44, finding 3)",
           "[shim][multi-rank][issue-44]") {
   // One block's bytes, from a communicator set up without the bound.
-  const ChildResult sized = runDriver(2, 4, 1, "", false, kDevicePerRank);
+  const ChildResult sized =
+      runDriver(2, 4, 1, "", false, with(kDevicePerRank, {"NCCL_CAR_TEST_FAULT=" + kDevicePerRankTopology}));
   INFO(sized.out << sized.err.substr(0, 4000));
   REQUIRE(sized.exitCode == 0);
   const std::vector<Asked> sizedAsked = askedOf(sized.out);
@@ -398,7 +406,7 @@ TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for th
   const ChildResult run = runDriver(
       2, 10, 2, "second-comm", false,
       with(kDevicePerRank, {"NCCL_CAR_GPU_MEMORY_BYTES=" + std::to_string(block),
-                            "NCCL_CAR_TEST_FAULT=give-up-before-agreement@1"}));
+                            "NCCL_CAR_TEST_FAULT=" + kDevicePerRankTopology + ",give-up-before-agreement@1"}));
   INFO(run.out << run.err.substr(0, 8000));
   REQUIRE_FALSE(run.timedOut);
   REQUIRE(run.exitCode == 0);
@@ -599,4 +607,166 @@ TEST_CASE("multi-rank: a call NCCL refused before the communicator was ready mov
     checkOneRank(one, run.err, {"too-large", "comm-not-ready", "nonblocking-group"}, true);
   }
   checkAcrossRanks(run, asked);
+}
+
+// ---- The PCIe case, made by the test topology (NCCL_CAR_TEST_FAULT=pcie, shim/handshake/topology.h):
+// every pair of ranks' GPUs as over PCIe, CUDA and NVML agreeing.
+
+namespace {
+
+// A run that ended well, every call returning ncclSuccess and no WARN: what each thread asked
+// of its communicator, `count` of them.
+std::vector<Asked> askedOfCleanRun(const ChildResult& run, std::size_t count) {
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  CHECK(linesWith(run.out, {"multi-rank failures=0"}).size() == 1);
+  CHECK(carLines(run.err, "WARN").empty());
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == count);
+  return asked;
+}
+
+constexpr int kPcieRanks = 4;
+constexpr std::size_t kPcieOneShotUpTo = 65536;    // the table below: 1shot up to here,
+constexpr std::size_t kPcieTwoShotUpTo = 4 << 20;  // 2shot up to here, NCCL above
+
+// A fresh folder for XDG_CACHE_HOME: the library looks for this machine's table there.
+std::string freshCache() {
+  char folder[] = "/tmp/car-pcie-cache-XXXXXX";
+  REQUIRE(mkdtemp(folder) != nullptr);
+  return folder;
+}
+
+struct Traced {
+  std::string type;
+  std::size_t bytes;
+  std::string kernel;
+};
+
+// "rank R all-reduce N x type op (B bytes) -> kernel" TRACE lines: the type, B and the kernel of each.
+std::vector<Traced> tracedCalls(const std::string& err) {
+  std::vector<Traced> calls;
+  static const std::regex pattern(" NCCL-CAR TRACE rank \\d+ all-reduce \\d+ x (\\S+) \\S+ \\((\\d+) bytes\\) -> (\\S+)$");
+  for (const std::string& line : splitLines(err)) {
+    std::smatch match;
+    if (std::regex_search(line, match, pattern)) calls.push_back(Traced{match[1], std::stoull(match[2]), match[3]});
+  }
+  return calls;
+}
+
+// Every communicator rank's setup: line and released: counts, with the reasons allowed.
+void checkPcieRun(const ChildResult& run, const std::string& setupHas, const std::set<std::string>& allowedReasons,
+                  bool taken) {
+  INFO(run.out << run.err.substr(0, 6000));
+  for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(kPcieRanks))) {
+    INFO("rank " << one.rank << " comm " << one.comm);
+    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+    REQUIRE(setup.size() == 1);
+    CHECK(setup[0].rfind("eligible (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90", 0) == 0);
+    CHECK(setup[0].find(setupHas) != std::string::npos);
+    const std::vector<std::string> released = infoAbout(run.err, one.comm, "released:");
+    REQUIRE(released.size() == 1);
+    std::map<std::string, int> byReason;
+    const int forwarded = forwardedIn(released[0], &byReason);
+    for (const auto& [reason, count] : byReason) {
+      INFO("forwarded as " << reason);
+      CHECK(allowedReasons.count(reason) == 1);
+    }
+    CHECK(byReason["too-large"] == one.above8MiB);
+    if (taken) {
+      CHECK(takenIn(released[0]) == one.allReduces - forwarded);
+      CHECK(takenIn(released[0]) > 0);
+      for (const std::string& reason : allowedReasons) {
+        INFO("forwarded as " << reason);
+        CHECK(byReason[reason] > 0);  // each way to NCCL the table leads to was seen
+      }
+      CHECK(released[0].find(" 1stage=0 2stage=0") != std::string::npos);  // never a pull kernel
+    } else {
+      CHECK(takenIn(released[0]) == 0);
+      CHECK(byReason["untuned"] == one.allReduces - one.above8MiB);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("multi-rank: over PCIe, every call goes to NCCL (untuned) until a table measured it, the 2-rank case "
+          "too", "[shim][multi-rank][pcie]") {
+  for (int ranks : {2, kPcieRanks}) {
+    CAPTURE(ranks);
+    const ChildResult run = runDriver(ranks, 60, 1, "", false,
+                                      {"NCCL_CAR_TEST_FAULT=pcie", "XDG_CACHE_HOME=" + freshCache()});
+    if (ranks == kPcieRanks) {
+      checkPcieRun(run, "); pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured 4 "
+                        "ranks over PCIe on this machine", {"untuned", "too-large"}, false);
+    } else {
+      INFO(run.err.substr(0, 4000));
+      CHECK(linesWith(run.err, {"setup: eligible (same-process peers, pcie (", "pcie untuned"}).size() == 2);
+      CHECK(linesWith(run.err, {"released: taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0"})
+                .size() == 2);
+    }
+  }
+}
+
+TEST_CASE("multi-rank: over PCIe across CPU sockets, only NCCL_P2P_LEVEL=SYS makes a communicator eligible",
+          "[shim][multi-rank][pcie]") {
+  ChildResult run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie-sys"});
+  INFO(run.err.substr(0, 4000));
+  REQUIRE(run.exitCode == 0);
+  CHECK(linesWith(run.err, {"NCCL-CAR INFO", "setup: not eligible: rank 0 and rank 1 are on different CPU sockets "
+                                             "(PCIe path SYS); NCCL_P2P_LEVEL=SYS would allow peer-to-peer access "
+                                             "across them"}).size() == 2);
+  CHECK(carLines(run.err, "WARN").empty());  // a topology we do not serve, not a fault
+  run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie-sys", "NCCL_P2P_LEVEL=SYS"});
+  CHECK(linesWith(run.err, {"setup: eligible (same-process peers, pcie (every pair peer-to-peer, SYS at most)"}).size() == 2);
+  // NCCL_P2P_LEVEL=PIX keeps the pairs through one switch, and no further.
+  run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie", "NCCL_P2P_LEVEL=PIX"});
+  CHECK(linesWith(run.err, {"setup: eligible (same-process peers, pcie ("}).size() == 2);
+  run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie", "NCCL_P2P_LEVEL=NVL"});
+  CHECK(linesWith(run.err, {"setup: not eligible: NCCL_P2P_LEVEL on rank 0 allows peer-to-peer access over NVLink "
+                            "only"}).size() == 2);
+}
+
+TEST_CASE("multi-rank: over PCIe, a table measured for the case is followed size by size, and nothing else is taken",
+          "[shim][multi-rank][pcie]") {
+  const std::string cache = freshCache();
+  const std::vector<std::string> env = {"NCCL_CAR_TEST_FAULT=pcie", "XDG_CACHE_HOME=" + cache};
+  // The first run says where this machine's table would be (its fingerprint is in the name).
+  ChildResult run = runDriver(kPcieRanks, 20, 1, "", false, env);
+  std::smatch found;
+  const std::regex where("no choice table for this machine \\(([^)]+/nccl-car/([0-9a-f]{16})\\.table)\\)");
+  REQUIRE(std::regex_search(run.err, found, where));
+  const std::string path = found[1];
+  const std::string fingerprint = found[2];
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  {
+    // Rows for the floating types up to 32 bits (families half and float); none for the
+    // integers the driver also sends (family split), which stay untuned.
+    std::ofstream table(path);
+    table << "nccl-car choice table 2\nfingerprint " << fingerprint << "\nmachine the fake CUDA machine\n";
+    for (const char* family : {"half", "float"}) {
+      table << "all-reduce " << kPcieRanks << " pcie " << family << " 0 " << kPcieOneShotUpTo << " 1shot\n"
+            << "all-reduce " << kPcieRanks << " pcie " << family << " " << kPcieOneShotUpTo + 1 << " "
+            << kPcieTwoShotUpTo << " 2shot\n"
+            << "all-reduce " << kPcieRanks << " pcie " << family << " " << kPcieTwoShotUpTo + 1 << " 8388608 nccl\n";
+    }
+    table << "all-reduce " << kPcieRanks << " nvlink any 0 8388608 1shot\n";  // another case: never ours here
+  }
+  std::vector<std::string> traced = env;
+  traced.push_back("NCCL_CAR_DEBUG=TRACE");
+  run = runDriver(kPcieRanks, 60, 1, "", false, traced);
+  checkPcieRun(run, "); pcie tuned: the choice table's rows for 4 ranks over PCIe decide",
+               {"tuned", "untuned", "too-large"}, true);
+  const std::vector<Traced> calls = tracedCalls(run.err);
+  REQUIRE_FALSE(calls.empty());
+  std::set<std::string> kernels;
+  for (const Traced& call : calls) {
+    CAPTURE(call.type, call.bytes, call.kernel);
+    CHECK(call.type != "int32");  // no row: untuned
+    CHECK(call.kernel == (call.bytes <= kPcieOneShotUpTo ? "1shot" : "2shot"));
+    CHECK(call.bytes <= kPcieTwoShotUpTo);
+    kernels.insert(call.kernel);
+  }
+  CHECK(kernels == std::set<std::string>{"1shot", "2shot"});
+  std::filesystem::remove_all(cache);
 }

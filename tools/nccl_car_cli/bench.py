@@ -20,7 +20,7 @@ from .bench_report import NO_MATPLOTLIB, format_tables, verdict_lines, write_cha
 from .bench_results import any_wrong, rows_of
 from .bench_runs import VARIANTS_FROM, SavedRuns, analyse, chosen, load, plan, run_all, tail, with_nccl
 from .errors import EXIT_FAILED, EXIT_OK, MissingPrerequisite, UsageError
-from .tune_table import winner_at
+from .tune_table import NVLINK, PCIE, winner_at
 from .units import format_size, short_size
 
 DESCRIPTION = """\
@@ -327,16 +327,23 @@ def _choice_table(env, library, dtypes):
             "families": {dtype: families.get(LIBRARY_NAMES[dtype]) for dtype in dtypes}}
 
 
-def _table_winners(header, rows):
-    """{(dtype, size): what the choice table gives that size} for the report's table column."""
+def _table_winners(header, rows, links):
+    """{(dtype, size): what the choice table gives that size} for the report's table column, on
+    a communicator of that case (NVLINK or PCIE, as the runs' setup: lines said)."""
     table = header.get("choice_table")
     if not table:
         return None
     ranks = header.get("one_gpu") or header.get("gpus")
     collective = header.get("collective", COLLECTIVES[0])
-    return {(row.dtype, row.size): winner_at(table["rows"], collective, ranks, table["families"].get(row.dtype),
-                                             row.size) or "built-in"
+    unmeasured = "untuned" if links == PCIE else "built-in"
+    return {(row.dtype, row.size): winner_at(table["rows"], collective, ranks, links, table["families"].get(row.dtype),
+                                             row.size) or unmeasured
             for row in rows}
+
+
+def _links(analysis):
+    """PCIE where a run of the library set up a PCIe communicator, else NVLINK."""
+    return PCIE if any(tally.links[PCIE] for tally in analysis.logs.values()) else NVLINK
 
 
 def _progress(repeats):
@@ -392,7 +399,7 @@ def _report(header, configs, records, driver, csv_path, chart_path):
     print(f"{title} ({header.get('host', '?')}, {header.get('started', '?')})")
     if header["repeats"] < 5:
         print(f"note: {header['repeats']} run(s) per configuration; a spread needs 5 or more")
-    print(format_tables(rows, configs, header["repeats"], _table_winners(header, rows)))
+    print(format_tables(rows, configs, header["repeats"], _table_winners(header, rows, _links(analysis))))
     print()
     for line in verdict_lines(rows):
         print(line)

@@ -24,8 +24,8 @@ libnccl.so.2 the library would forward to and its version beside the nccl.h the 
 was built against (a warning when the real one is newer), whether MPS runs, IPC facts,
 where libnccl-car.so and its audit module are, the Python packages here that load NCCL
 themselves or link it (and so which --mode of `nccl-car run` they need), the NCCL_CAR_*
-variables set, and a verdict: which all-reduces the library would run on its own kernels
-here. With `-- COMMAND ...` it also says which mode that command needs. Works without a
+variables set, which case the machine is for the library (NVLink, or PCIe, tuned by `nccl-car
+tune` or not), and a verdict: which all-reduces the library would run on its own kernels here. With `-- COMMAND ...` it also says which mode that command needs. Works without a
 GPU or driver.
 
 exit codes: 0 the report was printed (whatever it says: read the verdict or --json),
@@ -148,8 +148,9 @@ def summarise(gpus, candidates):
         reasons = sorted({d["reason"] for candidate in candidates for d in candidate["decisions"]})
         if reasons == ["disabled"]:
             return "verdict: NCCL_CAR_DISABLE is set: the library would forward every call to NCCL", False
+        tune = "; over PCIe, `nccl-car tune` measures this machine first" if "untuned" in reasons else ""
         return (f"verdict: {n} GPUs, {links}: the library would forward every all-reduce to NCCL "
-                f"({', '.join(reasons)})"), False
+                f"({', '.join(reasons)}){tune}"), False
     largest = max(d["bytes"] for candidate in taken for d in candidate["decisions"] if d["ours"])
     ranks = [candidate["ranks"] for candidate in taken]
     most = max(ranks)
@@ -229,6 +230,39 @@ def judge(gpus, effective, query, env, table=None):
     return result
 
 
+def _ranks_text(sizes):
+    sizes = sorted(sizes)
+    if len(sizes) > 1 and sizes == list(range(sizes[0], sizes[-1] + 1)):
+        return f"{sizes[0]}..{sizes[-1]} ranks"
+    return ", ".join(map(str, sizes)) + (" rank" if sizes == [1] else " ranks")
+
+
+def machine_case(candidates, table_rows):
+    """{"name", "line"}: which case the communicators of this machine are for the library, from
+    the candidate communicators (their links) and the PCIe rows of the choice table it follows
+    (`table_rows`, as library_query.applicable_table lists them): NVLink, with the built-in rule;
+    PCIe, tuned (rows of the table measured that world size over PCIe) or untuned (every call to
+    NCCL until `nccl-car tune` has measured it); or both. None without a candidate."""
+    if not candidates:
+        return None
+    nvlink = [c["ranks"] for c in candidates if c["full_nvlink"]]
+    measured = {row["ranks"] for row in table_rows if row.get("links") == "pcie"}
+    tuned = [c["ranks"] for c in candidates if not c["full_nvlink"] and c["ranks"] in measured]
+    untuned = [c["ranks"] for c in candidates if not c["full_nvlink"] and c["ranks"] not in measured]
+    parts = []
+    if nvlink:
+        parts.append(f"NVLink for {_ranks_text(nvlink)} (the built-in rule, or the table's NVLink rows)")
+    if tuned:
+        parts.append(f"PCIe, tuned, for {_ranks_text(tuned)} (the table's PCIe rows decide; sizes they do not "
+                     "cover go to NCCL)")
+    if untuned:
+        parts.append(f"PCIe, untuned, for {_ranks_text(untuned)}: every call goes to NCCL until `nccl-car tune` has "
+                     "measured this machine (over PCIe the library takes only what that measured)")
+    name = "+".join(label for label, present in (("nvlink", nvlink), ("pcie-tuned", tuned), ("pcie-untuned", untuned))
+                    if present)
+    return {"name": name, "line": "case:      " + "; ".join(parts)}
+
+
 def table_line(table):
     """The report's line on the choice table (library_query.applicable_table's answer)."""
     if table["used"]:
@@ -260,6 +294,7 @@ def collect(args, env):
     table = library_query.applicable_table(env, query, host_probe.encode_version(nccl["version"]),
                                            bool(gpus["gpus"]))
     judged = judge(gpus, effective, query, env, table["decide"])
+    case = machine_case(judged["communicators"], table["table_rows"])
     return {
         "library": {"path": library_path, "source": source, "exists": os.path.isfile(library_path),
                     "nccl_h": host_probe.header_version_of(library_path)},
@@ -274,6 +309,7 @@ def collect(args, env):
                      "not_checked": effective["message"],
                      "effective": effective["values"],
                      "problems": effective["problems"]},
+        "case": case,
         "verdict": judged["line"],
         "accelerates": judged["accelerates"],
         "communicators": judged["communicators"],
@@ -377,6 +413,8 @@ def render_text(report):
     if report["settings"]["not_checked"]:
         lines.append(f"    values not checked: {report['settings']['not_checked']}")
 
+    if report["case"]:
+        lines.append(report["case"]["line"])
     lines.append(table_line(report["choice_table"]))
     lines.append(report["verdict"])
     if report["accelerates"]:

@@ -8,7 +8,9 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 
 from . import gpu_probe, library_query, options, paths
@@ -17,8 +19,9 @@ from .bench_drivers import LIBRARY_NAMES, CarNcclBench, default_program
 from .bench_results import rows_of
 from .bench_runs import Config, Job, analyse, car_forcing, plan, run_all, tail, with_nccl
 from .errors import EXIT_FAILED, EXIT_OK, MissingPrerequisite, UsageError
-from .logparse import taken_calls
-from .tune_table import ANY_FAMILY, NCCL, Group, decide, rows_of as table_rows_of, table_text, winner_at
+from .logparse import LogTally, taken_calls
+from .tune_table import (ANY_FAMILY, NCCL, NVLINK, PCIE, Group, decide, probe_table_text, rows_of as table_rows_of,
+                         table_text, winner_at)
 from .units import format_size
 
 DESCRIPTION = """\
@@ -27,6 +30,11 @@ the library takes, at each world size asked for, for each type family (16-bit fl
 fp8, the types that travel split: integers and fp64), at sizes from 4 B to the library's
 limit; writes the winners as a choice table, reads it back through the library's parser,
 and checks with one more run per group that the library follows it (its TRACE lines).
+
+Each world size is first run once with the library, whose setup: line says which case the
+communicator is: NVLink between every pair, or PCIe. Over PCIe only the push kernels are
+measured (the library never runs a pull kernel there), and the rows say PCIe: the library
+takes nothing over PCIe that such a row does not give it.
 
 A size goes to a kernel of ours only where it was faster than NCCL in both the graph and
 the eager form of the mode; ties and everything else go to NCCL. The library finds the
@@ -154,38 +162,44 @@ class Setup:
         self.type_bytes = {name: types[library] for name, library in LIBRARY_NAMES.items() if library in types}
         self.tests_name = {library: name for name, library in LIBRARY_NAMES.items()}
 
-    def kernels(self, collective):
+    def kernels(self, collective, links=NVLINK):
         """The kernels that serve `collective` and can run under the caller's settings: the
-        pull kernels only where the settings give them buffers."""
+        pull kernels only where the settings give them buffers, and never over PCIe."""
         return [kernel for kernel in self.policy["kernels"] if kernel["collective"] == collective
-                and (kernel["family"] == "push" or self.policy["pull_buffers"])]
+                and (kernel["family"] == "push" or (self.policy["pull_buffers"] and links != PCIE))]
 
-    def configs(self, collective):
+    def configs(self, collective, links=NVLINK, probe_table=None):
         """NCCL's default, then ours: each kernel forced, where NCCL_CAR_ALGO can force it (the
-        all-reduce's), else the library's own choice (its TRACE lines name the kernel). Every
-        run of ours ignores any table already there."""
-        builtin = (("NCCL_CAR_TABLE", library_query.BUILT_IN_TABLE),)
-        ours = [car_forcing(kernel["name"]) for kernel in self.kernels(collective)] if collective == ALL_REDUCE else [
-            Config("car", with_car=True)]
-        return [Config(NCCL)] + [Config(c.name, with_car=True, car_variables=c.car_variables + builtin) for c in ours]
+        all-reduce's), else the library's own choice (its TRACE lines name the kernel), which
+        over PCIe (no built-in sizes) is what `probe_table` gives it: every size. Every run of
+        ours ignores any table already there."""
+        if collective == ALL_REDUCE:
+            ours = [car_forcing(kernel["name"]) for kernel in self.kernels(collective, links)]
+        else:
+            ours = [Config("car", with_car=True)]
+        table = probe_table if links == PCIE and collective != ALL_REDUCE else library_query.BUILT_IN_TABLE
+        return [Config(NCCL)] + [Config(c.name, with_car=True, car_variables=c.car_variables +
+                                        (("NCCL_CAR_TABLE", table),)) for c in ours]
 
-    def groups(self, args, ranks):
+    def groups(self, args, cases):
+        """The groups to measure at each world size the library takes ({ranks: NVLINK or PCIE}),
+        each marked with its case."""
         collectives = _chosen(args.collectives, self.policy["collectives"], "collective")
         families = {entry["name"]: entry["types"] for entry in self.policy["type_families"]}
         chosen_families = _chosen(args.families, list(families), "type family")
         groups = []
-        for world in ranks:
+        for world, links in cases.items():
             for collective in collectives:
-                kernels = self.kernels(collective)
+                kernels = self.kernels(collective, links)
                 if not kernels or self.policy["max_bytes"][collective] == 0:
-                    continue   # nothing of ours to measure: the built-in rule forwards it anyway
+                    continue   # nothing of ours to measure: the library forwards it anyway
                 if all(kernel["copies_bits"] for kernel in kernels):
-                    groups.append(Group(collective, world, ANY_FAMILY, "bfloat16"))
+                    groups.append(Group(collective, world, ANY_FAMILY, "bfloat16", links))
                     continue
                 for family in chosen_families:
                     types = families[family]
                     timed = next((t for t in PREFERRED_TYPES if t in types), types[0])
-                    groups.append(Group(collective, world, family, self.tests_name[timed]))
+                    groups.append(Group(collective, world, family, self.tests_name[timed], links))
         return groups
 
     def sizes(self, group):
@@ -250,13 +264,58 @@ class Tuner:
         self.args, self.setup = args, setup
         self.seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
         self.nccl_version = None
+        self.machine = None        # the query's fingerprint answer, once the NCCL version is known
+        self.folder = None         # where the probe tables of PCIe groups go (removed at the end)
 
     def driver(self, group, sizes):
         return CarNcclBench(self.setup.program, sizes, [self.args.mode], ["plain"], group.ranks, self.args.one_gpu,
                             ["--samples", str(self.args.samples)], group.collective)
 
+    def case_of(self, ranks, progress):
+        """(NVLINK or PCIE, None), or (None, why) where the library takes no communicator of
+        `ranks` ranks here: one probe run with the library, whose setup: lines say."""
+        group = Group(ALL_REDUCE, ranks, ANY_FAMILY, "bfloat16")
+        config = _traced(Config("car-case", with_car=True,
+                                car_variables=(("NCCL_CAR_TABLE", library_query.BUILT_IN_TABLE),)))
+        records, _analysis = self.run(group, [Job(config, group.dtype, "sum", None, -1, True)],
+                                      self.driver(group, [self.setup.sizes(group)[0]]),
+                                      progress(f"{ranks} ranks: which case"))
+        tally = LogTally()
+        for line in records[0].stderr.splitlines():
+            tally.feed(line)
+        if tally.links[PCIE]:
+            return PCIE, None
+        if tally.links[NVLINK]:
+            return NVLINK, None
+        reasons = "; ".join(tally.not_eligible) or "no setup: line"
+        return None, reasons
+
+    def fingerprint(self):
+        """This machine as a choice table sees it, asked once (after the first run, which says
+        the NCCL version)."""
+        if self.machine is None:
+            try:
+                self.machine = self.setup.query.fingerprint(self.setup.env, 0, self.nccl_version)
+            except library_query.QueryUnavailable as error:
+                raise MissingPrerequisite(f"cannot fingerprint this machine: {error}") from None
+        return self.machine
+
+    def probe_table(self, group):
+        """Over PCIe, where the library has no built-in size, a table that gives the group's
+        collective's kernel every size, for the runs that time it: its path."""
+        if group.links != PCIE or group.collective == ALL_REDUCE:
+            return None
+        if self.folder is None:
+            self.folder = tempfile.mkdtemp(prefix="nccl-car-tune-")
+        kernel = self.setup.kernels(group.collective, PCIE)[0]["name"]
+        path = os.path.join(self.folder, f"{group.collective}-{group.ranks}.table")
+        with open(path, "w") as out:
+            out.write(probe_table_text(self.fingerprint()["fingerprint"], group.collective, group.ranks, PCIE, kernel,
+                                       self.setup.policy["max_bytes"][group.collective]))
+        return path
+
     def jobs(self, group):
-        configs = self.setup.configs(group.collective)
+        configs = self.setup.configs(group.collective, group.links, self.probe_table(group))
         probes = [Job(_traced(config), group.dtype, "sum", None, -1, True) for config in configs[1:]]
         return configs, probes + plan(configs, [group.dtype], ["sum"], None, self.args.repeats, self.seed, False)
 
@@ -269,6 +328,10 @@ class Tuner:
             found = next((m for m in map(_NCCL_VERSION.search, (r.stdout for r in records)) if m), None)
             self.nccl_version = int(found.group(1)) if found else None
         return records, analysis
+
+    def cleanup(self):
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def measure(self, group, progress):
         """The group's Verdicts, one per size measured."""
@@ -295,11 +358,10 @@ class Tuner:
         records, _analysis = self.run(group, [Job(config, group.dtype, "sum", None, -1, True)],
                                       self.driver(group, sizes), progress(group.describe() + ", following the table"))
         taken = _taken_by_size(records[0], group)
-        family = group.family if group.family != ANY_FAMILY else None
         wrong = []
         for size in sizes:
             whole = _whole_message(size, group, self.setup)
-            expected = winner_at(table["rows"], group.collective, group.ranks, family or ANY_FAMILY, whole)
+            expected = winner_at(table["rows"], group.collective, group.ranks, group.links, group.family, whole)
             seen = taken.get(whole, NCCL)
             if expected is not None and expected != seen:
                 wrong.append(f"{format_size(whole)}: the table says {expected}, the library ran {seen}")
@@ -322,12 +384,39 @@ def execute(args):
     env = dict(os.environ)
     ranks = _default_ranks(args)
     setup = Setup(args, env)
-    groups = setup.groups(args, ranks)
-    if not groups:
-        raise UsageError("nothing to measure: the library takes none of the collectives asked for under these settings")
     tuner = Tuner(args, setup)
+    try:
+        return _tune(args, ranks, setup, tuner)
+    finally:
+        tuner.cleanup()
+
+
+def _cases(ranks, tuner):
+    """{ranks: NVLINK or PCIE} for each world size the library takes here, saying which."""
+    progress = Progress(len(ranks))
+    cases = {}
+    for world in ranks:
+        links, why = tuner.case_of(world, progress)
+        if links is None:
+            print(f"tune: {world} ranks: the library takes no communicator here ({why}): nothing to measure")
+            continue
+        cases[world] = links
+        print(f"tune: {world} ranks: {'PCIe (push kernels only)' if links == PCIE else 'NVLink'}")
+    return cases
+
+
+def _tune(args, ranks, setup, tuner):
+    try:
+        cases = _cases(ranks, tuner)
+    except RunFailed as error:
+        print(f"nccl-car tune: {error}; no table written", file=sys.stderr)
+        return EXIT_FAILED
+    groups = setup.groups(args, cases)
+    if not groups:
+        raise UsageError("nothing to measure: the library takes none of the collectives asked for here under these "
+                         "settings")
     runs = sum(len(tuner.jobs(group)[1]) + (0 if args.no_verify else 1) for group in groups)
-    print(f"tune: {len(groups)} groups ({', '.join(map(str, ranks))} ranks{', on GPU 0' if args.one_gpu else ''}), "
+    print(f"tune: {len(groups)} groups ({', '.join(map(str, cases))} ranks{', on GPU 0' if args.one_gpu else ''}), "
           f"{runs} runs of car_nccl_bench in the {args.mode} mode, about {runs * SECONDS_PER_RUN / 60:.0f} min; "
           f"order seed {tuner.seed}")
     progress = Progress(runs)
@@ -339,16 +428,16 @@ def execute(args):
     except RunFailed as error:
         print(f"nccl-car tune: {error}; no table written", file=sys.stderr)
         return EXIT_FAILED
-    try:
-        machine = setup.query.fingerprint(setup.env, 0, tuner.nccl_version)
-    except library_query.QueryUnavailable as error:
-        raise MissingPrerequisite(f"cannot fingerprint this machine: {error}") from None
+    machine = tuner.fingerprint()
     path = os.path.abspath(args.output or machine["default_path"])
     if not path:
         raise UsageError("no cache folder (neither XDG_CACHE_HOME nor HOME is set): pass --output")
     notes = [f"written by nccl-car tune on {time.strftime('%Y-%m-%d %H:%M %Z')}: the {args.mode} mode, "
              f"{args.repeats} runs per configuration, {args.samples} samples each, order seed {tuner.seed}",
              f"NCCL {tuner.nccl_version}, every kernel of ours forced in turn against NCCL's default configuration"]
+    if any(group.links == PCIE for group in groups):
+        notes.append("over PCIe: the push kernels only; the all-gather's and reduce-scatter's given every size by a "
+                     "table of tune's own while timed; what no pcie row gives ours goes to NCCL (untuned)")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + ".new", "w") as out:
         out.write(table_text(machine["fingerprint"], machine["description"], notes, rows))

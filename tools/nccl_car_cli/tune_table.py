@@ -14,23 +14,29 @@ from dataclasses import dataclass
 from .units import format_size
 
 NCCL = "nccl"
-FORMAT_LINE = "nccl-car choice table 1"
+FORMAT_LINE = "nccl-car choice table 2"
 ANY_FAMILY = "any"
+# The two cases a communicator can be, as the library's setup: lines and the table's rows
+# name them (plugin/choice_table.h, Links).
+NVLINK, PCIE = "nvlink", "pcie"
 
 
 @dataclass(frozen=True)
 class Group:
     """What one set of runs measures: a collective at a world size, for one type family
     (ANY_FAMILY where every kernel of the collective moves bits unchanged), timed with one
-    type of that family (nccl-tests' name)."""
+    type of that family (nccl-tests' name), on a communicator of one case (NVLINK or PCIE, as
+    the library's setup: line said)."""
     collective: str
     ranks: int
     family: str
     dtype: str
+    links: str = NVLINK
 
     def describe(self):
         family = "every type" if self.family == ANY_FAMILY else f"{self.family} ({self.dtype})"
-        return f"{self.collective}, {self.ranks} ranks, {family}"
+        over = " over PCIe" if self.links == PCIE else ""
+        return f"{self.collective}, {self.ranks} ranks{over}, {family}"
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,8 @@ class TableRow:
     verdicts: list   # the measured sizes it stands for
 
     def line(self):
-        return f"{self.group.collective} {self.group.ranks} {self.group.family} {self.low} {self.high} {self.winner}"
+        group = self.group
+        return f"{group.collective} {group.ranks} {group.links} {group.family} {self.low} {self.high} {self.winner}"
 
     def comment(self):
         """What was measured in the row's range, for people."""
@@ -109,11 +116,21 @@ def table_text(fingerprint, machine, notes, rows):
     return "\n".join(lines) + "\n"
 
 
-def winner_at(table_rows, collective, ranks, family, size):
-    """The winner the table's rows (as `nccl_car_query table` lists them) give a message,
-    None where no row covers it (the built-in rule)."""
+def winner_at(table_rows, collective, ranks, links, family, size):
+    """The winner the table's rows (as `nccl_car_query table` lists them) give a message on a
+    communicator of that case, None where no row covers it (the built-in rule; over PCIe,
+    NCCL)."""
     for row in table_rows:
-        if (row["collective"] == collective and row["ranks"] == ranks and row["family"] in (family, ANY_FAMILY)
-                and row["from"] <= size <= row["to"]):
+        if (row["collective"] == collective and row["ranks"] == ranks and row["links"] == links
+                and row["family"] in (family, ANY_FAMILY) and row["from"] <= size <= row["to"]):
             return row["winner"]
     return None
+
+
+def probe_table_text(fingerprint, collective, ranks, links, kernel, largest):
+    """A table that gives `kernel` every size of `collective` up to `largest` on communicators
+    of `ranks` ranks and that case: how tune makes the library run its kernel over PCIe, where
+    no built-in size exists, for the timed runs."""
+    return "\n".join([FORMAT_LINE, f"fingerprint {fingerprint}", "machine the machine being measured",
+                      "# written by nccl-car tune for its own runs: every size to the kernel being measured",
+                      f"{collective} {ranks} {links} {ANY_FAMILY} 0 {largest} {kernel}"]) + "\n"

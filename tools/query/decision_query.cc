@@ -139,6 +139,7 @@ bool writeDecisions(JsonWriter& json, const std::vector<std::string>& args, cons
   json.beginObject();
   json.key("ranks").number(static_cast<std::uint64_t>(question.comm.ranks));
   json.key("full_nvlink").boolean(question.comm.fullNvlink);
+  json.key("links").string(car::linksName(car::linksOf(question.comm)));
   json.key("compute_capability").number(static_cast<std::uint64_t>(question.comm.computeCapability));
   json.key("type").string(question.typeName);
   json.key("collective").string(car::collectiveName(question.call.collective));
@@ -214,6 +215,11 @@ void writePolicy(JsonWriter& json, const car::Config& config) {
   json.endArray();
   json.key("ops").beginArray();
   for (int o = 0; o < car::kReduceOpCount; ++o) json.string(car::reduceOpName(static_cast<car::ReduceOp>(o)));
+  json.endArray();
+  // The cases a communicator can be (a choice table's rows name one): without --full-nvlink,
+  // `decide` answers for the PCIe case.
+  json.key("links").beginArray();
+  for (int l = 0; l < static_cast<int>(car::Links::kCount); ++l) json.string(car::linksName(static_cast<car::Links>(l)));
   json.endArray();
   json.key("forward_reasons").beginArray();
   for (int r = 0; r < static_cast<int>(car::ForwardReason::kCount); ++r) {

@@ -52,12 +52,18 @@ std::string commName(std::uintptr_t address, int rank, int ranks) {
   return car::logText(car::formatCommName, reinterpret_cast<const void*>(address), rank, ranks);
 }
 
+// `tuned`: for a PCIe communicator (!fullNvlink), whether the choice table measured its case.
 void setupEligible(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
-                   bool sameProcess, bool fullNvlink, int computeCapability) {
+                   bool sameProcess, bool fullNvlink, int computeCapability, bool tuned = false) {
+  const std::string links = car::logText(car::formatLinks, fullNvlink, "PXB", 0, ranks * (ranks - 1) / 2);
+  const std::string note = fullNvlink ? "" : car::logText(car::formatPcieTuning, ranks, tuned);
   const std::string text = car::logText(car::formatSetupEligible, commName(comm, rank, ranks).c_str(), sameProcess,
-                                        fullNvlink, computeCapability, 8ull << 20, 50337280ull, 0ull);
-  samples.begin("setup-eligible", process, LogLevel::Info, text)
-      .key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
+                                        links.c_str(), computeCapability, 8ull << 20, 50337280ull, 0ull, note.c_str());
+  JsonWriter& json = samples.begin("setup-eligible", process, LogLevel::Info, text);
+  json.key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
+  json.key("links").string(fullNvlink ? "nvlink" : "pcie").key("pcie_tuned");
+  if (fullNvlink) json.null();
+  else json.boolean(tuned);
   samples.end();
 }
 
@@ -155,7 +161,8 @@ void writeLogSamples(JsonWriter& json) {
                   car::logText(car::formatRealNcclFound, "the next library (RTLD_NEXT)", "2.32.3"));
     samples.end();
     setupEligible(samples, kFirst, 0x55d0c0a0, 0, 2, false, true, 90);
-    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0);
+    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0, true);
+    setupEligible(samples, kSecond, 0x7f00bb00, 1, 4, true, false, 89, false);
 
     const char* reason = "ranks span 2 hosts";
     samples.begin("setup-not-eligible", kOtherHost, LogLevel::Info,
@@ -184,6 +191,10 @@ void writeLogSamples(JsonWriter& json) {
     car::CallStats allForwarded;
     for (int n = 0; n < 20; ++n) allForwarded.countForwarded(car::ForwardReason::NotEligible);
     released(samples, kOtherHost, 0x1234, 1, 4, allForwarded);
+
+    car::CallStats untuned;  // over PCIe before nccl-car tune measured it
+    for (int n = 0; n < 7; ++n) untuned.countForwarded(car::ForwardReason::Untuned);
+    released(samples, kSecond, 0x7f00bb00, 1, 4, untuned);
 
     const char* nccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2";
     samples.begin("audit-served", kAudited, LogLevel::Info,

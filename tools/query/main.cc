@@ -26,7 +26,8 @@ constexpr const char* kUsage = R"(usage:
   nccl_car_query decide --ranks N [--full-nvlink] [--compute-capability CC]
                         [--collective NAME] [--type TYPE|other] [--op OP|other]
                         [--table PATH --fingerprint HEX] BYTES...
-      what the library does with a call of each size on such a communicator, under this
+      what the library does with a call of each size on such a communicator (without
+      --full-nvlink: the PCIe case), under this
       environment's settings (default: all-reduce, bf16, sum; NAME, TYPE and OP as `policy`
       names them; BYTES the whole message: every rank's part of an all-gather or a
       reduce-scatter), and, for each collective, which types and ops it takes there at

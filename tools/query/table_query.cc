@@ -77,6 +77,7 @@ bool writeTable(JsonWriter& json, const std::vector<std::string>& args, std::str
     for (const car::ChoiceRow& row : config.table->rows()) {
       json.beginObject().key("collective").string(car::collectiveName(row.collective));
       json.key("ranks").number(static_cast<std::uint64_t>(row.ranks));
+      json.key("links").string(car::linksName(row.links));
       json.key("family").string(row.family ? car::typeFamilyName(*row.family) : "any");
       json.key("from").number(row.fromBytes).key("to").number(row.toBytes);
       json.key("winner").string(row.kernel ? car::algorithmName(*row.kernel) : "nccl").endObject();

@@ -10,4 +10,5 @@ from . import scenarios_gpus  # noqa: F401
 from . import scenarios_guest  # noqa: F401
 from . import scenarios_newer_api  # noqa: F401
 from . import scenarios_setup  # noqa: F401
+from . import scenarios_pcie  # noqa: F401
 from .scenario import SCENARIOS, select  # noqa: F401  (what users of this module want)
