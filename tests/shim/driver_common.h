@@ -45,5 +45,6 @@ int runAddressReuse(const std::string& how);
 int runAbortInForward();
 int runPlain();
 int runForkInGroup();
+int runDeviceApi();
 
 }  // namespace driver

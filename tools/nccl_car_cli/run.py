@@ -7,8 +7,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
-from . import library_query, options, paths, routes
+from . import dropin, library_query, options, paths, routes
 from .errors import MissingPrerequisite, UsageError
 from .logparse import LogTally
 
@@ -21,9 +22,10 @@ INFO at least, since the summary is built from INFO lines.
 
 --mode says how the library gets in: preload (LD_PRELOAD: programs linked against
 libnccl.so.2, such as PyTorch, CuPy, nccl-tests), audit (LD_AUDIT: programs that load NCCL
-themselves, such as JAX, TensorFlow, XGBoost, ctypes bindings), dropin (a folder whose
-libnccl.so.2 is the library, first on LD_LIBRARY_PATH), or auto (the default): audit when
-the command shows a program that loads NCCL itself, else preload.
+themselves, such as JAX, TensorFlow, XGBoost, ctypes bindings), dropin (a temporary drop-in
+folder first on LD_LIBRARY_PATH, made for the real NCCL of --nccl-lib, else the one doctor
+finds: see nccl-car dropin), or auto (the default): audit when the command shows a program
+that loads NCCL itself, else preload.
 
 exit codes: the command's own exit code (128+N when killed by signal N), 126 when the
 command cannot be executed, 127 when it is not found; before the command starts,
@@ -180,12 +182,13 @@ def execute(args):
 
     made = []
     try:
-        dropin = routes.dropin_folder(library, made) if mode == "dropin" else None
-        env = child_environment(os.environ, args, library, mode, dropin)
-        if mode == "dropin" and "NCCL_CAR_NCCL_LIB" not in env:
-            real = routes.real_nccl_for_dropin(os.environ, library)
-            if real:
-                env["NCCL_CAR_NCCL_LIB"] = real
+        folder = None
+        if mode == "dropin":
+            real, _how = dropin.real_nccl(args.nccl_lib, os.environ, library)
+            folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
+            made.append(folder)
+            dropin.make(folder, library, real)
+        env = child_environment(os.environ, args, library, mode, folder)
         return _run(command, env, mode)
     finally:
         for folder in made:

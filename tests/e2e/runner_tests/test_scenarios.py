@@ -402,6 +402,7 @@ class CommandLineTest(unittest.TestCase):
             build = fake_build(folder, programs=())
             context = Context(build, FakeMachine(env={"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/usr/lib"}),
                               os.path.join(folder, "logs"))
+            context.dropin_folder = lambda: "/made/dropin"  # nccl-car dropin's, made once per run
             client = ["python3", "ctypes_allreduce.py", "0", "2", "id"]
 
             def mode(name):
@@ -411,10 +412,14 @@ class CommandLineTest(unittest.TestCase):
             self.assertEqual(mode("audit-path"), (client + ["/opt/nccl/lib/libnccl.so.2"],
                                                   {"LD_AUDIT": build.audit_module}))
             self.assertEqual(mode("dropin-name"), (client + ["libnccl.so.2"], {
-                "LD_LIBRARY_PATH": f"{build.dropin_folder}:/opt/nccl/lib:/usr/lib"}))
-            self.assertEqual(mode("tool-auto"), (["python3", NCCL_CAR_TOOL, "run", "--lib", build.library, "--"] +
-                                                 client + ["libnccl.so.2"], {}))
+                "LD_LIBRARY_PATH": "/made/dropin:/opt/nccl/lib:/usr/lib"}))
+            tool = ["python3", NCCL_CAR_TOOL, "run", "--lib", build.library]
+            self.assertEqual(mode("tool-auto"), (tool + ["--"] + client + ["libnccl.so.2"], {}))
+            for way in ("preload", "audit", "dropin"):
+                self.assertEqual(mode(f"tool-{way}"), (tool + ["--mode", way, "--"] + client + ["libnccl.so.2"], {}))
             self.assertEqual(mode("preload"), (client + ["libnccl.so.2"], {"LD_PRELOAD": build.library}))
+            with self.assertRaises(ValueError):
+                mode("tool-sideways")
 
     def test_nccl_tests_ranks_get_their_host_id_from_the_mpi_rank(self):
         wrapper = scenarios_nccl_tests.RANK_HOST_ID
