@@ -144,6 +144,14 @@ inline size_t formatReleased(char* out, size_t size, const char* comm, const cha
   return used;
 }
 
+// "<comm> alive at exit: <formatCallCounts>": the counts of a communicator never destroyed
+// (JAX never destroys its own), read from host counters when the process exits.
+inline size_t formatAliveAtExit(char* out, size_t size, const char* comm, const char* counts) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s alive at exit: %s", comm, counts);
+  return used;
+}
+
 // "rank 1 all-reduce 4096 x bf16 sum (8192 bytes) -> 1shot", "rank 1 all-gather 4096 x bf16
 // (8192 bytes) -> allgather": one call our kernels took (TRACE). NCCL's count, the bytes of
 // one rank's part for all-gather and reduce-scatter; op null: a collective without one.

@@ -3,6 +3,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
+#include "lifecycle/exit_counts.h"
 #include "log.h"
 
 namespace car {
@@ -18,6 +22,7 @@ Registry::Registry() {
   // fork then waits for a line being written before it holds our lock, which every hooked
   // call takes. Either order is free of deadlock: nothing logs under our lock.
   readyLogForFork();
+  reportCountsAtExit();  // after the log exists: its handler runs before the log's statics go
 }
 
 // Held across fork(): the child's copy of the table is then whole, and its lock free.
@@ -72,6 +77,17 @@ void Registry::forget(const std::shared_ptr<CommState>& state) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = states_.find(state->comm());
   if (it != states_.end() && it->second == state) states_.erase(it);
+}
+
+std::vector<std::shared_ptr<CommState>> Registry::snapshot() const {
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  for (int tries = 0; !lock.try_lock(); ++tries) {
+    if (tries == 100) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<std::shared_ptr<CommState>> states;
+  for (const auto& [comm, state] : states_) states.push_back(state);
+  return states;
 }
 
 }  // namespace car

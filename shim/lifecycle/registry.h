@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "lifecycle/comm_state.h"
 
@@ -30,6 +31,9 @@ class Registry {
   bool holds(const std::shared_ptr<CommState>& state) const;
   // Removes the state, if it is still the one registered for its communicator.
   void forget(const std::shared_ptr<CommState>& state);
+  // Every state registered now; empty when the table stays locked for 100 ms (at exit: a
+  // thread of the program may be inside a hook).
+  std::vector<std::shared_ptr<CommState>> snapshot() const;
 
  private:
   using Table = std::unordered_map<ncclComm_t, std::shared_ptr<CommState>>;

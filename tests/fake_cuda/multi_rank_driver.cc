@@ -49,7 +49,7 @@ std::atomic<int> gFailures{0};
 
 constexpr int kPacedCalls = 100;
 
-enum class Mode { Plain, OppositeOrder, PeerNeverJoins, EndInSetUp };
+enum class Mode { Plain, OppositeOrder, PeerNeverJoins, EndInSetUp, NeverDestroyed };
 
 extern "C" ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 
@@ -173,7 +173,7 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
   }
   if (peerLeaves) std::printf("rank %d init took %.3f s\n", rank, secondsSince(created));
   int earlier = 0;
-  if (mode != Mode::Plain) {
+  if (mode != Mode::Plain && mode != Mode::NeverDestroyed) {
     std::vector<char> buffer(4096);
     for (int i = 0; i < communicators; ++i) {
       const int c = rank % 2 == 0 ? i : communicators - 1 - i;
@@ -203,7 +203,7 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
   for (int c = 0; c < communicators; ++c) {
     users.emplace_back([=] {
       allReduces(rank, comms[static_cast<std::size_t>(c)], calls * (c + 1), earlier);
-      end(rank, c, comms[static_cast<std::size_t>(c)]);
+      if (mode != Mode::NeverDestroyed) end(rank, c, comms[static_cast<std::size_t>(c)]);
     });
   }
   for (std::thread& user : users) user.join();
@@ -216,8 +216,11 @@ int main(int argc, char** argv) {
   if (argc == 5 && std::string(argv[4]) == "opposite-order") mode = Mode::OppositeOrder;
   if (argc == 5 && std::string(argv[4]) == "peer-never-joins") mode = Mode::PeerNeverJoins;
   if (argc == 5 && std::string(argv[4]) == "end-in-setup") mode = Mode::EndInSetUp;
+  // As JAX: the communicators are left alive when the program exits.
+  if (argc == 5 && std::string(argv[4]) == "never-destroyed") mode = Mode::NeverDestroyed;
   if (argc != 4 && (argc != 5 || mode == Mode::Plain)) {
-    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators> [opposite-order | peer-never-joins | end-in-setup]\n",
+    std::fprintf(stderr, "usage: %s <ranks> <calls> <communicators> "
+                         "[opposite-order | peer-never-joins | end-in-setup | never-destroyed]\n",
                  argv[0]);
     return 2;
   }

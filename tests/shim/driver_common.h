@@ -46,5 +46,6 @@ int runAbortInForward();
 int runPlain();
 int runForkInGroup();
 int runDeviceApi();
+int runNeverDestroyed(bool quickExit);
 
 }  // namespace driver

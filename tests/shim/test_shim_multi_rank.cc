@@ -63,6 +63,7 @@ struct Ranks {
   int ranks, calls, communicators;
   bool nonblocking = false;
   bool oppositeOrder = false;  // NCCL_COMM_BLOCKING=0 too
+  bool neverDestroyed = false;  // left alive at exit: counted there
 };
 
 ChildResult runDriver(int ranks, int calls, int communicators, const std::string& mode, bool nonblocking,
@@ -80,8 +81,8 @@ ChildResult runDriver(int ranks, int calls, int communicators, const std::string
 }
 
 ChildResult runRanks(const Ranks& shape) {
-  return runDriver(shape.ranks, shape.calls, shape.communicators, shape.oppositeOrder ? "opposite-order" : "",
-                   shape.nonblocking || shape.oppositeOrder);
+  const std::string mode = shape.oppositeOrder ? "opposite-order" : shape.neverDestroyed ? "never-destroyed" : "";
+  return runDriver(shape.ranks, shape.calls, shape.communicators, mode, shape.nonblocking || shape.oppositeOrder);
 }
 
 void checkRanks(const Ranks& shape) {
@@ -106,8 +107,10 @@ void checkRanks(const Ranks& shape) {
     // Every call ran on our engine or went to NCCL as too large (every one past 8 MiB, and
     // whatever the policy's own limits for a type turn away); a nonblocking communicator's
     // calls also while it is set up and inside groups (docs/design.md, "When set-up happens").
-    const std::vector<std::string> released = infoAbout(run.err, one.comm, "released:");
+    const std::vector<std::string> released =
+        infoAbout(run.err, one.comm, shape.neverDestroyed ? "alive at exit:" : "released:");
     REQUIRE(released.size() == 1);
+    CHECK(infoAbout(run.err, one.comm, shape.neverDestroyed ? "released:" : "alive at exit:").empty());
     std::map<std::string, int> byReason;
     const int forwarded = forwardedIn(released[0], &byReason);
     REQUIRE(forwarded >= 0);
@@ -135,6 +138,12 @@ TEST_CASE("multi-rank: ranks as threads set up, take every call up to the limit,
   SECTION("4 ranks, two nonblocking communicators, each set up at its first all-reduce") {
     checkRanks({4, 100, 2, true});
   }
+}
+
+TEST_CASE("multi-rank: communicators never destroyed, as JAX leaves its own, report their calls taken at exit",
+          "[shim][multi-rank][exit]") {
+  SECTION("2 ranks, one communicator") { checkRanks({2, 200, 1, false, false, true}); }
+  SECTION("4 ranks, two communicators") { checkRanks({4, 100, 2, false, false, true}); }
 }
 
 // Two nonblocking communicators whose first all-reduces come in opposite orders on the ranks
