@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <mutex>
@@ -125,6 +126,21 @@ bool resolve(RealNccl* table, std::string* failure) {
   return false;
 }
 
+// NCCL_CAR_NCCL_LIB names a file the library does not forward to: said once, at resolution.
+void sayConfiguredUnused(const RealNccl& table) {
+  const std::string& configured = shimConfig().ncclLibrary;
+  if (configured.empty()) return;
+  struct stat wanted {}, found {};
+  const std::string file = fileOf(table);
+  if (stat(configured.c_str(), &wanted) != 0 || !S_ISREG(wanted.st_mode)) {
+    CAR_WARN(-1, "NCCL_CAR_NCCL_LIB={} is not a file: it takes the path of the real libnccl.so.2; the real NCCL is "
+                 "{} instead", configured, table.origin);
+  } else if (stat(file.c_str(), &found) != 0 || found.st_dev != wanted.st_dev || found.st_ino != wanted.st_ino) {
+    CAR_WARN(-1, "NCCL_CAR_NCCL_LIB={} is not used: the real NCCL is {} (the setting is consulted only where the "
+                 "program has no NCCL loaded, and under LD_AUDIT)", configured, table.origin);
+  }
+}
+
 }  // namespace
 
 void* realSymbol(void* handle, const char* name) {
@@ -166,6 +182,7 @@ const RealNccl* realNccl() {
   table = candidate;
   ready.store(true, std::memory_order_release);
   CAR_INFO(-1, "{}", logText(formatRealNcclFound, table.origin, CAR_NCCL_H_VERSION));
+  sayConfiguredUnused(table);
   return &table;
 }
 

@@ -71,6 +71,16 @@ def companion(library, name):
     return places[0] if os.path.basename(folder) == "shim" else places[-1]
 
 
+def is_shared_library(path):
+    """Whether `path` is an ELF shared object (e_type ET_DYN), as libnccl-car.so is."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(18)
+    except OSError:
+        return False
+    return len(head) == 18 and head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 3
+
+
 def library_missing_message(path, source):
     return (f"the nccl-car library is not at {path} (from {source}): build it with "
             f"scripts/build.sh, or name it with --lib PATH or NCCL_CAR_LIB")

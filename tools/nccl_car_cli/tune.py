@@ -169,10 +169,16 @@ class Setup:
             Config("car", with_car=True)]
         return [Config(NCCL)] + [Config(c.name, with_car=True, car_variables=c.car_variables + builtin) for c in ours]
 
+    def chosen(self, args):
+        """(collectives, type families) of --collectives and --families, checked against the
+        library's own: before the GPUs are counted, so that a wrong option is said first."""
+        families = [entry["name"] for entry in self.policy["type_families"]]
+        return (_chosen(args.collectives, self.policy["collectives"], "collective"),
+                _chosen(args.families, families, "type family"))
+
     def groups(self, args, ranks):
-        collectives = _chosen(args.collectives, self.policy["collectives"], "collective")
+        collectives, chosen_families = self.chosen(args)
         families = {entry["name"]: entry["types"] for entry in self.policy["type_families"]}
-        chosen_families = _chosen(args.families, list(families), "type family")
         groups = []
         for world in ranks:
             for collective in collectives:
@@ -320,8 +326,10 @@ class RunFailed(Exception):
 
 def execute(args):
     env = dict(os.environ)
-    ranks = _default_ranks(args)
+    # What the user can fix here first (the library, the programs, the options), then the GPUs.
     setup = Setup(args, env)
+    setup.chosen(args)
+    ranks = _default_ranks(args)
     groups = setup.groups(args, ranks)
     if not groups:
         raise UsageError("nothing to measure: the library takes none of the collectives asked for under these settings")
