@@ -136,12 +136,12 @@ def torch_every_op_gpus(context):
 def jax_gpus(context):
     """jax_psum.py (XLA loads NCCL itself) in one process across the GPUs, through
     `nccl-car run`: without --mode (it must choose audit), and with --mode preload (which
-    cannot reach XLA's NCCL; the summary must say so)."""
+    cannot reach XLA's NCCL; the summary must say so). JAX never destroys its communicators:
+    the summary counts their calls from the lines they say at exit."""
     tool = [context.machine.python, NCCL_CAR_TOOL, "run", "--lib", context.build.library]
     program = ["--", context.machine.python, JAX_PSUM]
     env = dict(context.gpu_env(), PYTHONUNBUFFERED="1")
-    # TRACE: one line per call our kernels take (JAX never destroys its communicators).
-    run = context.run_one("jax-auto", tool + program, dict(env, NCCL_CAR_DEBUG="TRACE"), 900)
+    run = context.run_one("jax-auto", tool + program, env, 900)
     yield "nccl-car run (auto)", verdicts.jax_through_tool(run.returncode, run.text)
     run = context.run_one("jax-preload", tool + ["--mode", "preload"] + program, env, 900)
     yield "nccl-car run --mode preload", verdicts.jax_preloaded(run.returncode, run.text)

@@ -13,7 +13,7 @@ import cli_support
 import runner_support
 from fake_machine import FakeMachine, fake_nccl_tests, fake_build, fake_launchers, fake_mps, fake_torch_ops
 from runner_support import FAIL, PASS, SKIPPED
-from e2e_runner import scenarios_nccl_tests, scenarios_python
+from e2e_runner import scenarios_nccl_tests, scenarios_python, ways_in
 from e2e_runner.all_scenarios import SCENARIOS
 from e2e_runner.context import Context
 from e2e_runner.main import run_scenario
@@ -368,6 +368,18 @@ class ScenarioTest(unittest.TestCase):
                 self.assertIn(reason, self.said[-1])
         self.assertFalse(os.path.exists(self.mps_calls))
         self.assertFalse(os.path.exists(os.path.join(self.logs, "allreduce-2ranks")))
+
+    def test_every_way_in_for_the_programs_users_run_is_a_scenario_skipped_without_a_gpu(self):
+        """Issue 47's runs: import torch, a PyTorch all-reduce and a ctypes client with PyTorch,
+        by every way in."""
+        for name in ("ways-in-import-torch", "ways-in-torch-2ranks", "ways-in-ctypes-torch"):
+            with self.subTest(name=name):
+                self.said.clear()
+                self.assertEqual(self.run_scenario(name, machine=FakeMachine(gpus=0)), SKIPPED)
+                self.assertIn("needs a GPU, none visible", self.said[-1])
+        self.assertFalse(os.path.exists(self.mps_calls))
+        self.assertEqual(ways_in.WAYS, ("preload", "audit", "dropin", "tool-preload", "tool-audit", "tool-dropin",
+                                        "tool-auto"))
 
     def test_a_missing_library_fails(self):
         os.remove(self.build.library)
