@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from . import host_probe, paths
+from . import host_probe, options, paths
 from .errors import MissingPrerequisite, UsageError
 
 DESCRIPTION = __doc__.split("\n\n", 1)[1]
@@ -25,8 +25,8 @@ examples:
   nccl-car dropin /opt/nccl-car-dropin
   export LD_LIBRARY_PATH=/opt/nccl-car-dropin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-exit codes: 0 made, 2 usage error (FOLDER holds other files), 3 missing prerequisite (the
-library, its front, or the real NCCL)."""
+exit codes: 0 made, 2 usage error (FOLDER holds other files, --nccl-lib names no file), 3
+missing prerequisite (the library, its front, or the real NCCL)."""
 
 # The names the front asks for (shim/CMakeLists.txt sets them; tests/cli/test_install_paths.py
 # reads them off the built front).
@@ -40,7 +40,7 @@ def add_arguments(parser):
     parser.add_argument("--lib", metavar="PATH",
                         help="libnccl-car.so to link (default: $NCCL_CAR_LIB, else "
                              f"{paths.DEFAULT_LIBRARY_HELP})")
-    parser.add_argument("--nccl-lib", metavar="PATH",
+    parser.add_argument("--nccl-lib", metavar="PATH", type=options.existing_file("the path of the real libnccl.so.2"),
                         help="the real libnccl.so.2 behind it (default: $NCCL_CAR_NCCL_LIB, else the one "
                              "nccl-car doctor finds)")
     parser.add_argument("folder", metavar="FOLDER", help="the folder to make (new, empty, or a drop-in folder)")
