@@ -91,8 +91,8 @@ bool SetUp::openExchange(const DeviceGuard& onDevice) {
   if (error == cudaSuccess && (exchange_.scratch = takeScratch(state.device())) != nullptr) return true;
   cudaGetLastError();
   // The cause as nccl-car doctor names it on the same machine (no driver, no device, ...).
-  const std::string reason = "CUDA unusable for the set-up: " +
-                             (error == cudaSuccess ? std::string("no memory for its scratch") : cudaUnusableReason(error));
+  const std::string why = error == cudaSuccess ? "no memory for its scratch" : cudaUnusableReason(error);
+  const std::string reason = "CUDA unusable for the set-up: " + why;
   CAR_WARN(state.device(), "{}: {}; the peers' set-up cannot complete. All-reduces go to NCCL.", describe(state),
            reason);
   warned_ = true;

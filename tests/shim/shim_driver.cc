@@ -82,7 +82,9 @@ int main(int argc, char** argv) {
   else if (scenario == "movers-matrix") status = driver::runMoversMatrix();
   else if (scenario == "nonhooked") status = driver::runNonHooked();
   else if (scenario == "device-api") status = driver::runDeviceApi();
-  else if (scenario == "never-destroyed") status = driver::runNeverDestroyed(argc > 2 && std::string(argv[2]) == "_exit");
+  else if (scenario == "never-destroyed") {
+    status = driver::runNeverDestroyed(argc > 2 && std::string(argv[2]) == "_exit");
+  }
   else if (scenario == "badargs") status = driver::runBadArguments();
   else if (scenario == "stop-in-setup" && argc > 2) status = driver::runStopInSetup(argv[2]);
   else if (scenario == "fork") status = driver::runFork();

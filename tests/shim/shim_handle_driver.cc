@@ -96,8 +96,9 @@ int runDeviceApi(void* handle, const Nccl& nccl) {
   ncclComm_t comm = initOne(nccl, "init");
   driver::report("init", "made", standin::hex(comm));
   alignas(64) static char devComm[64];
-  step("devcreate", standin::CallLine("ncclDevCommCreate").ptr("comm", comm).ptr("reqs", gBuffer[0]).ptr("devcomm", devComm),
-       [&] { return create(comm, gBuffer[0], devComm); });
+  const standin::CallLine created =
+      standin::CallLine("ncclDevCommCreate").ptr("comm", comm).ptr("reqs", gBuffer[0]).ptr("devcomm", devComm);
+  step("devcreate", created, [&] { return create(comm, gBuffer[0], devComm); });
   step("ar", calls::allReduce(gBuffer[0], gBuffer[1], 1024, ncclFloat32, ncclSum, comm, nullptr),
        [&] { return nccl.ncclAllReduce(gBuffer[0], gBuffer[1], 1024, ncclFloat32, ncclSum, comm, nullptr); });
   step("devdestroy", standin::CallLine("ncclDevCommDestroy").ptr("comm", comm).ptr("devcomm", devComm),

@@ -212,7 +212,8 @@ def locate_nccl(env, search_path, load=ctypes.CDLL, exclude=None):
         result["tried"].append({"source": source, "target": target, "error": None})
         result["source"] = source
         # By name, the file ncclGetVersion comes from: behind a front on LD_LIBRARY_PATH, the real one.
-        result["path"] = (_file_of(handle) or _loaded_path(target)) if target == NCCL_SONAME else os.path.abspath(target)
+        by_name = target == NCCL_SONAME
+        result["path"] = (_file_of(handle) or _loaded_path(target)) if by_name else os.path.abspath(target)
         try:
             result["version"] = _version_of(handle)
         except AttributeError:
