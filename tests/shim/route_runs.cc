@@ -61,7 +61,11 @@ std::string dropinFolderFor(const std::string& real) {
   make.args = {toolProgram(), "dropin", "--lib", shimLibrary(), "--nccl-lib", real, pattern};
   make.preload = false;
   const ChildResult made = runChild(make);
-  if (made.exitCode != 0) throw std::runtime_error("nccl-car dropin failed: " + made.out + made.err);
+  if (made.exitCode != 0) {
+    std::error_code ignored;
+    fs::remove_all(pattern, ignored);
+    throw std::runtime_error("nccl-car dropin failed: " + made.out + made.err);
+  }
   folders.made[real] = pattern;
   return pattern;
 }
