@@ -1,7 +1,7 @@
 # `cmake --install build --prefix P`, and the wheel (pyproject.toml), which is this install
 # with P = site-packages/nccl_car_cli/:
 #   P/lib/libnccl-car.so, P/lib/libnccl-car-audit.so   the library and its LD_AUDIT module
-#   P/lib/nccl-car/dropin/libnccl.so.2                 the drop-in folder
+#   P/lib/nccl-car/front/libnccl.so.2                  the front (LD_AUDIT, drop-in folders)
 #   P/bin/nccl_car_query, P/bin/car_nccl_bench         the tool's query program and benchmark
 #   P/share/doc/nccl-car/                              README, the user guide, settings, the tool
 # and the command-line tool: for cmake --install, P/bin/nccl-car and its Python package in
@@ -12,10 +12,10 @@
 
 # Everything installed, to build before installing (the wheel builds only this).
 add_custom_target(nccl_car_package)
-add_dependencies(nccl_car_package nccl-car nccl-car-audit nccl-car-dropin nccl_car_query)
+add_dependencies(nccl_car_package nccl-car nccl-car-audit nccl-car-front nccl_car_query)
 
 install(TARGETS nccl-car nccl-car-audit LIBRARY DESTINATION lib COMPONENT runtime)
-install(TARGETS nccl-car-dropin LIBRARY DESTINATION lib/nccl-car/dropin COMPONENT runtime)
+install(TARGETS nccl-car-front LIBRARY DESTINATION lib/${car_front_folder} COMPONENT runtime)
 install(TARGETS nccl_car_query RUNTIME DESTINATION bin COMPONENT runtime)
 if(TARGET car_nccl_bench)
   add_dependencies(nccl_car_package car_nccl_bench)

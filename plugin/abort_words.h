@@ -1,5 +1,5 @@
-// The words our kernels poll to learn they must stop (a RankEngine's abort word): pinned host
-// memory mapped into every context, kept for the next engine when one goes, never
+// The words our kernels poll to learn they must stop (a Launcher's abort word): pinned host
+// memory mapped into every context, kept for the next launcher when one goes, never
 // cudaFreeHost'd, since cudaFreeHost waits for the whole device (the program's kernels, and
 // ours on other communicators).
 #pragma once

@@ -55,9 +55,11 @@ struct ChoiceRow {
 class ChoiceTable {
  public:
   // Parses `text`. A table whose fingerprint is not `fingerprint` is refused (it was measured
-  // on another machine, or before a driver, CUDA, NCCL or library change). Returns nullopt
+  // on another machine, or before a driver, CUDA, NCCL or library change); nullopt takes any
+  // machine's (whether the file is a table at all, before a device is known). Returns nullopt
   // with *why set to one sentence when the table cannot be used.
-  static std::optional<ChoiceTable> parse(const std::string& text, std::uint64_t fingerprint, std::string* why);
+  static std::optional<ChoiceTable> parse(const std::string& text, std::optional<std::uint64_t> fingerprint,
+                                          std::string* why);
 
   // The row that covers a message of `messageBytes` bytes (the whole message) on a
   // communicator of `ranks` ranks and this case, or null.

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "log.h"
 
 namespace car {
@@ -14,6 +16,11 @@ namespace car {
 // error. Returns err.
 cudaError_t noteCudaFailure(cudaError_t err, LogLevel level, const char* call, const char* file, int line,
                             int device);
+
+// Why CUDA cannot be used, in the words nccl-car doctor uses for the same machine: "no NVIDIA
+// driver on this machine (libcuda.so.1 not found)", "no CUDA device visible", "the NVIDIA
+// driver is older than ...", else CUDA's own name of `err`.
+std::string cudaUnusableReason(cudaError_t err);
 
 }  // namespace car
 

@@ -190,6 +190,15 @@ inline size_t formatReleased(char* out, size_t size, const char* comm, const cha
   return used;
 }
 
+// The counts of a communicator never destroyed (JAX never destroys its own), read from host
+// counters when the process exits, e.g. "comm 0x7f00cc00 rank 1/2 alive at exit: taken
+// 1shot=7": formatCallCounts after the communicator's name.
+inline size_t formatAliveAtExit(char* out, size_t size, const char* comm, const char* counts) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "%s alive at exit: %s", comm, counts);
+  return used;
+}
+
 // One call our kernels took (TRACE), e.g. "rank 0 all-reduce 131072 x bf16 sum (262144 bytes)
 // -> 1shot", "rank 0 all-gather 4096 x bf16 (8192 bytes) -> allgather": NCCL's count, the
 // bytes of one rank's part for all-gather and reduce-scatter; op null: a collective without one.

@@ -41,7 +41,7 @@ void guarded(const char* where, Body&& body) {
 }
 
 // A hook of a function older NCCLs lack: true when the real NCCL has none (the hook then
-// returns ncclInvalidUsage, as a forwarder does; one WARN per function names it).
+// returns ncclInvalidUsage; one WARN per function names it).
 template <typename Function>
 bool lacks(const RealNccl& real, Function function, const char* name) {
   if (function != nullptr) return false;

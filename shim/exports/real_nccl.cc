@@ -1,6 +1,9 @@
 #include "exports/real_nccl.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <mutex>
@@ -8,7 +11,7 @@
 #include <string>
 
 #include "log.h"
-#include "exports/real_nccl_by_path.h"
+#include "exports/front_names.h"
 #include "exports/shim_config.h"
 
 namespace car {
@@ -71,41 +74,71 @@ bool fill(void* handle, RealNccl* table, const char* origin) {
   load(table->reduceScatterConfig, "ncclReduceScatterConfig", false);
 #endif
   table->origin = origin;
-  table->handle = handle;
   return complete;
 }
 
+// The file `table` came from, links resolved (a drop-in folder's, the audit module's
+// "folder/./file" spelling).
+std::string fileOf(const RealNccl& table) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(table.getVersion), &info) == 0 || info.dli_fname == nullptr) return "?";
+  char resolved[PATH_MAX];
+  return realpath(info.dli_fname, resolved) != nullptr ? resolved : info.dli_fname;
+}
+
+bool fillFrom(void* handle, RealNccl* table, const char* how) {
+  static std::string described;  // RealNccl::origin points here; resolution is serialised
+  if (!fill(handle, table, how)) return false;
+  described = std::string(how) + ": " + fileOf(*table);
+  table->origin = described.c_str();
+  return true;
+}
+
 bool resolve(RealNccl* table, std::string* failure) {
-  if (fill(RTLD_NEXT, table, "the next library (RTLD_NEXT)")) return true;
+  // Behind us in our lookup scope: the NCCL a program links (LD_PRELOAD), or the real NCCL
+  // behind the front (LD_AUDIT, a drop-in folder: docs/design.md, "Three ways in").
+  if (fillFrom(RTLD_NEXT, table, "the next library (RTLD_NEXT)")) return true;
+  // The real NCCL behind a front that RTLD_NEXT cannot see (we are also preloaded, and the
+  // program dlopened the front), under the name the front asked for it by.
+  if (void* behind = dlopen(CAR_FRONT_REAL_NCCL, RTLD_NOLOAD | RTLD_LAZY)) {
+    if (fillFrom(behind, table, "the front's real NCCL")) return true;
+  }
   // Already loaded, but not in our lookup scope (PyTorch dlopens its NCCL privately).
   if (void* loaded = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY)) {
-    if (fill(loaded, table, "the loaded libnccl.so.2")) return true;
+    if (fillFrom(loaded, table, "the loaded libnccl.so.2")) return true;
   }
   const std::string& configured = shimConfig().ncclLibrary;
   const char* path = configured.empty() ? "libnccl.so.2" : configured.c_str();
   void* opened = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (opened != nullptr &&
-      fill(opened, table, configured.empty() ? "dlopen(libnccl.so.2)" : "NCCL_CAR_NCCL_LIB")) {
+  if (opened != nullptr && fillFrom(opened, table, configured.empty() ? "dlopen(libnccl.so.2)" : "NCCL_CAR_NCCL_LIB")) {
     return true;
   }
-  // When we are the libnccl.so.2 the program loaded (LD_AUDIT, a drop-in folder), the
-  // lookups above found only us: the real one must be opened by path.
-  const bool foundUs = opened != nullptr && dlsym(opened, "ncclGetVersion") != nullptr &&
-                       realSymbol(opened, "ncclGetVersion") == nullptr;
+  // What we opened may be a front (a drop-in folder on LD_LIBRARY_PATH): its real NCCL came with it.
+  if (void* behind = dlopen(CAR_FRONT_REAL_NCCL, RTLD_NOLOAD | RTLD_LAZY)) {
+    if (fillFrom(behind, table, "the front's real NCCL")) return true;
+  }
   if (opened == nullptr) {
     const char* error = dlerror();
     *failure = error != nullptr ? error : path;
   } else {
-    *failure = std::string(path) + (foundUs ? " is libnccl-car.so itself" : " lacks NCCL functions");
-  }
-  if (opened == nullptr || foundUs) {
-    const char* byPathOrigin = nullptr;
-    if (void* real = openRealNcclByPath(!configured.empty(), &byPathOrigin, failure)) {
-      if (fill(real, table, byPathOrigin)) return true;
-      *failure = std::string(byPathOrigin) + " lacks NCCL functions";
-    }
+    *failure = std::string(path) + " lacks NCCL functions";
   }
   return false;
+}
+
+// NCCL_CAR_NCCL_LIB names a file the library does not forward to: said once, at resolution.
+void sayConfiguredUnused(const RealNccl& table) {
+  const std::string& configured = shimConfig().ncclLibrary;
+  if (configured.empty()) return;
+  struct stat wanted {}, found {};
+  const std::string file = fileOf(table);
+  if (stat(configured.c_str(), &wanted) != 0 || !S_ISREG(wanted.st_mode)) {
+    CAR_WARN(-1, "NCCL_CAR_NCCL_LIB={} is not a file: it takes the path of the real libnccl.so.2; the real NCCL is "
+                 "{} instead", configured, table.origin);
+  } else if (stat(file.c_str(), &found) != 0 || found.st_dev != wanted.st_dev || found.st_ino != wanted.st_ino) {
+    CAR_WARN(-1, "NCCL_CAR_NCCL_LIB={} is not used: the real NCCL is {} (the setting is consulted only where the "
+                 "program has no NCCL loaded, and under LD_AUDIT)", configured, table.origin);
+  }
 }
 
 }  // namespace
@@ -149,6 +182,7 @@ const RealNccl* realNccl() {
   table = candidate;
   ready.store(true, std::memory_order_release);
   CAR_INFO(-1, "{}", logText(formatRealNcclFound, table.origin, CAR_NCCL_H_VERSION));
+  sayConfiguredUnused(table);
   return &table;
 }
 

@@ -1,6 +1,7 @@
-// The real NCCL, resolved at run time into one table of function pointers. We never link
-// libnccl: the program's own copy is found as the next library (dlsym RTLD_NEXT), or as an
-// already-loaded libnccl.so.2 (PyTorch loads its copy privately), or by dlopen of
+// The real NCCL, resolved at run time into one table of function pointers: the ones our hooks
+// call. We never link libnccl: the program's own copy is found as the next library (dlsym
+// RTLD_NEXT; behind the front too, front_names.h), or under the front's private name, or as
+// an already-loaded libnccl.so.2 (PyTorch loads its copy privately), or by dlopen of
 // NCCL_CAR_NCCL_LIB / libnccl.so.2.
 #pragma once
 
@@ -45,8 +46,7 @@ struct RealNccl {
   decltype(&::ncclAllGatherConfig) allGatherConfig;  // may be null (before NCCL 2.32)
   decltype(&::ncclReduceScatterConfig) reduceScatterConfig;  // may be null (before NCCL 2.32)
 #endif
-  const char* origin;  // how it was found, for the log
-  void* handle;        // what it was found in (a dlopen handle or RTLD_NEXT), for forward_target.cc
+  const char* origin;  // how it was found and its file, for the log
 };
 
 // The table, or nullptr when no real NCCL can be found (logged once, naming
@@ -55,11 +55,11 @@ struct RealNccl {
 const RealNccl* realNccl();
 
 // One WARN per function, the first time a caller asks for `name` and the real NCCL lacks it
-// (an older NCCL): the forwarders and the hooks of such functions then return ncclInvalidUsage.
+// (an older NCCL): the hooks of such functions then return ncclInvalidUsage.
 void reportMissing(const RealNccl& real, const char* name);
 
 // `name` in `handle`, or nullptr when it is missing or resolves back to our own library (a
-// preload loaded twice, or our library found under the name libnccl.so.2).
+// preload loaded twice, or a handle of the front, where our hooks come first).
 void* realSymbol(void* handle, const char* name);
 
 // What a hook returns when realNccl() is null.

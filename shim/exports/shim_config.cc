@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fstream>
 #include <memory>
@@ -17,6 +21,31 @@
 #include "machine_fingerprint.h"
 
 namespace car {
+namespace {
+
+// What is wrong with NCCL_CAR_TABLE's file, said when the settings are read: a set-up, where
+// the table is taken, may never come (no GPU). Empty when it reads as a table.
+std::string tableFileProblem(const std::string& path) {
+  if (path.empty() || path == kBuiltInTable) return {};
+  std::ifstream file(path);
+  std::string why;
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0 || !file) {
+    why = fmt::format("cannot be read ({})", std::strerror(errno));
+  } else if (!S_ISREG(info.st_mode)) {
+    why = "is not a file";
+  } else {
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (text.str().empty()) why = "is empty";
+    else if (!ChoiceTable::parse(text.str(), std::nullopt, &why)) why = "is not a choice table: " + why;
+  }
+  if (why.empty()) return {};
+  return fmt::format("NCCL_CAR_TABLE={} {}; it takes a table nccl-car tune wrote, or {}; the built-in rule applies",
+                     path, why, kBuiltInTable);
+}
+
+}  // namespace
 
 const Config& shimConfig() {
   static const Config config = [] {
@@ -27,6 +56,8 @@ const Config& shimConfig() {
     if (!parsed.debugFile.empty() && !logToFile(parsed.debugFile, &why)) {
       problems.push_back(fmt::format("NCCL_CAR_DEBUG_FILE: {}; logging to stderr", why));
     }
+    const std::string tableProblem = tableFileProblem(parsed.tablePath);
+    if (!tableProblem.empty()) problems.push_back(tableProblem);
     if (parsed.disable && parsed.deterministic) {
       problems.push_back("NCCL_CAR_DETERMINISTIC with NCCL_CAR_DISABLE: every all-reduce goes to NCCL, which "
                          "promises no invariance");
@@ -63,7 +94,8 @@ std::shared_ptr<const ChoiceTable> loadTable(const Config& config, int device) {
   const std::string path = named ? config.tablePath : defaultTablePath(machine.fingerprint, [](const char* name) -> const char* { return secure_getenv(name); });
   std::ifstream file(path);
   if (path.empty() || !file) {
-    if (named) CAR_WARN(device, "NCCL_CAR_TABLE: cannot read {}; the built-in rule applies", path);
+    // A named file that cannot be read was WARNed when the settings were read (tableFileProblem).
+    if (named) CAR_INFO(device, "NCCL_CAR_TABLE: cannot read {}; the built-in rule applies", path);
     else CAR_INFO(device, "no choice table for this machine ({}); the built-in rule applies",
                   path.empty() ? "no cache folder" : path);
     return nullptr;
@@ -73,7 +105,11 @@ std::shared_ptr<const ChoiceTable> loadTable(const Config& config, int device) {
   std::string why;
   std::optional<ChoiceTable> table = ChoiceTable::parse(text.str(), machine.fingerprint, &why);
   if (!table) {
-    CAR_WARN(device, "choice table {} not used: {}; the built-in rule applies", path, why);
+    // Another machine's table is found only here; a named file that is no table was WARNed already.
+    std::string syntax;
+    const bool saidAlready = named && !ChoiceTable::parse(text.str(), std::nullopt, &syntax);
+    if (saidAlready) CAR_INFO(device, "choice table {} not used: {}; the built-in rule applies", path, why);
+    else CAR_WARN(device, "choice table {} not used: {}; the built-in rule applies", path, why);
     return nullptr;
   }
   CAR_INFO(device, "choice table {} ({} rows, digest {}) for this machine: {}", path, table->rows().size(),

@@ -120,13 +120,13 @@ bool SetUp::learnCommunicator(const RealNccl& real, const Communicator* gateHeld
 // The exchange's own stream and scratch, on the communicator's device (`onDevice`).
 bool SetUp::openExchange(const DeviceGuard& onDevice) {
   Communicator& state = *exchange_.comm;
-  if (onDevice.error() == cudaSuccess &&
-      cudaStreamCreateWithFlags(&exchange_.stream, cudaStreamNonBlocking) == cudaSuccess &&
-      (exchange_.scratch = takeScratch(state.device())) != nullptr) {
-    return true;
-  }
+  cudaError_t error = onDevice.error();
+  if (error == cudaSuccess) error = cudaStreamCreateWithFlags(&exchange_.stream, cudaStreamNonBlocking);
+  if (error == cudaSuccess && (exchange_.scratch = takeScratch(state.device())) != nullptr) return true;
   cudaGetLastError();
-  const std::string reason = "CUDA unusable for the set-up";
+  // The cause as nccl-car doctor names it on the same machine (no driver, no device, ...).
+  const std::string why = error == cudaSuccess ? "no memory for its scratch" : cudaUnusableReason(error);
+  const std::string reason = "CUDA unusable for the set-up: " + why;
   CAR_WARN(state.device(), "{}: {}; the peers' set-up cannot complete. All-reduces go to NCCL.", describe(state),
            reason);
   warned_ = true;

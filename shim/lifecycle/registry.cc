@@ -3,6 +3,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
+#include "lifecycle/exit_counts.h"
 #include "log.h"
 
 namespace car {
@@ -29,6 +33,7 @@ Registry::Registry() {
   // fork then waits for a line being written before it holds our lock, which every hooked
   // call takes. Either order is free of deadlock: nothing logs under our lock.
   readyLogForFork();
+  reportCountsAtExit();  // after the log exists: its handler runs before the log's statics go
 }
 
 // Held across fork(): the child's copy of the table is then whole, and its lock free.
@@ -96,6 +101,17 @@ void Registry::forget(const std::shared_ptr<Communicator>& comm) {
     states_.erase(it);
     generation_.fetch_add(1);
   }
+}
+
+std::vector<std::shared_ptr<Communicator>> Registry::snapshot() const {
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  for (int tries = 0; !lock.try_lock(); ++tries) {
+    if (tries == 100) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<std::shared_ptr<Communicator>> states;
+  for (const auto& [comm, state] : states_) states.push_back(state);
+  return states;
 }
 
 }  // namespace car

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "lifecycle/communicator.h"
 
@@ -35,6 +36,9 @@ class Registry {
   bool holds(const std::shared_ptr<Communicator>& state) const;
   // Removes it, if it is still the one registered for its handle.
   void forget(const std::shared_ptr<Communicator>& state);
+  // Every communicator registered now; empty when the table stays locked for 100 ms (at exit:
+  // a thread of the program may be inside a hook).
+  std::vector<std::shared_ptr<Communicator>> snapshot() const;
 
  private:
   using Table = std::unordered_map<ncclComm_t, std::shared_ptr<Communicator>>;

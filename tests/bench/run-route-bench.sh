@@ -17,17 +17,19 @@ bench=$build/tests/route_bench
 lib=$build/shim/libnccl-car.so
 audit=$build/shim/libnccl-car-audit.so
 folder=$(dirname "$nccl")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# A drop-in folder for that NCCL, as a user makes one.
+"$(dirname "$0")/../../tools/nccl-car" dropin --lib "$lib" --nccl-lib "$nccl" "$work/dropin" >/dev/null
 
 names=("NCCL alone, by name" "LD_PRELOAD, by name (not reached)" "drop-in folder, by name"
        "LD_AUDIT, by name" "LD_AUDIT, by path")
 # One line per route: its environment, then the library route_bench opens.
 routes=("LD_LIBRARY_PATH=$folder libnccl.so.2"
         "LD_LIBRARY_PATH=$folder LD_PRELOAD=$lib libnccl.so.2"
-        "LD_LIBRARY_PATH=$build/shim/dropin:$folder NCCL_CAR_NCCL_LIB=$nccl libnccl.so.2"
+        "LD_LIBRARY_PATH=$work/dropin:$folder libnccl.so.2"
         "LD_LIBRARY_PATH=$folder LD_AUDIT=$audit libnccl.so.2"
         "LD_AUDIT=$audit $nccl")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 for _ in $(seq "$runs"); do
   for i in "${!routes[@]}"; do
     start=$(date +%s%N)

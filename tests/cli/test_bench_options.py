@@ -60,6 +60,20 @@ class DriverChoice(BenchCase):
                 self.assertIn(message, result.stderr)
         self.assertEqual(self.runs(), [])
 
+    def test_a_missing_library_is_said_before_the_program_beside_it(self):
+        """Issue 47: --lib /nonexistent complained about car_nccl_bench, which is looked for beside it."""
+        not_a_library = self.path("not-a-library.so")
+        open(not_a_library, "w").close()
+        for library, message in ((self.path("nowhere/libnccl-car.so"), "the nccl-car library is not at"),
+                                 (not_a_library, "is not a shared library: it takes libnccl-car.so")):
+            with self.subTest(library=library):
+                result = self.either("--lib", library, gpus=None)
+                self.assertEqual(result.returncode, 3, result.stderr)
+                self.assertIn(f"{library} (from --lib)", result.stderr)
+                self.assertIn(message, result.stderr)
+                self.assertNotIn("car_nccl_bench", result.stderr)
+        self.assertEqual(self.runs(), [])
+
 
 class UsageErrors(BenchCase):
     def test_refused_before_anything_runs(self):

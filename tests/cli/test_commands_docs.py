@@ -79,7 +79,8 @@ class CommandsInTheDocs(unittest.TestCase):
         self.assertEqual(incomplete_lists("the tool (`doctor`, `run`, `bench`)"), ["`doctor`, `run`, `bench`"])
         self.assertEqual(incomplete_lists("tests: `doctor`, `run` and\n`bench` end to end"),
                          ["`doctor`, `run` and `bench`"])
-        self.assertEqual(incomplete_lists("`run` and `bench` take `--lib`; `doctor`, `run`, `bench` and `tune`"), [])
+        self.assertEqual(incomplete_lists("`run` and `bench` take `--lib`; `doctor`, `run`, `dropin`, `bench` and `tune`"),
+                         [])
 
 
 if __name__ == "__main__":

@@ -286,7 +286,7 @@ class NcclSearchTest(unittest.TestCase):
     def test_header_note(self):
         kind, text = host_probe.header_note("2.33.1", "2.32.3")
         self.assertEqual(kind, "warning")
-        self.assertIn("lacks the functions NCCL added after 2.32.3", text)
+        self.assertIn("the functions NCCL added after 2.32.3 reach NCCL past the library", text)
         self.assertEqual(host_probe.header_note("2.28.9", "2.32.3")[0], "note")
         self.assertEqual(host_probe.header_note("2.9.6", "2.32.3")[0], "note")  # by number, not as text
         self.assertIsNone(host_probe.header_note("2.32.3", "2.32.3"))

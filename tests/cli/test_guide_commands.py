@@ -6,6 +6,7 @@ NCCL that the shim tests build (CAR_BUILD_DIR, set by ctest)."""
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 from cli_support import BUILD_DIR, REPO_ROOT, clean_env, require_built, run_tool
@@ -65,20 +66,29 @@ class GuideCommands(unittest.TestCase):
         tool's auto mode, reach a ctypes client (PyNccl's way) over the stand-in NCCL."""
         require_built(self, LIBRARY, STANDIN_FOLDER)
         car = os.path.dirname(LIBRARY)
-        commands = {
-            "LD_AUDIT=$CAR/libnccl-car-audit.so python3 ": {"LD_AUDIT": os.path.join(car, "libnccl-car-audit.so"),
-                                                            "LD_LIBRARY_PATH": STANDIN_FOLDER},
-            "LD_LIBRARY_PATH=$CAR/dropin:$LD_LIBRARY_PATH python3 ": {
-                "LD_LIBRARY_PATH": os.path.join(car, "dropin") + ":" + STANDIN_FOLDER},
-        }
-        for command, variables in commands.items():
-            with self.subTest(command=command):
-                self.assert_in_guide(command)
-                env = clean_env(NCCL_CAR_DEBUG="INFO", **variables)
-                result = subprocess.run([sys.executable, CTYPES_CLIENT, "libnccl.so.2"], env=env,
-                                        capture_output=True, text=True, timeout=120)
-                self.assertEqual(result.returncode, 0, result.stderr)
-                self.assertIn("released: taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes) forwarded 1", result.stderr)
+        # The guide's drop-in folder, made by the tool for the NCCL it finds (the stand-in).
+        self.assert_in_guide("tools/nccl-car dropin /tmp/nccl-dropin")
+        with tempfile.TemporaryDirectory() as scratch:
+            dropin = os.path.join(scratch, "nccl-dropin")
+            made = run_tool("dropin", "--lib", LIBRARY, dropin, env=clean_env(LD_LIBRARY_PATH=STANDIN_FOLDER))
+            self.assertEqual(made.returncode, 0, made.stderr)
+            self.assertEqual(os.path.realpath(os.path.join(dropin, "libnccl-car-real.so.2")),
+                             os.path.realpath(os.path.join(STANDIN_FOLDER, "libnccl.so.2")))
+            commands = {
+                "LD_AUDIT=$CAR/libnccl-car-audit.so python3 ": {"LD_AUDIT": os.path.join(car, "libnccl-car-audit.so"),
+                                                                "LD_LIBRARY_PATH": STANDIN_FOLDER},
+                "LD_LIBRARY_PATH=/tmp/nccl-dropin:$LD_LIBRARY_PATH python3 ": {
+                    "LD_LIBRARY_PATH": dropin + ":" + STANDIN_FOLDER},
+            }
+            for command, variables in commands.items():
+                with self.subTest(command=command):
+                    self.assert_in_guide(command)
+                    env = clean_env(NCCL_CAR_DEBUG="INFO", **variables)
+                    result = subprocess.run([sys.executable, CTYPES_CLIENT, "libnccl.so.2"], env=env,
+                                            capture_output=True, text=True, timeout=120)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    self.assertIn("released: taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 "
+                                  "(0 bytes) forwarded 1", result.stderr)
         self.assert_in_guide("tools/nccl-car run -- python3 jax_program.py")
         result = run_tool("run", "--lib", LIBRARY, "--", sys.executable, CTYPES_CLIENT, "libnccl.so.2",
                           env=clean_env(LD_LIBRARY_PATH=STANDIN_FOLDER))

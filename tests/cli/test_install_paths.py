@@ -11,13 +11,13 @@ import sys
 import tempfile
 import unittest
 
-from cli_support import BUILD_DIR, TOOLS_DIR
+from cli_support import BUILD_DIR, TOOLS_DIR, require_built
 
 ASK = ("import json, sys; from nccl_car_cli import paths; library = paths.library_location(None, {})[0]; "
        "print(json.dumps({'library': paths.library_location(None, {}), 'audit': paths.audit_module_for(library), "
-       "'dropin': paths.dropin_folder_for(library), 'query': paths.companion(library, 'query'), "
+       "'front': paths.companion(library, 'front'), 'query': paths.companion(library, 'query'), "
        "'bench': paths.companion(library, 'bench')}))")
-STUB = os.path.join(BUILD_DIR, "shim", "dropin", "libnccl.so.2")
+FRONT = os.path.join(BUILD_DIR, "shim", "nccl-car", "front", "libnccl.so.2")
 
 
 def touch(path, source=None):
@@ -37,9 +37,9 @@ class InstallLayouts(unittest.TestCase):
         """The package at `package_dir`, the installed files under `prefix`; what it answers."""
         shutil.copytree(os.path.join(TOOLS_DIR, "nccl_car_cli"), package_dir,
                         ignore=shutil.ignore_patterns("__pycache__"))
-        for file in ("lib/libnccl-car.so", "lib/libnccl-car-audit.so", "bin/nccl_car_query", "bin/car_nccl_bench"):
+        for file in ("lib/libnccl-car.so", "lib/libnccl-car-audit.so", "bin/nccl_car_query", "bin/car_nccl_bench",
+                     "lib/nccl-car/front/libnccl.so.2"):
             touch(os.path.join(prefix, file))
-        touch(os.path.join(prefix, "lib/nccl-car/dropin/libnccl.so.2"), STUB if os.path.exists(STUB) else None)
         answer = subprocess.run([sys.executable, "-c", ASK], cwd="/", capture_output=True, text=True,
                                 env={"PATH": os.environ.get("PATH", ""),
                                      "PYTHONPATH": os.path.dirname(package_dir)}, check=True)
@@ -50,10 +50,7 @@ class InstallLayouts(unittest.TestCase):
         self.assertEqual(answer["audit"], os.path.join(prefix, "lib", "libnccl-car-audit.so"))
         self.assertEqual(answer["query"], os.path.join(prefix, "bin", "nccl_car_query"))
         self.assertEqual(answer["bench"], os.path.join(prefix, "bin", "car_nccl_bench"))
-        if os.path.exists(STUB):  # the build's drop-in file needs libnccl-car.so: it counts
-            self.assertEqual(answer["dropin"], os.path.join(prefix, "lib", "nccl-car", "dropin"))
-        else:  # an empty file is no drop-in library
-            self.assertIsNone(answer["dropin"])
+        self.assertEqual(answer["front"], os.path.join(prefix, "lib", "nccl-car", "front", "libnccl.so.2"))
 
     def test_cmake_install(self):
         prefix = os.path.join(self.folder, "prefix")
@@ -64,7 +61,7 @@ class InstallLayouts(unittest.TestCase):
         self.check(self.install(package, package), package)
 
     def test_repository_build(self):
-        """From the repository, the build's layout: build/tools/, build/tests/, build/shim/dropin."""
+        """From the repository, the build's layout: build/tools/, build/tests/, build/shim/nccl-car/front."""
         build = os.path.join(self.folder, "build")
         library = os.path.join(build, "shim", "libnccl-car.so")
         for file in ("shim/libnccl-car.so", "tools/nccl_car_query", "tests/car_nccl_bench"):
@@ -74,15 +71,19 @@ class InstallLayouts(unittest.TestCase):
         self.assertEqual(paths.companion(library, "query"), os.path.join(build, "tools", "nccl_car_query"))
         self.assertEqual(paths.companion(library, "bench"), os.path.join(build, "tests", "car_nccl_bench"))
         # Missing, each is named where this kind of folder would have it (for the messages).
-        self.assertEqual(paths.companion(library, "dropin"), os.path.join(build, "shim", "dropin"))
+        self.assertEqual(paths.companion(library, "front"), os.path.join(build, "shim", "nccl-car", "front",
+                                                                         "libnccl.so.2"))
         os.remove(os.path.join(build, "tools", "nccl_car_query"))
         self.assertEqual(paths.companion(library, "query"), os.path.join(build, "tools", "nccl_car_query"))
-        self.assertIsNone(paths.dropin_folder_for(library))
-        # A build made before the drop-in became a library: a link to the library still counts.
-        os.makedirs(os.path.join(build, "shim", "dropin"))
-        os.symlink("../libnccl-car.so", os.path.join(build, "shim", "dropin", "libnccl.so.2"))
-        self.assertEqual(paths.dropin_folder_for(library), os.path.join(build, "shim", "dropin"))
 
+    def test_the_tool_names_what_the_built_front_needs(self):
+        """The drop-in folder's link names (dropin.py, paths.py) are the ones the front asks for
+        (shim/CMakeLists.txt), in its order: the library, then the real NCCL."""
+        require_built(self, FRONT)
+        sys.path.insert(0, TOOLS_DIR)
+        from nccl_car_cli import paths, routes
+        self.assertEqual(routes.needed_libraries(FRONT)[:2], [paths.FRONT_OUR_LIBRARY, paths.FRONT_REAL_NCCL])
+        self.assertTrue(paths.loads_library(FRONT, os.path.join(BUILD_DIR, "shim", "libnccl-car.so")))
 
 if __name__ == "__main__":
     unittest.main()

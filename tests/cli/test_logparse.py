@@ -46,20 +46,21 @@ class LogSamplesTest(unittest.TestCase):
     def test_every_kind_the_parser_reads_is_sampled(self):
         self.assertEqual({sample["kind"] for sample in self.samples},
                          {"real-nccl-found", "setup-eligible", "setup-not-eligible", "warn", "taken-call",
-                          "released", "audit-served"})
+                          "released", "alive-at-exit", "audit-served"})
         self.assertEqual(len({(s["host"], s["pid"]) for s in self.of("setup-eligible")}), 2)
 
     def test_sums_over_communicators_and_processes(self):
         tally = tally_of(self.job_output())
         setups = self.of("setup-eligible", "setup-not-eligible")
-        released = self.of("released")
+        released = self.of("released", "alive-at-exit")  # counted alike
         self.assertEqual(tally.library_lines, len(self.samples))
         self.assertEqual(tally.processes, {(s["host"], str(s["pid"])) for s in self.samples})
         self.assertEqual(tally.setups, len(setups))
         self.assertEqual(tally.communicators, sum(1 for s in setups if s["rank"] == 0))
         self.assertEqual(tally.eligible, len(self.of("setup-eligible")))
         self.assertEqual(tally.not_eligible, Counter(s["reason"] for s in self.of("setup-not-eligible")))
-        self.assertEqual(tally.releases, len(released))
+        self.assertEqual(tally.releases, len(self.of("released")))
+        self.assertEqual(tally.alive_at_exit, len(self.of("alive-at-exit")))
         self.assertEqual(tally.taken, sum((Counter(s["taken"]) for s in released), Counter()))
         self.assertEqual(tally.taken_bytes, sum(s["bytes"] for s in released))
         self.assertEqual(tally.forwarded, sum(sum(s["forwarded"].values()) for s in released))
@@ -81,7 +82,8 @@ class LogSamplesTest(unittest.TestCase):
 
     def test_each_release_keeps_its_own_counts(self):
         tally = tally_of(self.job_output())
-        self.assertEqual([dict(taken) for taken in tally.released], [s["taken"] for s in self.of("released")])
+        self.assertEqual([dict(taken) for taken in tally.released],
+                         [s["taken"] for s in self.of("released", "alive-at-exit")])
 
     def test_summary_text(self):
         tally = tally_of(self.job_output())
@@ -122,14 +124,29 @@ class LogSamplesTest(unittest.TestCase):
         self.assertIn("forwarded to NCCL: 0 call(s)\n", "\n".join(tally.summary_lines()) + "\n")
 
     def test_setups_never_released_are_reported(self):
-        unreleased = [s for s in self.samples if s["kind"] != "released"]
+        unreleased = [s for s in self.samples if s["kind"] not in ("released", "alive-at-exit")]
         tally = tally_of(self.job_output(unreleased))
         self.assertEqual(tally.never_released, len(self.of("setup-eligible", "setup-not-eligible")))
         self.assertIn("no communicator was released", "\n".join(tally.summary_lines()))
         one_left = [s for s in self.samples if s is not self.of("released")[-1]]
         partly = tally_of(self.job_output(one_left))
         self.assertEqual(partly.never_released, 1)
-        self.assertIn("1 communicator rank(s) never released", "\n".join(partly.summary_lines()))
+        self.assertIn("1 communicator rank(s) never released nor seen at exit", "\n".join(partly.summary_lines()))
+
+    def test_communicators_alive_at_exit_are_counted_and_said(self):
+        """JAX never destroys its communicators: their lines at exit are what counts them."""
+        at_exit = self.of("alive-at-exit")
+        self.assertTrue(at_exit)
+        only = [s for s in self.samples if s["kind"] != "released"]
+        tally = tally_of(self.job_output(only))
+        self.assertEqual((tally.releases, tally.alive_at_exit), (0, len(at_exit)))
+        self.assertEqual(tally.taken, sum((Counter(s["taken"]) for s in at_exit), Counter()))
+        self.assertEqual(tally.taken_bytes, sum(s["bytes"] for s in at_exit))
+        self.assertEqual(tally.forward_reasons, sum((Counter(s["forwarded"]) for s in at_exit), Counter()))
+        summary = "\n".join(tally.summary_lines())
+        self.assertIn(f"taken: {sum(sum(s['taken'].values()) for s in at_exit)} call(s)", summary)
+        self.assertIn(f"  {len(at_exit)} communicator rank(s) alive at exit (never destroyed)", summary)
+        self.assertNotIn("no communicator was released", summary)
 
     def test_comm_address_reused_by_another_process_is_separate(self):
         setup = self.of("setup-eligible")[0]

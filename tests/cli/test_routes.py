@@ -76,8 +76,15 @@ class ModeEnvironmentTest(unittest.TestCase):
     def setUp(self):
         self.folder = tempfile.TemporaryDirectory()
         self.library = stand_in_library(self.folder.name)
-        # Any file will do for the checks here (the loader ignores a module it cannot use).
+        # Any file will do for the checks here (the loader ignores a module it cannot use): the
+        # audit module, the front beside the library, and a real NCCL.
         open(os.path.join(self.folder.name, "libnccl-car-audit.so"), "w").close()
+        os.makedirs(os.path.join(self.folder.name, "nccl-car", "front"))
+        self.front = os.path.join(self.folder.name, "nccl-car", "front", "libnccl.so.2")
+        open(self.front, "w").close()
+        self.real = os.path.join(self.folder.name, "real", "libnccl.so.2")
+        os.makedirs(os.path.dirname(self.real))
+        open(self.real, "w").close()
         self.program = write_script(os.path.join(self.folder.name, "program"),
                                     ENV_PROGRAM.format(python=sys.executable))
 
@@ -96,14 +103,36 @@ class ModeEnvironmentTest(unittest.TestCase):
         self.assertEqual(env["LD_PRELOAD"], "/x/other.so")  # the library comes in one way only
 
     def test_dropin(self):
-        env, stderr = self.child_env("--mode", "dropin", "--nccl-lib", "/opt/nccl/libnccl.so.2",
-                                     LD_LIBRARY_PATH="/x/lib")
+        """A drop-in folder made for the run (nccl-car dropin's, dropin.py), first on LD_LIBRARY_PATH."""
+        program = write_script(os.path.join(self.folder.name, "lister"), f"#!{sys.executable}\n"
+                               "import json, os\nfolder = os.environ['LD_LIBRARY_PATH'].split(':')[0]\n"
+                               "print(json.dumps({name: os.readlink(os.path.join(folder, name)) "
+                               "for name in sorted(os.listdir(folder))}))\n"
+                               "print(json.dumps({k: os.environ.get(k) for k in ('LD_PRELOAD', 'LD_LIBRARY_PATH')}))\n")
+        result = run_tool("run", "--lib", self.library, "--mode", "dropin", "--nccl-lib", self.real, "--", program,
+                          env=clean_env(LD_LIBRARY_PATH="/x/lib"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        links, env = (json.loads(line) for line in result.stdout.splitlines()[:2])
+        self.assertEqual(links, {"libnccl.so.2": os.path.realpath(self.front),
+                                 "libnccl-car.so": os.path.realpath(self.library),
+                                 "libnccl-car-real.so.2": os.path.realpath(self.real)})
         folder, rest = env["LD_LIBRARY_PATH"].split(":", 1)
         self.assertEqual(rest, "/x/lib")
-        self.assertEqual(os.path.basename(folder).startswith("nccl-car-dropin-"), True)
+        self.assertTrue(os.path.basename(folder).startswith("nccl-car-dropin-"))
         self.assertFalse(os.path.exists(folder))  # made for the run, removed after it
-        self.assertEqual(env["NCCL_CAR_NCCL_LIB"], "/opt/nccl/libnccl.so.2")
         self.assertIsNone(env["LD_PRELOAD"])
+
+    def test_dropin_needs_a_real_nccl_and_the_front(self):
+        result = run_tool("run", "--lib", self.library, "--mode", "dropin", "--", self.program,
+                          env=clean_env(NCCL_CAR_NCCL_LIB="/nonexistent/libnccl.so.2"))
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn("NCCL_CAR_NCCL_LIB /nonexistent/libnccl.so.2: no such file (it takes the path of the real "
+                      "libnccl.so.2)", result.stderr)
+        os.remove(self.front)
+        result = run_tool("run", "--lib", self.library, "--mode", "dropin", "--nccl-lib", self.real, "--",
+                          self.program)
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn(f"the front {self.front} is missing beside {self.library}", result.stderr)
 
     def test_auto_says_what_it_chose(self):
         _, stderr = self.child_env()
@@ -121,7 +150,7 @@ class ModeEnvironmentTest(unittest.TestCase):
                  "dropin": ("its libnccl.so.2 was first on LD_LIBRARY_PATH", "try: --mode audit")}
         for mode, (what, other) in cases.items():
             with self.subTest(mode=mode):
-                _, stderr = self.child_env("--mode", mode, "--nccl-lib", "/opt/libnccl.so.2")
+                _, stderr = self.child_env("--mode", mode, "--nccl-lib", self.real)
                 self.assertIn("nccl-car: no communicator reached the library: " + what, stderr)
                 self.assertIn("  likely cause: ", stderr)
                 self.assertIn(other, stderr)
@@ -161,12 +190,13 @@ class DoctorRoutesTest(unittest.TestCase):
 
 
 class ProbeTest(unittest.TestCase):
-    def test_the_library_itself_is_never_the_real_nccl(self):
-        require_built(self, LIBRARY)
-        dropin = os.path.join(os.path.dirname(LIBRARY), "dropin", "libnccl.so.2")
-        loaded = []
-        found = host_probe.locate_nccl({"NCCL_CAR_NCCL_LIB": dropin}, [], load=lambda target: loaded.append(target),
-                                       exclude=LIBRARY)
-        self.assertEqual(found["tried"][0], {"source": "NCCL_CAR_NCCL_LIB", "target": dropin,
-                                             "error": "is libnccl-car.so itself"})
-        self.assertNotIn(dropin, loaded)  # not even loaded into the tool
+    def test_the_library_and_its_front_are_never_the_real_nccl(self):
+        front = os.path.join(os.path.dirname(LIBRARY), "nccl-car", "front", "libnccl.so.2")
+        require_built(self, LIBRARY, front)
+        for ours in (LIBRARY, front):
+            loaded = []
+            found = host_probe.locate_nccl({"NCCL_CAR_NCCL_LIB": ours}, [], load=lambda target: loaded.append(target),
+                                           exclude=LIBRARY)
+            self.assertEqual(found["tried"][0], {"source": "NCCL_CAR_NCCL_LIB", "target": ours,
+                                                 "error": "is libnccl-car.so itself"})
+            self.assertNotIn(ours, loaded)  # not even loaded into the tool

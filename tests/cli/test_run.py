@@ -82,8 +82,10 @@ class RunTest(unittest.TestCase):
         self.assertIn("was killed by signal 15", result.stderr)
 
     def test_options_become_variables(self):
+        real = os.path.join(self.folder.name, "libnccl.so.2")
+        open(real, "w").close()
         result = self.run_program("--algo", "2stage", "--max-bytes", "512K", "--max-blocks", "8",
-                                  "--disable", "--debug", "trace", "--nccl-lib", "/opt/nccl/libnccl.so.2",
+                                  "--disable", "--debug", "trace", "--nccl-lib", real,
                                   LD_PRELOAD="/usr/lib/other.so")
         env = self.child_env(result)
         self.assertEqual(env["LD_PRELOAD"], f"{self.library}:/usr/lib/other.so")
@@ -92,7 +94,7 @@ class RunTest(unittest.TestCase):
         self.assertEqual(env["NCCL_CAR_MAX_BLOCKS"], "8")
         self.assertEqual(env["NCCL_CAR_DISABLE"], "1")
         self.assertEqual(env["NCCL_CAR_DEBUG"], "TRACE")
-        self.assertEqual(env["NCCL_CAR_NCCL_LIB"], "/opt/nccl/libnccl.so.2")
+        self.assertEqual(env["NCCL_CAR_NCCL_LIB"], real)
 
     def test_debug_is_at_least_info(self):
         self.assertEqual(self.child_env(self.run_program())["NCCL_CAR_DEBUG"], "INFO")
@@ -149,6 +151,40 @@ class RunTest(unittest.TestCase):
         result = run_tool("run", "--lib", "/nonexistent/libnccl-car.so", "--", "true")
         self.assertEqual(result.returncode, 3)
         self.assertIn("scripts/build.sh", result.stderr)
+
+    # Issue 47, item 4: each setting or option that used to go unsaid gets one line naming it,
+    # what it takes and what happens instead.
+    def test_a_library_that_is_no_library_is_said_before_anything_runs(self):
+        result = run_tool("run", "--lib", self.program, "--", "true")
+        self.assertEqual(result.returncode, 3, result.stderr)
+        self.assertIn(f"nccl-car run: error: {self.program} (from --lib) is not a shared library: it takes "
+                      "libnccl-car.so; nothing was run", result.stderr)
+        self.assertNotIn("--mode audit", result.stderr)
+
+    def test_a_real_nccl_that_is_no_file_is_said_before_anything_runs(self):
+        result = run_tool("run", "--lib", self.library, "--nccl-lib", "/nonexistent/libnccl.so.2", "--",
+                          self.program, "0")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("argument --nccl-lib: /nonexistent/libnccl.so.2: no such file (it takes the path of the real "
+                      "libnccl.so.2); nothing was run", result.stderr)
+        self.assertEqual(result.stdout, "")
+
+    def test_disable_says_the_library_was_switched_off(self):
+        for how in (("--disable",), ()):
+            with self.subTest(how=how):
+                env = {} if how else {"NCCL_CAR_DISABLE": "1"}
+                result = self.run_program(*how, **env)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("nccl-car run: NCCL_CAR_DISABLE=1 (--disable, or the environment) switched the library "
+                              "off: every NCCL call went to NCCL untouched", result.stderr)
+
+    def test_max_blocks_states_one_range_the_library_s(self):
+        for value in ("0", "257", "-3"):
+            with self.subTest(value=value):
+                result = run_tool("run", "--lib", self.library, "--max-blocks", value, "--", "true")
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(f"invalid value '{value}' for NCCL_CAR_MAX_BLOCKS (expected 1 to 256)", result.stderr)
+                self.assertNotIn("2147483648", result.stderr)
 
 
 if __name__ == "__main__":

@@ -175,5 +175,18 @@ class TuneTest(TuneCase):
         self.assertIn("unknown collective broadcast", result.stderr)
 
 
+    def test_its_own_options_are_checked_before_the_gpus_are_counted(self):
+        """Issue 47: tune said "needs 2 or more GPUs" before it looked at a wrong option."""
+        query_program(self)
+        env = clean_env(NCCL_CAR_QUERY=QUERY_PROGRAM, CUDA_VISIBLE_DEVICES="")
+        wrong = run_tool("tune", "--lib", self.library, "--collectives", "broadcast", env=env)
+        self.assertEqual(wrong.returncode, 2, wrong.stderr)
+        self.assertIn("unknown collective broadcast", wrong.stderr)
+        self.assertNotIn("GPUs", wrong.stderr)
+        right = run_tool("tune", "--lib", self.library, *ONE_GROUP, env=env)
+        self.assertEqual(right.returncode, 3, right.stderr)
+        self.assertIn("tune needs 2 or more GPUs; 0 visible", right.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,7 +5,10 @@ tests/e2e/run_e2e.py (ctypes-*), one process per rank, under LD_AUDIT or the dro
 
     python3 ctypes_allreduce.py RANK NRANKS ID_FILE [LIBRARY] [DEVICE]
 
-LIBRARY is a name (default libnccl.so.2) or a path (JAX's way). All-reduces of fp32, bf16
+LIBRARY is a name (default libnccl.so.2) or a path (JAX's way). With CTYPES_IMPORT_TORCH=1 it
+imports PyTorch and starts its CUDA first, as vLLM's and SGLang's PyNccl run beside PyTorch:
+PyTorch's NCCL (and, under LD_AUDIT or a drop-in folder, our front) is then loaded before
+the ctypes.CDLL, which must find the same library. All-reduces of fp32, bf16
 and fp16 sums from 16 KiB to 12 MiB (above the 8 MiB limit: forwarded), each 3 times, plus
 one broadcast (a call we forward). Inputs are small integers, so every sum is exact in every
 type and order. Prints "rank R/N: PASS (...)" or the first wrong elements; exit 1 on any."""
@@ -95,6 +98,12 @@ def main():
     RANK, ranks, id_file = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     library = sys.argv[4] if len(sys.argv) > 4 else "libnccl.so.2"
     device = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    if os.environ.get("CTYPES_IMPORT_TORCH") == "1":
+        import torch  # noqa: PLC0415  (only when asked: most runs have no PyTorch)
+        torch.cuda.set_device(device)
+        torch.cuda.init()
+        print(f"rank {RANK}/{ranks}: PyTorch {torch.__version__} imported first, its NCCL "
+              f"{torch.cuda.nccl.version()}", flush=True)
     cuda = cuda_driver()
     handle, context = ctypes.c_int(), ctypes.c_void_p()
     check(cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(handle), device) == 0, "cuInit")

@@ -77,7 +77,17 @@ constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
 
 std::atomic<int> gFailures{0};
 
-enum class Mode { Plain, OppositeOrder, PeerNeverJoins, EndInSetUp, ExitInSetUp, EarlyCall, SecondComm, Sequential };
+enum class Mode {
+  Plain,
+  OppositeOrder,
+  PeerNeverJoins,
+  EndInSetUp,
+  ExitInSetUp,
+  EarlyCall,
+  SecondComm,
+  Sequential,
+  NeverDestroyed,
+};
 
 struct ModeName {
   const char* name;
@@ -86,7 +96,7 @@ struct ModeName {
 constexpr ModeName kModes[] = {{"opposite-order", Mode::OppositeOrder}, {"peer-never-joins", Mode::PeerNeverJoins},
                                {"end-in-setup", Mode::EndInSetUp},       {"exit-in-setup", Mode::ExitInSetUp},
                                {"early-call", Mode::EarlyCall},          {"second-comm", Mode::SecondComm},
-                               {"sequential", Mode::Sequential}};
+                               {"sequential", Mode::Sequential},         {"never-destroyed", Mode::NeverDestroyed}};
 
 extern "C" ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 
@@ -317,7 +327,7 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
   const bool early = mode == Mode::EarlyCall && rank == 0;
   if (nonblocking() && !early) waitForCreation(rank, comms);
   std::vector<Asked> asked(ids.size());
-  if (mode != Mode::Plain) {
+  if (mode != Mode::Plain && mode != Mode::NeverDestroyed) {
     std::vector<char> buffer(4096);
     for (int i = 0; i < communicators; ++i) {
       const int c = rank % 2 == 0 ? i : communicators - 1 - i;
@@ -353,7 +363,8 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
     users.emplace_back([=] {
       allReduces(rank, c, comms[static_cast<std::size_t>(c)], calls * (c + 1), asked[static_cast<std::size_t>(c)],
                  mode);
-      end(rank, c, comms[static_cast<std::size_t>(c)]);
+      // As JAX: the communicators are left alive when the program exits.
+      if (mode != Mode::NeverDestroyed) end(rank, c, comms[static_cast<std::size_t>(c)]);
     });
   }
   for (std::thread& user : users) user.join();

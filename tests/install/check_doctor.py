@@ -1,27 +1,27 @@
 """Checks `nccl-car doctor --json` of an installed tool (run-install-tests.sh): it must find
-the library installed with it, that library's audit module, drop-in folder and query
-program, each at the path given.
+the library installed with it, that library's audit module, front and query program, each
+at the path given.
 
-    check_doctor.py DOCTOR_JSON LIBRARY AUDIT_MODULE DROPIN_FOLDER QUERY_PROGRAM
+    check_doctor.py DOCTOR_JSON LIBRARY AUDIT_MODULE FRONT QUERY_PROGRAM
 """
 
 import json
 import sys
 
 
-def main(report_path, library, audit, dropin, query):
+def main(report_path, library, audit, front, query):
     with open(report_path) as stream:
         report = json.load(stream)
     found = {
         "library": (report["library"]["path"], report["library"]["source"], report["library"]["exists"]),
         "audit module": (report["routes"]["audit_module"]["path"], report["routes"]["audit_module"]["exists"]),
-        "drop-in folder": report["routes"]["dropin_folder"],
+        "front": (report["routes"]["front"]["path"], report["routes"]["front"]["exists"]),
         "query program": report["settings"]["checked_by"],
     }
     expected = {
         "library": (library, "installed", True),
         "audit module": (audit, True),
-        "drop-in folder": dropin,
+        "front": (front, True),
         "query program": query,
     }
     wrong = [f"{name}: {found[name]!r}, expected {expected[name]!r}" for name in expected if found[name] != expected[name]]

@@ -7,7 +7,7 @@
 #                     folder (-Cbuild-dir) so that nothing is compiled twice, installed with
 #                     pip into a new virtual environment. Its nccl-car, run from /, must use
 #                     the library in that environment; then the shim tests (car_shim_tests)
-#                     run against that installed library, audit module and drop-in folder.
+#                     run against that installed library, audit module and front.
 # For each tool: doctor finds the files, run preloads the library into a scripted NCCL
 # program over the shim tests' stand-in NCCL, bench finds the installed benchmark.
 set -euo pipefail
@@ -27,7 +27,7 @@ check_tool() {
   local library=$prefix/lib/libnccl-car.so
   clean "$tool" doctor --json >"$work/doctor.json"
   "$python" "$here/check_doctor.py" "$work/doctor.json" "$library" "$prefix/lib/libnccl-car-audit.so" \
-    "$prefix/lib/nccl-car/dropin" "$prefix/bin/nccl_car_query"
+    "$prefix/lib/nccl-car/front/libnccl.so.2" "$prefix/bin/nccl_car_query"
 
   local preloaded
   preloaded=$(clean "$tool" run --mode preload -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
@@ -63,7 +63,7 @@ check_tool() {
 # 1. cmake --install
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
-for file in lib/libnccl-car.so lib/libnccl-car-audit.so lib/nccl-car/dropin/libnccl.so.2 bin/nccl-car \
+for file in lib/libnccl-car.so lib/libnccl-car-audit.so lib/nccl-car/front/libnccl.so.2 bin/nccl-car \
             bin/nccl_car_query lib/nccl-car/python/nccl_car_cli/main.py share/doc/nccl-car/README.md; do
   if [ ! -e "$prefix/$file" ]; then
     echo "install: cmake --install put no $file under the prefix:" >&2
@@ -94,5 +94,5 @@ echo "install: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in a new v
      "its nccl-car uses $package/lib/libnccl-car.so ($((SECONDS - wheel_start)) s)"
 
 CAR_TEST_SHIM_LIBRARY=$package/lib/libnccl-car.so CAR_TEST_AUDIT_LIBRARY=$package/lib/libnccl-car-audit.so \
-  CAR_TEST_DROPIN_FOLDER=$package/lib/nccl-car/dropin "$build/tests/car_shim_tests"
+  "$build/tests/car_shim_tests"
 echo "install: the shim tests passed against the wheel's library ($((SECONDS - start)) s in all)"

@@ -73,7 +73,10 @@ const char* builtOr(const char* name, const char* built) {
 
 const char* shimLibrary() { return builtOr("CAR_TEST_SHIM_LIBRARY", CAR_SHIM_LIBRARY); }
 const char* auditLibrary() { return builtOr("CAR_TEST_AUDIT_LIBRARY", CAR_AUDIT_LIBRARY); }
-const char* dropinFolder() { return builtOr("CAR_TEST_DROPIN_FOLDER", CAR_DROPIN_FOLDER); }
+std::string frontLibrary() {
+  const std::string library = shimLibrary();
+  return library.substr(0, library.rfind('/') + 1) + CAR_FRONT_FILE;
+}
 
 ChildResult runChild(const ChildRun& run) {
   const fs::path dir = makeTempDir();

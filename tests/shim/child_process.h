@@ -8,9 +8,9 @@
 
 namespace shimtest {
 
-// Paths of what the build made, from CMake. The library under test, its audit module and its
-// drop-in folder can be an installed copy instead (tests/install/run-install-tests.sh):
-// CAR_TEST_SHIM_LIBRARY, CAR_TEST_AUDIT_LIBRARY, CAR_TEST_DROPIN_FOLDER name them.
+// Paths of what the build made, from CMake. The library under test and its audit module can
+// be an installed copy instead (tests/install/run-install-tests.sh): CAR_TEST_SHIM_LIBRARY
+// and CAR_TEST_AUDIT_LIBRARY name them; the front is the one beside that library.
 const char* shimLibrary();
 inline const char* driverProgram() { return CAR_SHIM_DRIVER; }
 inline const char* nolibDriverProgram() { return CAR_SHIM_NOLIB_DRIVER; }
@@ -23,7 +23,10 @@ const char* standinHeader();
 int standinVersionCode();
 inline const char* handleDriverProgram() { return CAR_SHIM_HANDLE_DRIVER; }
 const char* auditLibrary();
-const char* dropinFolder();
+// The front beside the library (shim/exports/front_names.h).
+std::string frontLibrary();
+// The nccl-car command-line tool (tools/nccl-car), which makes drop-in folders.
+inline const char* toolProgram() { return CAR_NCCL_CAR_TOOL; }
 // The stand-in of NCCL 2.12, the oldest NCCL we pass through: it lacks every function added since.
 inline const char* oldStandinLibrary() { return CAR_OLD_STANDIN_LIBRARY; }
 // The nccl.h libnccl-car.so and this suite were built against.

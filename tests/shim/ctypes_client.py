@@ -47,6 +47,9 @@ def declare(nccl):
     nccl.ncclBroadcast.argtypes = collective    # ..., datatype, root, comm, stream
     nccl.ncclCommRegister.argtypes = [pointer, pointer, ctypes.c_size_t, ctypes.POINTER(pointer)]
     nccl.ncclCommDestroy.argtypes = [pointer]
+    # Two functions nccl.h lacks (NCCL's device API, tests/shim/standin_device_api.h).
+    nccl.ncclDevCommCreate.argtypes = [pointer, pointer, pointer]
+    nccl.ncclDevCommDestroy.argtypes = [pointer, pointer]
     nccl.ncclGetErrorString.argtypes = [ctypes.c_int]
     nccl.ncclGetErrorString.restype = ctypes.c_char_p
 
@@ -71,6 +74,11 @@ def main():
     tail = f"comm={hex(comm.value)} stream={hex(FAKE_STREAM)}"
     step("ar", f"ncclAllReduce {buffers} op={SUM} {tail}",
          lambda: nccl.ncclAllReduce(send, recv, 1024, FLOAT32, SUM, comm, FAKE_STREAM))
+    dev_comm = ctypes.create_string_buffer(64)
+    step("devcreate", f"ncclDevCommCreate comm={hex(comm.value)} reqs={address(send)} devcomm={address(dev_comm)}",
+         lambda: nccl.ncclDevCommCreate(comm, send, dev_comm))
+    step("devdestroy", f"ncclDevCommDestroy comm={hex(comm.value)} devcomm={address(dev_comm)}",
+         lambda: nccl.ncclDevCommDestroy(comm, dev_comm))
     step("bcast", f"ncclBroadcast {buffers} root=0 {tail}",
          lambda: nccl.ncclBroadcast(send, recv, 1024, FLOAT32, 0, comm, FAKE_STREAM))
     handle = ctypes.c_void_p()

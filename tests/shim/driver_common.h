@@ -45,5 +45,7 @@ int runAddressReuse(const std::string& how);
 int runAbortInForward();
 int runPlain();
 int runForkInGroup();
+int runDeviceApi();
+int runNeverDestroyed(bool quickExit);
 
 }  // namespace driver

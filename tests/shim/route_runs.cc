@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace shimtest {
@@ -38,6 +40,36 @@ std::string standinCopy() {
   return (copy.folder / "libnccl.so.2").string();
 }
 
+std::string dropinFolderFor(const std::string& real) {
+  namespace fs = std::filesystem;
+  struct Folders {
+    std::mutex mutex;
+    std::map<std::string, fs::path> made;
+    ~Folders() {
+      std::error_code ignored;
+      for (const auto& [real, folder] : made) fs::remove_all(folder, ignored);
+    }
+  };
+  static Folders folders;
+  std::lock_guard<std::mutex> lock(folders.mutex);
+  auto it = folders.made.find(real);
+  if (it != folders.made.end()) return it->second.string();
+  std::string pattern = (fs::temp_directory_path() / "car-dropin-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  ChildRun make;
+  make.program = pythonProgram();
+  make.args = {toolProgram(), "dropin", "--lib", shimLibrary(), "--nccl-lib", real, pattern};
+  make.preload = false;
+  const ChildResult made = runChild(make);
+  if (made.exitCode != 0) {
+    std::error_code ignored;
+    fs::remove_all(pattern, ignored);
+    throw std::runtime_error("nccl-car dropin failed: " + made.out + made.err);
+  }
+  folders.made[real] = pattern;
+  return pattern;
+}
+
 ChildResult runThrough(Route route, const std::string& program, const std::vector<std::string>& args,
                        const std::vector<std::string>& env, const std::string& ncclFolder) {
   const std::string nccl = ncclFolder.empty() ? folderOf(standinLibrary()) : ncclFolder;
@@ -45,7 +77,8 @@ ChildResult runThrough(Route route, const std::string& program, const std::vecto
   run.program = program;
   run.args = args;
   run.preload = route == Route::Preload || route == Route::PreloadAndAudit;
-  run.env = {"LD_LIBRARY_PATH=" + (route == Route::Dropin ? std::string(dropinFolder()) + ":" : "") + nccl};
+  const std::string dropin = route == Route::Dropin ? dropinFolderFor(nccl + "/libnccl.so.2") + ":" : "";
+  run.env = {"LD_LIBRARY_PATH=" + dropin + nccl};
   if (route == Route::Audit || route == Route::PreloadAndAudit) run.env.push_back(std::string("LD_AUDIT=") + auditLibrary());
   run.env.insert(run.env.end(), env.begin(), env.end());
   return runChild(run);

@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
   else if (scenario == "allreduce-matrix") status = driver::runAllReduceMatrix(argc > 2 ? argv[2] : "rank1");
   else if (scenario == "movers-matrix") status = driver::runMoversMatrix();
   else if (scenario == "nonhooked") status = driver::runNonHooked();
+  else if (scenario == "device-api") status = driver::runDeviceApi();
+  else if (scenario == "never-destroyed") {
+    status = driver::runNeverDestroyed(argc > 2 && std::string(argv[2]) == "_exit");
+  }
   else if (scenario == "badargs") status = driver::runBadArguments();
   else if (scenario == "stop-in-setup" && argc > 2) status = driver::runStopInSetup(argv[2]);
   else if (scenario == "fork") status = driver::runFork();
@@ -94,7 +98,8 @@ int main(int argc, char** argv) {
   } else if (scenario == "fuzz" && argc > 3) {
     status = driver::runFuzz(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), argc > 4 ? std::atoi(argv[4]) : 1);
   } else {
-    std::fprintf(stderr, "usage: shim_driver lifecycle|groups|newer-api|simulate|allreduce-matrix [rank1|initall]|movers-matrix|nonhooked|badargs|"
+    std::fprintf(stderr, "usage: shim_driver lifecycle|groups|newer-api|simulate|allreduce-matrix [rank1|initall]|"
+                         "movers-matrix|nonhooked|device-api|never-destroyed [_exit]|badargs|"
                          "fork|fork-in-group|address-reuse <pnccl|handle>|abort-in-forward|plain|"
                          "threads [threads] [iterations]|cycles [n]|fuzz <seed> <count> [threads]|"
                          "stop-in-setup <ncclCommAbort|ncclCommDestroy|ncclCommFinalize>\n");

@@ -4,6 +4,8 @@
 //   shim_handle_driver LIB then LIB2       the same, then dlopen(LIB2) and one more
 //                                          communicator through that handle
 //   shim_handle_driver LIB forwarded NAME...  call each NAME generically (driver_forwarded.cc)
+//   shim_handle_driver LIB device-api      a communicator, then two functions nccl.h lacks
+//                                          (standin_device_api.h) through the handle
 // LIB is a name (libnccl.so.2) or a path. Prints one "<label> result=<rc>" line per call,
 // like shim_driver; "<name> missing" and exit 3 for a function the handle lacks.
 #include <dlfcn.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "driver_steps.h"
+#include "standin_device_api.h"
 
 namespace driver {
 int runForwarded(void* source, ncclComm_t comm, const std::vector<std::string>& names);
@@ -31,12 +34,13 @@ struct Nccl {
 #undef CAR_FIELD
 };
 
-bool lookUp(void* handle, Nccl* nccl) {
+// Says each one missing unless `quiet` (the "forwarded" scenario needs only two of them).
+bool lookUp(void* handle, Nccl* nccl, bool quiet = false) {
   bool complete = true;
 #define CAR_LOOK_UP(name)                                                  \
   nccl->name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));  \
   if (nccl->name == nullptr) {                                             \
-    std::printf("%s missing\n", #name);                                    \
+    if (!quiet) std::printf("%s missing\n", #name);                        \
     complete = false;                                                      \
   }
   CAR_LIFECYCLE_FUNCTIONS(CAR_LOOK_UP)
@@ -81,12 +85,34 @@ void runLifecycle(const Nccl& nccl) {
   for (ncclComm_t made : {comm, config, split, pair[0], pair[1]}) destroy(nccl, "destroy." + std::to_string(n++), made);
 }
 
+// Two functions nccl.h lacks, looked up on the handle as a device-API user would.
+int runDeviceApi(void* handle, const Nccl& nccl) {
+  auto* create = reinterpret_cast<decltype(&::ncclDevCommCreate)>(dlsym(handle, "ncclDevCommCreate"));
+  auto* destroyDev = reinterpret_cast<decltype(&::ncclDevCommDestroy)>(dlsym(handle, "ncclDevCommDestroy"));
+  if (create == nullptr || destroyDev == nullptr) {
+    std::printf("ncclDevCommCreate or ncclDevCommDestroy missing\n");
+    return 3;
+  }
+  ncclComm_t comm = initOne(nccl, "init");
+  driver::report("init", "made", standin::hex(comm));
+  alignas(64) static char devComm[64];
+  const standin::CallLine created =
+      standin::CallLine("ncclDevCommCreate").ptr("comm", comm).ptr("reqs", gBuffer[0]).ptr("devcomm", devComm);
+  step("devcreate", created, [&] { return create(comm, gBuffer[0], devComm); });
+  step("ar", calls::allReduce(gBuffer[0], gBuffer[1], 1024, ncclFloat32, ncclSum, comm, nullptr),
+       [&] { return nccl.ncclAllReduce(gBuffer[0], gBuffer[1], 1024, ncclFloat32, ncclSum, comm, nullptr); });
+  step("devdestroy", standin::CallLine("ncclDevCommDestroy").ptr("comm", comm).ptr("devcomm", devComm),
+       [&] { return destroyDev(comm, devComm); });
+  destroy(nccl, "destroy", comm);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::fprintf(stderr, "usage: shim_handle_driver LIB [then LIB2 | forwarded NAME...]\n");
+    std::fprintf(stderr, "usage: shim_handle_driver LIB [then LIB2 | forwarded NAME... | device-api]\n");
     return 2;
   }
   const std::vector<std::string> rest(argv + 2, argv + argc);
@@ -96,9 +122,14 @@ int main(int argc, char** argv) {
     return 4;
   }
   Nccl nccl;
-  if (!lookUp(handle, &nccl)) return 3;
+  const bool forwarded = !rest.empty() && rest[0] == "forwarded";
+  const bool complete = lookUp(handle, &nccl, forwarded);
+  if (forwarded ? nccl.ncclCommInitRank == nullptr || nccl.ncclCommDestroy == nullptr : !complete) return 3;
 
-  if (!rest.empty() && rest[0] == "forwarded") {
+  if (!rest.empty() && rest[0] == "device-api") {
+    const int status = runDeviceApi(handle, nccl);
+    if (status != 0) return status;
+  } else if (forwarded) {
     ncclComm_t comm = initOne(nccl, "init");
     const int status = driver::runForwarded(handle, comm, std::vector<std::string>(rest.begin() + 1, rest.end()));
     if (status != 0) return status;

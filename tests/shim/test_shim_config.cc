@@ -1,6 +1,7 @@
 // Bad NCCL_CAR_* values: one WARN each, naming the variable and the default kept; the
 // calls still reach NCCL unchanged. Also the log level's own effect, and the log file.
 #include <catch2/catch.hpp>
+#include <dlfcn.h>
 #include <dirent.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <iterator>
 
 #include "call_checks.h"
+#include "route_runs.h"
 
 using namespace shimtest;
 
@@ -73,6 +75,25 @@ TEST_CASE("config: at WARN (the default) a healthy run prints nothing", "[shim][
   }
   CHECK(carLines(run.err, "INFO").empty());
   CHECK(linesWith(run.err, {"NCCL-CAR"}).size() == carLines(run.err, "WARN").size());
+}
+
+TEST_CASE("config: on a machine without an NVIDIA driver the set-up's WARN says so, as nccl-car doctor does",
+          "[shim][config]") {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY);
+  if (driver != nullptr) {
+    dlclose(driver);
+    WARN("this machine has an NVIDIA driver: nothing to check");
+    return;
+  }
+  const ChildResult run = runDriver({"lifecycle"});
+  REQUIRE(run.exitCode == 0);
+  const std::vector<std::string> warnings = carLines(run.err, "WARN");
+  REQUIRE_FALSE(warnings.empty());  // the two-rank communicators
+  for (const std::string& line : warnings) {
+    INFO(line);
+    CHECK(line.find("CUDA unusable for the set-up: no NVIDIA driver on this machine (libcuda.so.1 not found)") !=
+          std::string::npos);
+  }
 }
 
 // The INFO line saying where the real NCCL was found is printed under NCCL_CAR_DEBUG=INFO
@@ -139,4 +160,76 @@ TEST_CASE("config: a NCCL_CAR_DEBUG_FILE that cannot be opened WARNs once, and s
   CHECK(warnings[0].find("cannot open '/nonexistent/car-") != std::string::npos);
   CHECK(warnings[0].find("logging to stderr") != std::string::npos);
   CHECK_FALSE(linesWith(run.err, {"NCCL-CAR INFO", "setup:"}).empty());
+}
+
+namespace {
+
+// A file in a folder of its own, removed with the folder.
+struct ScratchFile {
+  std::string folder, path;
+  explicit ScratchFile(const std::string& text) {
+    char pattern[] = "/tmp/car-config-XXXXXX";
+    folder = mkdtemp(pattern);
+    path = folder + "/table";
+    std::ofstream(path) << text;
+  }
+  ~ScratchFile() {
+    std::remove(path.c_str());
+    rmdir(folder.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("config: NCCL_CAR_TABLE naming a missing, empty or malformed file is WARNed at the first call, without a "
+          "set-up: what it takes, and that the built-in rule applies", "[shim][config][table]") {
+  const ScratchFile empty(""), malformed("a table, this is not\n"),
+      otherMachine("nccl-car choice table 2\nfingerprint 0123456789abcdef\nall-reduce 2 nvlink any 16 1024 1shot\n");
+  for (const auto& [value, why] : std::vector<std::pair<std::string, std::string>>{
+           {"/nonexistent/table", "cannot be read (No such file or directory)"},
+           {empty.folder, "is not a file"},
+           {empty.path, "is empty"},
+           {malformed.path, "is not a choice table: line 1: not a choice table"}}) {
+    INFO("NCCL_CAR_TABLE=" << value);
+    const ChildResult run = runDriver({"nonhooked"}, {"NCCL_CAR_TABLE=" + value});
+    checkSetupPlacement(checkSteps(run), {"init"});  // the calls still reach NCCL unchanged
+    const std::vector<std::string> warnings = carLines(run.err, "WARN");
+    INFO(run.err);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("NCCL_CAR_TABLE=" + value + " " + why) != std::string::npos);
+    CHECK(warnings[0].find("it takes a table nccl-car tune wrote, or builtin; the built-in rule applies") !=
+          std::string::npos);
+  }
+  // A table is a table, whichever machine it is for (that is known only at a set-up).
+  for (const std::string& value : {std::string("builtin"), otherMachine.path}) {
+    INFO("NCCL_CAR_TABLE=" << value);
+    const ChildResult run = runDriver({"nonhooked"}, {"NCCL_CAR_TABLE=" + value});
+    CHECK(carLines(run.err, "WARN").empty());
+  }
+}
+
+TEST_CASE("config: NCCL_CAR_NCCL_LIB naming no file, or a file the library does not forward to, is WARNed with the "
+          "NCCL it forwards to instead", "[shim][config][nccllib]") {
+  const std::string standin = folderOf(standinLibrary()) + "/libnccl.so.2";
+  const std::string missing = "NCCL_CAR_NCCL_LIB=/nonexistent/libnccl.so.2 is not a file: it takes the path of the "
+                              "real libnccl.so.2; the real NCCL is the next library (RTLD_NEXT): ";
+  const std::string unused = "NCCL_CAR_NCCL_LIB=" + standinCopy() + " is not used: the real NCCL is the next "
+                             "library (RTLD_NEXT): ";
+  for (const auto& [value, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"/nonexistent/libnccl.so.2", missing}, {standinCopy(), unused}}) {
+    for (Route route : {Route::Preload, Route::Audit}) {
+      INFO("NCCL_CAR_NCCL_LIB=" << value << ", " << routeName(route));
+      const ChildResult run = runThrough(route, driverProgram(), {"nonhooked"}, {"NCCL_CAR_NCCL_LIB=" + value});
+      INFO(run.err);
+      checkSetupPlacement(checkSteps(run), {"init"});
+      const std::vector<std::string> warnings = carLines(run.err, "WARN");
+      if (route == Route::Audit && value == standinCopy()) {
+        CHECK(warnings.empty());  // under LD_AUDIT it names the NCCL behind the front: the copy, used
+        continue;
+      }
+      REQUIRE(warnings.size() == 1);
+      CHECK(warnings[0].find(expected) != std::string::npos);
+    }
+  }
+  CHECK(carLines(runDriver({"nonhooked"}, {std::string("NCCL_CAR_NCCL_LIB=") + standinLibrary()}).err, "WARN").empty());
 }

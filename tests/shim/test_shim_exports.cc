@@ -1,7 +1,8 @@
-// What libnccl-car.so shows the dynamic linker: exactly the functions of the nccl.h it was
-// built against (shim/exports/nccl_api.def), hooks strong and forwarders weak,
-// and no shared library that the host process may not have (NCCL, CUDA, fmt, spdlog). And
-// what the audit module shows: its three callbacks, libc only.
+// What libnccl-car.so shows the dynamic linker: exactly its hooks, and no shared library
+// that the host process may not have (NCCL, CUDA, fmt, spdlog); every other NCCL function is
+// the real library's own (docs/design.md, "Three ways in"). What the front shows: nothing of
+// its own, libnccl-car.so and then the real NCCL's private name. What the audit module shows:
+// its three callbacks, libc only.
 #include <catch2/catch.hpp>
 #include <nccl.h>
 
@@ -34,6 +35,22 @@ std::set<std::string> tableNamesOfNccl212() {
 
 #undef CAR_NCCL_FUNCTION
 
+// Every way a communicator is born or ends, the groups, the collectives we take, and the
+// symmetric windows (noted for NCCL_CAR_SYMMETRIC_NCCL_BYTES) (docs/design.md). Of newer
+// NCCLs: a communicator grown, one suspended, those collectives' per-call configs.
+std::set<std::string> hooks() {
+  std::set<std::string> names = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclCommInitRank",
+                                 "ncclCommInitRankConfig", "ncclCommInitRankScalable", "ncclCommInitAll",
+                                 "ncclCommSplit", "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort",
+                                 "ncclCommFinalize", "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd",
+                                 "ncclGroupSimulateEnd", "ncclCommWindowRegister", "ncclCommWindowDeregister"};
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  names.insert({"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig", "ncclAllGatherConfig",
+                "ncclReduceScatterConfig"});
+#endif
+  return names;
+}
+
 // The names and, as NCCL exports them, their profiling twins (pnccl*).
 std::set<std::string> withProfilingNames(const std::set<std::string>& names) {
   std::set<std::string> both = names;
@@ -43,18 +60,31 @@ std::set<std::string> withProfilingNames(const std::set<std::string>& names) {
 
 }  // namespace
 
-TEST_CASE("exports: the table and libnccl-car.so hold exactly the functions of nccl.h", "[shim][exports]") {
+TEST_CASE("exports: the table holds exactly the functions of nccl.h; libnccl-car.so exports exactly its hooks",
+          "[shim][exports]") {
   const std::set<std::string> header = ncclFunctionsOfHeader(ncclHeader());
   REQUIRE(header.count("ncclAllReduce") == 1);  // the reader works
   INFO("nccl.h: " << ncclHeader() << " (NCCL " << NCCL_VERSION_CODE << ")");
   // Fails when nccl.h gains a function: add it to shim/exports/nccl_api.def, under its release.
   CHECK(tableNames() == header);
   for (const std::string& name : header) CHECK(name.rfind("pnccl", 0) != 0);
-  // And each under its profiling name, a weak forwarder to NCCL's own (never a hook: a
-  // profiler behind us reaches NCCL through them).
+  // The hooks, strong, and nothing else: no pnccl* (a profiler behind us reaches NCCL's own).
   const DynamicInfo shim = readDynamicInfo(shimLibrary());
-  CHECK(shim.exported == withProfilingNames(header));
-  for (const std::string& name : header) CHECK(shim.weak.count("p" + name) == 1);
+  CHECK(shim.exported == hooks());
+  CHECK(shim.weak.empty());
+  for (const std::string& hook : hooks()) CHECK(header.count(hook) == 1);
+}
+
+TEST_CASE("exports: the front is an empty libnccl.so.2 that needs libnccl-car.so, then the real NCCL",
+          "[shim][exports]") {
+  const DynamicInfo front = readDynamicInfo(frontLibrary());
+  CHECK(front.soname == "libnccl.so.2");
+  CHECK(front.exported.empty());
+  // In this order: our hooks come before the real NCCL's functions of the same name.
+  REQUIRE(front.needed.size() >= 2);
+  CHECK(front.needed[0] == CAR_FRONT_OUR_LIBRARY);
+  CHECK(front.needed[1] == CAR_FRONT_REAL_NCCL);
+  for (std::size_t i = 2; i < front.needed.size(); ++i) CHECK(front.needed[i].find("nccl") == std::string::npos);
 }
 
 TEST_CASE("exports: the nccl.h reader sees a function the header gains", "[shim][exports]") {
@@ -76,29 +106,6 @@ TEST_CASE("exports: the audit module exports its three callbacks and needs nothi
   CHECK(audit.needed == std::vector<std::string>{"libc.so.6"});
 }
 
-TEST_CASE("exports: the hooks are libnccl-car.so's own; every other function is a weak forwarder", "[shim][exports]") {
-  const DynamicInfo shim = readDynamicInfo(shimLibrary());
-  // Every way a communicator is born or ends, the groups, the collectives we take, and the
-  // symmetric windows (noted for NCCL_CAR_SYMMETRIC_NCCL_BYTES) (docs/design.md).
-  // Of newer NCCLs: a communicator grown, one suspended, those collectives' per-call configs.
-  std::set<std::string> hooks = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclCommInitRank", "ncclCommInitRankConfig",
-                                 "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
-                                 "ncclCommShrink", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize",
-                                 "ncclCommRevoke", "ncclGroupStart", "ncclGroupEnd",
-                                 "ncclGroupSimulateEnd", "ncclCommWindowRegister",
-                                 "ncclCommWindowDeregister"};
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-  hooks.insert({"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig", "ncclAllGatherConfig",
-                "ncclReduceScatterConfig"});
-#endif
-  std::set<std::string> strong;  // defined by hooks.cc, which replaced the weak forwarder
-  for (const std::string& name : shim.exported) {
-    if (shim.weak.count(name) == 0) strong.insert(name);
-  }
-  CHECK(strong == hooks);
-  CHECK(shim.weak.count("ncclBroadcast") == 1);
-}
-
 TEST_CASE("exports: libnccl-car.so needs no NCCL, CUDA runtime, fmt or spdlog library", "[shim][exports]") {
   const DynamicInfo shim = readDynamicInfo(shimLibrary());
   REQUIRE_FALSE(shim.needed.empty());  // the reader works: libc at least
@@ -113,15 +120,18 @@ TEST_CASE("exports: libnccl-car.so needs no NCCL, CUDA runtime, fmt or spdlog li
 TEST_CASE("exports: the stand-in is a libnccl.so.2 that exports only NCCL's names", "[shim][exports]") {
   const DynamicInfo standin = readDynamicInfo(standinLibrary());
   CHECK(standin.soname == "libnccl.so.2");
-  // Every function of its nccl.h, hand-written or recorded generically, and, as NCCL, its
-  // pnccl* twin; besides them only what the fake CUDA runtime asks it (standin_exchange.cc)
-  // and the count of rules it saw broken (standin_nccl.h).
+  // Every function of its nccl.h, hand-written or recorded generically, and two of the device
+  // API (standin_device_api.h), each with its pnccl* twin as NCCL has them; besides them only
+  // what the fake CUDA runtime asks it (standin_exchange.cc) and the count of rules it saw
+  // broken (standin_nccl.h).
   const auto ownNames = [](std::set<std::string> names) {
     CHECK(names.erase("standinStreamBusy") == 1);
     CHECK(names.erase("standinViolations") == 1);
     return names;
   };
-  CHECK(ownNames(standin.exported) == withProfilingNames(ncclFunctionsOfHeader(standinHeader())));
+  std::set<std::string> expected = ncclFunctionsOfHeader(standinHeader());
+  expected.insert({"ncclDevCommCreate", "ncclDevCommDestroy"});
+  CHECK(ownNames(standin.exported) == withProfilingNames(expected));
   // The 2.12 one has only NCCL 2.12's.
   CHECK(ownNames(readDynamicInfo(oldStandinLibrary()).exported) == withProfilingNames(tableNamesOfNccl212()));
   // No GPU needed: it neither links nor calls CUDA.

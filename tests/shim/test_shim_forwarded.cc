@@ -1,8 +1,9 @@
-// The NCCL functions libnccl-car.so does not hook are forwarded (shim/exports/forwarders.cc): each
-// must reach the real NCCL once, with the caller's arguments, and give the caller exactly
-// the real NCCL's result, whichever way the library was loaded. Which functions those are
-// is read from the built files: the weak exports of libnccl-car.so (forwarders that no hook
-// replaced), and of the stand-in (the ones it records generically).
+// The NCCL functions libnccl-car.so does not hook are the real library's own on every way in
+// (docs/design.md, "Three ways in"): looked up on a program's NCCL handle, each is the real
+// function, which gets the caller's arguments and gives back its result untouched; one the
+// real NCCL lacks is missing, as it is without the library. Which functions those are is read
+// from the built files: the ones the stand-in records generically (its weak exports) that the
+// library does not export.
 #include <catch2/catch.hpp>
 #include <nccl.h>
 
@@ -17,15 +18,6 @@ using namespace shimtest;
 
 namespace {
 
-// The forwarded functions that the stand-in implements by hand, with real effects: the
-// "nonhooked" scenario of shim_driver calls them (test_shim_routes.cc, every route), and
-// ncclAllGather and ncclReduceScatter too, which are hooks now but forward on a communicator
-// we do not take.
-const std::set<std::string> kInNonhookedScenario = {
-    "ncclGetVersion",   "ncclGetUniqueId",  "ncclBroadcast",      "ncclReduce",     "ncclSend",
-    "ncclRecv",         "ncclCommCount",    "ncclCommCuDevice",   "ncclCommUserRank", "ncclGetLastError",
-    "ncclGetErrorString", "ncclCommGetAsyncError"};
-
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // ncclResetDebugInit, from nccl_api.def
 
 // The functions that return nothing (void): the driver only reports that they returned.
@@ -38,44 +30,41 @@ std::set<std::string> returningNothing() {
   return names;
 }
 
-// What the stand-in at `library` does with each function we forward (our weak exports:
-// forwarders that no hook replaced).
-struct ForwardedByStandin {
-  std::vector<std::string> generic;  // recorded generically: the "forwarded" scenario calls them
-  std::vector<std::string> absent;   // not in that NCCL at all (an older one)
-};
-
-ForwardedByStandin forwardedOver(const std::string& library) {
-  const std::set<std::string> forwarded = readDynamicInfo(shimLibrary()).weak;
-  const DynamicInfo standin = readDynamicInfo(library);
-  ForwardedByStandin split;
-  for (const std::string& name : forwarded) {
-    // The pnccl* forwarders: test_shim_guest.cc's scenarios call them through every route.
-    if (name.rfind("pnccl", 0) == 0) continue;
-    INFO(name << " is forwarded: some scenario must call it");
-    if (standin.weak.count(name) != 0) split.generic.push_back(name);
-    else if (standin.exported.count(name) != 0) CHECK(kInNonhookedScenario.count(name) == 1);
-    else split.absent.push_back(name);
-  }
-  return split;
+// The functions of this suite's nccl.h, which the driver can call generically.
+std::set<std::string> tableNames() {
+  std::set<std::string> names;
+#define CAR_NCCL_FUNCTION(ret, name, params, args) names.insert(#name);
+#include "exports/nccl_api.def"
+#undef CAR_NCCL_FUNCTION
+  return names;
 }
 
-// shim_handle_driver's "forwarded" scenario on `names`, through `route`: under LD_PRELOAD
-// on a handle of the preloaded library itself (the driver dlopens its path), whose
-// forwarders find the NCCL of `ncclFolder` by name.
-ChildResult runForwarded(Route route, const std::vector<std::string>& names, const std::vector<std::string>& env,
-                         const std::string& ncclFolder = "") {
-  std::vector<std::string> args = {route == Route::Preload ? std::string(shimLibrary()) : "libnccl.so.2",
-                                   "forwarded"};
+// The functions of the stand-in at `library` that it records generically and we do not hook,
+// of those the driver knows (a newer stand-in has more).
+std::vector<std::string> notHooked(const std::string& library) {
+  const std::set<std::string> ours = readDynamicInfo(shimLibrary()).exported, known = tableNames();
+  std::vector<std::string> names;
+  for (const std::string& name : readDynamicInfo(library).weak) {
+    if (known.count(name) != 0 && ours.count(name) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+// shim_handle_driver's "forwarded" scenario on `names`, through `route`, on the handle of
+// `library` (a name or a path), over the NCCL of `ncclFolder`.
+ChildResult runForwarded(Route route, const std::string& library, const std::vector<std::string>& names,
+                         const std::vector<std::string>& env, const std::string& ncclFolder = "") {
+  std::vector<std::string> args = {library, "forwarded"};
   args.insert(args.end(), names.begin(), names.end());
   return runThrough(route, handleDriverProgram(), args, env, ncclFolder);
 }
 
 }  // namespace
 
-TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged, and its result comes back "
-          "unchanged, through every route", "[shim][forwarded]") {
-  const std::vector<std::string> names = forwardedOver(standinLibrary()).generic;
+TEST_CASE("forwarded: every function we do not hook is the real NCCL's own: found on the program's handle, it "
+          "gets the caller's arguments once and its result comes back unchanged, through every way in",
+          "[shim][forwarded]") {
+  const std::vector<std::string> names = notHooked(standinLibrary());
   REQUIRE(names.size() >= 11);  // nccl.h 2.28: memory, registration, windows, operators, more collectives
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
   // The entry points NCCL 2.29 to 2.32 added that we do not hook (ncclCommGrow,
@@ -99,9 +88,13 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
   for (std::size_t i = 0; i < names.size(); ++i) {
     env.push_back("STANDIN_NCCL_RESULT_" + names[i] + "=" + std::to_string(40 + i));  // a result per function
   }
-  for (Route route : {Route::Preload, Route::Dropin, Route::Audit}) {
-    INFO(routeName(route));
-    const ChildResult run = runForwarded(route, names, env);
+  const std::vector<std::pair<Route, std::string>> ways = {{Route::Dropin, "libnccl.so.2"},
+                                                           {Route::Audit, "libnccl.so.2"},
+                                                           {Route::Audit, standinLibrary()},
+                                                           {Route::PreloadAndAudit, "libnccl.so.2"}};
+  for (const auto& [route, library] : ways) {
+    INFO(routeName(route) << ", " << library);
+    const ChildResult run = runForwarded(route, library, names, env);
     checkSetupPlacement(checkSteps(run), {"init"});
     const Outputs outputs = parseOutputs(run.out);
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -113,36 +106,51 @@ TEST_CASE("forwarded: every function we do not hook reaches NCCL once, unchanged
   }
 }
 
-TEST_CASE("forwarded: a function the real NCCL lacks returns ncclInvalidUsage, and one WARN names it, through "
-          "every route", "[shim][forwarded]") {
-  std::vector<std::string> names = forwardedOver(oldStandinLibrary()).absent;
-  REQUIRE(names.size() >= 9);  // NCCL 2.12 lacks 9 of nccl.h 2.28's: memory, registration, more collectives
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
-  // Hooks of newer functions answer the same way before reaching for them.
-  for (const char* hooked : {"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig"}) names.push_back(hooked);
-#endif
-  std::vector<std::string> twice = names;
-  twice.insert(twice.end(), names.begin(), names.end());  // still one WARN each
-  for (Route route : {Route::Preload, Route::Dropin, Route::Audit}) {
+TEST_CASE("forwarded: a function the real NCCL lacks is missing through every way in, as it is without the "
+          "library; a hook of one returns ncclInvalidUsage and one WARN names it", "[shim][forwarded]") {
+  // Every function of this suite's nccl.h that NCCL 2.12 lacks and we do not hook.
+  const std::set<std::string> old = readDynamicInfo(oldStandinLibrary()).exported;
+  const std::set<std::string> ours = readDynamicInfo(shimLibrary()).exported;
+  std::vector<std::string> absent;
+  for (const std::string& name : tableNames()) {
+    if (old.count(name) == 0 && ours.count(name) == 0) absent.push_back(name);
+  }
+  REQUIRE(absent.size() >= 9);  // NCCL 2.12 lacks 9 of nccl.h 2.28's: memory, registration, more collectives
+  const std::string oldFolder = folderOf(oldStandinLibrary());
+  ChildRun alone;
+  alone.program = handleDriverProgram();
+  alone.args = {"libnccl.so.2", "forwarded"};
+  alone.args.insert(alone.args.end(), absent.begin(), absent.end());
+  alone.env = {"LD_LIBRARY_PATH=" + oldFolder};
+  alone.preload = false;
+  const ChildResult expected = runChild(alone);
+  REQUIRE(expected.exitCode == 3);
+  for (const std::string& name : absent) CHECK(linesWith(expected.out, {name + " missing"}).size() == 1);
+  for (Route route : {Route::Dropin, Route::Audit, Route::PreloadAndAudit}) {
     INFO(routeName(route));
-    const ChildResult run = runForwarded(route, twice, {}, folderOf(oldStandinLibrary()));
+    const ChildResult run = runForwarded(route, "libnccl.so.2", absent, {}, oldFolder);
+    INFO(run.out << run.err);
+    CHECK(run.exitCode == expected.exitCode);
+    CHECK(run.out == expected.out);
+    CHECK(carLines(run.err, "WARN").empty());
+  }
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  // Hooks of newer functions answer for themselves: ncclInvalidUsage, one WARN each, twice called.
+  const std::vector<std::string> hooked = {"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig",
+                                           "ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig"};
+  for (Route route : {Route::Dropin, Route::Audit}) {
+    INFO(routeName(route));
+    const ChildResult run = runForwarded(route, "libnccl.so.2", hooked, {}, oldFolder);
     INFO(run.out << run.err);
     REQUIRE(run.exitCode == 0);
-    for (const std::string& name : names) {
+    for (const std::string& name : {"ncclCommGrow", "ncclCommSuspend", "ncclAllReduceConfig"}) {
       INFO(name);
       CHECK(linesWith(run.err, {"NCCL-CAR WARN", name + " is not in the real NCCL"}).size() == 1);
-      for (const std::string& line : splitLines(run.log)) CHECK(line.rfind(name + " ", 0) != 0);  // never reached it
-      if (returningNothing().count(name) != 0) continue;
-      std::vector<std::string> results;
-      for (const std::string& line : splitLines(run.out)) {
-        if (line.rfind(name + " ", 0) == 0) results.push_back(line.substr(name.size() + 1));
-      }
-      REQUIRE(results.size() == 2);
-      for (const std::string& result : results) {
-        if (result.rfind("value=", 0) == 0) CHECK(result.find("is_not_available") != std::string::npos);  // a text
-        else CHECK(result == "result=" + std::to_string(ncclInvalidUsage));
-      }
+      CHECK(linesWith(run.out, {name + " result=" + std::to_string(ncclInvalidUsage)}).size() == 2);
+      for (const std::string& line : splitLines(run.log)) CHECK(line.rfind(name + " ", 0) != 0);  // never reached
     }
-    CHECK(carLines(run.err, "WARN").size() == names.size());
+    CHECK(carLines(run.err, "WARN").size() == 3);
   }
+#endif
 }

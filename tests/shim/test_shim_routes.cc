@@ -4,6 +4,8 @@
 // follow the caller's init in the stand-in's log); "not reached" means NCCL saw nothing but
 // the caller's own calls.
 #include <catch2/catch.hpp>
+#include <limits.h>
+#include <stdlib.h>
 #include <nccl.h>
 
 #include "call_checks.h"
@@ -98,6 +100,103 @@ TEST_CASE("routes: a program linked against libnccl.so.2 reaches our hooks throu
   }
 }
 
+namespace {
+
+// A device-API run (shim_driver or shim_handle_driver "device-api", or the ctypes client):
+// every step reached NCCL once with its arguments and answered 0, and our hook saw the
+// all-reduce (forwarded: a one-rank communicator is not ours).
+void checkDeviceApiReached(const ChildResult& run) {
+  INFO(run.out << run.err);
+  REQUIRE(run.exitCode == 0);
+  checkSetupPlacement(checkSteps(run), {"init"});
+  const Outputs outputs = parseOutputs(run.out);
+  for (const char* label : {"devcreate", "ar", "devdestroy"}) {
+    INFO(label);
+    CHECK(outputs.at(label).get("result") == "0");
+  }
+  const std::string comm = outputs.at("init").get("made");
+  REQUIRE(infoAbout(run.err, comm, "released:").size() == 1);
+  CHECK(infoAbout(run.err, comm, "released:")[0].find("forwarded 1 (ineligible-comm=1)") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("routes: a program linked against NCCL that binds functions nccl.h lacks (the device API, as PyTorch's "
+          "libtorch_cuda.so does) starts, and reaches them and our hooks, through every route",
+          "[shim][routes][deviceapi]") {
+  for (Route route : {Route::Preload, Route::Dropin, Route::Audit, Route::PreloadAndAudit}) {
+    INFO(routeName(route));
+    checkDeviceApiReached(runThrough(route, driverProgram(), {"device-api"}, {"NCCL_CAR_DEBUG=INFO"}));
+  }
+}
+
+TEST_CASE("routes: a program that dlopens NCCL, by name or by path, finds functions nccl.h lacks and our hooks on "
+          "its handle through the drop-in folder and LD_AUDIT", "[shim][routes][deviceapi]") {
+  const std::vector<std::pair<Route, std::string>> reaching = {{Route::Dropin, "libnccl.so.2"},
+                                                               {Route::Audit, "libnccl.so.2"},
+                                                               {Route::Audit, standinLibrary()},
+                                                               {Route::PreloadAndAudit, "libnccl.so.2"}};
+  for (const auto& [route, library] : reaching) {
+    INFO(routeName(route) << ", dlopen(\"" << library << "\")");
+    checkDeviceApiReached(
+        runThrough(route, handleDriverProgram(), {library, "device-api"}, {"NCCL_CAR_DEBUG=INFO"}));
+  }
+  // LD_PRELOAD leaves the handle the real NCCL's: the device API answers, our hooks see nothing.
+  const ChildResult run = runThrough(Route::Preload, handleDriverProgram(), {"libnccl.so.2", "device-api"});
+  CHECK(run.exitCode == 0);
+  checkNotReached(run);
+}
+
+namespace {
+
+// `nccl-car run --mode <mode> --lib <ours> --nccl-lib <the stand-in> -- <command>`.
+ChildResult runTool(const std::string& mode, const std::vector<std::string>& command) {
+  ChildRun run;
+  run.program = pythonProgram();
+  // The real NCCL named: found otherwise, the tool would load it (as doctor does) and its
+  // version query would be in the stand-in's log before the program's first step.
+  run.args = {toolProgram(), "run", "--mode", mode, "--lib", shimLibrary(), "--nccl-lib", standinLibrary(), "--"};
+  run.args.insert(run.args.end(), command.begin(), command.end());
+  run.env = {"LD_LIBRARY_PATH=" + folderOf(standinLibrary())};
+  run.preload = false;
+  return runChild(run);
+}
+
+}  // namespace
+
+TEST_CASE("routes: nccl-car run, in every mode, brings the library to a linked program, a program that dlopens "
+          "NCCL and a ctypes client, which reach the device API as well; its summary counts what they did",
+          "[shim][routes][deviceapi][tool]") {
+  const std::vector<std::string> linked = {driverProgram(), "device-api"};
+  const std::vector<std::string> opener = {handleDriverProgram(), "libnccl.so.2", "device-api"};
+  const std::vector<std::string> ctypes = {pythonProgram(), ctypesClient(), "libnccl.so.2"};
+  for (const std::string mode : {"preload", "audit", "dropin", "auto"}) {
+    for (const std::vector<std::string>& command : {linked, opener, ctypes}) {
+      INFO("nccl-car run --mode " << mode << " -- " << command[0] << " " << command[1]);
+      const ChildResult run = runTool(mode, command);
+      INFO(run.out << run.err);
+      REQUIRE(run.exitCode == 0);
+      const Outputs outputs = parseOutputs(run.out);
+      CHECK(outputs.at("devcreate").get("result") == "0");
+      CHECK(outputs.at("devdestroy").get("result") == "0");
+      // LD_PRELOAD does not reach a handle: the tool says so, and what to try. Without
+      // --mode it takes LD_PRELOAD for shim_handle_driver too: nothing in that file names
+      // NCCL (the name is its argument), unlike the ctypes client's script.
+      const bool preloaded = mode == "preload" || (mode == "auto" && command == opener);
+      const bool reached = !(preloaded && command != linked);
+      if (reached) {
+        checkSetupPlacement(checkSteps(run), {"init"});
+        CHECK(linesWith(run.err, {"nccl-car: 1 process(es); 1 communicator(s)"}).size() == 1);
+        CHECK(linesWith(run.err, {"  forwarded to NCCL: 1 call(s) (ineligible-comm 1)"}).size() == 1);
+      } else {
+        checkSetupPlacement(checkSteps(run), {});
+        CHECK(linesWith(run.err, {"nccl-car: no communicator reached the library"}).size() == 1);
+        CHECK(linesWith(run.err, {"  try: --mode audit"}).size() == 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("routes: a Python ctypes client reaches our hooks through the drop-in folder and LD_AUDIT, and its "
           "other calls reach NCCL unchanged with their results", "[shim][routes][ctypes]") {
   const std::vector<std::string> forced = {"NCCL_CAR_DEBUG=INFO", "STANDIN_NCCL_RESULT_ncclBroadcast=6",
@@ -113,6 +212,9 @@ TEST_CASE("routes: a Python ctypes client reaches our hooks through the drop-in 
     CHECK(outputs.at("bcast").get("result") == "6");
     CHECK(outputs.at("register").get("result") == "3");
     CHECK(outputs.at("errstr").get("value") == "standin:_invalid_usage");
+    // Functions nccl.h lacks, which the library does not export: the real NCCL's own.
+    CHECK(outputs.at("devcreate").get("result") == "0");
+    CHECK(outputs.at("devdestroy").get("result") == "0");
     // Our hook counted the all-reduce (forwarded: a one-rank communicator is not ours).
     const std::string comm = outputs.at("init").get("made");
     REQUIRE(infoAbout(run.err, comm, "released:").size() == 1);
@@ -135,7 +237,8 @@ TEST_CASE("routes: the real NCCL, where the build found one, answers through LD_
       "version = ctypes.c_int()\n"
       "print('version', nccl.ncclGetVersion(ctypes.byref(version)), version.value)\n"
       "nccl.ncclGetErrorString.restype = ctypes.c_char_p\n"
-      "print('text', nccl.ncclGetErrorString(5).decode())\n";
+      "print('text', nccl.ncclGetErrorString(5).decode())\n"
+      "print('group', nccl.ncclGroupStart(), nccl.ncclGroupEnd())\n";  // hooks: they find the real NCCL
   const std::string folder = folderOf(real);
   ChildRun alone;
   alone.program = pythonProgram();
@@ -145,6 +248,7 @@ TEST_CASE("routes: the real NCCL, where the build found one, answers through LD_
   const ChildResult expected = runChild(alone);
   REQUIRE(expected.exitCode == 0);
   REQUIRE(linesWith(expected.out, {"version 0 "}).size() == 1);
+  REQUIRE(linesWith(expected.out, {"group 0 0"}).size() == 1);
   for (const auto& [route, library] : std::vector<std::pair<Route, std::string>>{
            {Route::Audit, "libnccl.so.2"}, {Route::Audit, real}, {Route::Dropin, "libnccl.so.2"}}) {
     INFO(routeName(route) << ", " << library);
@@ -152,6 +256,9 @@ TEST_CASE("routes: the real NCCL, where the build found one, answers through LD_
         runThrough(route, pythonProgram(), {"-c", probe, library}, {"NCCL_CAR_DEBUG=INFO"}, folder);
     CHECK(run.exitCode == 0);
     CHECK(run.out == expected.out);
-    CHECK(linesWith(run.err, {"NCCL-CAR INFO real NCCL found as"}).size() == 1);  // through us
+    // The group calls came through our hooks, which found that very file behind the front.
+    char file[PATH_MAX];
+    REQUIRE(realpath(real.c_str(), file) != nullptr);
+    CHECK(linesWith(run.err, {"NCCL-CAR INFO real NCCL found as", file}).size() == 1);
   }
 }

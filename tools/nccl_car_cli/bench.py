@@ -272,9 +272,12 @@ def _doubling(low, high):
 def prerequisites(args):
     """(driver, library): what is missing, in the order a user would fix it."""
     library, source = paths.library_location(args.lib, os.environ)
-    name, program = _choose_program(args, library)
+    # The library first: the benchmark program is looked for beside it.
     if not os.path.isfile(library):
         raise MissingPrerequisite(paths.library_missing_message(library, source))
+    if not paths.is_shared_library(library):
+        raise MissingPrerequisite(f"{library} (from {source}) is not a shared library: it takes libnccl-car.so")
+    name, program = _choose_program(args, library)
     require_nccl_file(args.nccl)
     if name == CarNcclBench.name:
         if args.one_gpu:

@@ -272,13 +272,14 @@ def table_line(table):
 
 
 def routes_report(library_path, command):
-    """What decides the mode of `nccl-car run`: the audit module and drop-in folder beside
-    the library, the known packages this Python has, and the mode for `command` if given."""
+    """What decides the mode of `nccl-car run`: the audit module and the front beside the
+    library, the known packages this Python has, and the mode for `command` if given."""
     audit = paths.audit_module_for(library_path)
+    front = paths.companion(library_path, "front")
     packages = routes.installed_packages(importlib.util.find_spec, importlib.metadata.version)
     chosen = routes.choose(command) if command else None
     return {"audit_module": {"path": audit, "exists": os.path.isfile(audit)},
-            "dropin_folder": paths.dropin_folder_for(library_path),
+            "front": {"path": front, "exists": os.path.isfile(front)},
             "packages": [{"name": name, "version": version, "nccl": kind} for name, version, kind in packages],
             "command": {"words": command, "mode": chosen[0], "why": chosen[1]} if chosen else None}
 
@@ -336,12 +337,12 @@ def _matrix_lines(gpus):
 
 
 def _routes_lines(found):
-    audit = found["audit_module"]
-    dropin = found["dropin_folder"] or "none (nccl-car run --mode dropin makes a temporary one)"
+    audit, front = found["audit_module"], found["front"]
+    missing = "NOT FOUND, build it with scripts/build.sh"
     lines = [f"modes:     preload (LD_PRELOAD) for programs linked against libnccl.so.2; for programs that "
-             f"load NCCL themselves, audit (LD_AUDIT={audit['path']}: "
-             f"{'found' if audit['exists'] else 'NOT FOUND, build it with scripts/build.sh'}) or dropin "
-             f"(folder {dropin})"]
+             f"load NCCL themselves, audit (LD_AUDIT={audit['path']}: {'found' if audit['exists'] else missing}) "
+             f"or dropin (a folder nccl-car dropin makes), both through the front {front['path']} "
+             f"({'found' if front['exists'] else missing})"]
     for package in found["packages"]:
         version = f" {package['version']}" if package["version"] else ""
         if package["nccl"] == "loads":

@@ -144,12 +144,13 @@ def header_note(real_version, header_version):
     real, header = (tuple(int(part) for part in v.split(".")) for v in (real_version, header_version))
     if real > header:
         return ("warning", f"NCCL {real_version} is newer than the nccl.h {header_version} libnccl-car.so was built "
-                           f"against: a program that loads NCCL itself (--mode audit or dropin) gets our "
-                           f"libnccl.so.2, which lacks the functions NCCL added after {header_version}; rebuild "
-                           f"against NCCL {real_version}'s nccl.h (NCCL_HOME=<its folder> scripts/build.sh), or run "
-                           f"programs that link NCCL with --mode preload")
+                           f"against: the functions NCCL added after {header_version} reach NCCL past the library, "
+                           f"among them any it hooks when built against a newer nccl.h (ncclCommGrow, "
+                           f"ncclCommSuspend: our side would not see them); rebuild against NCCL {real_version}'s "
+                           f"nccl.h (NCCL_HOME=<its folder> scripts/build.sh)")
     return ("note", f"NCCL {real_version} is older than the nccl.h {header_version} libnccl-car.so was built "
-                    f"against: the functions added after {real_version} return ncclInvalidUsage, one WARN each")
+                    f"against: the library's hooks of functions added after {real_version} return "
+                    f"ncclInvalidUsage, one WARN each; the other functions are NCCL's own")
 
 
 def _loaded_path(library):
@@ -196,7 +197,7 @@ def locate_nccl(env, search_path, load=ctypes.CDLL, exclude=None):
         if target != NCCL_SONAME and not os.path.isfile(target):
             result["tried"].append({"source": source, "target": target, "error": "no such file"})
             continue
-        # Our drop-in libnccl.so.2 too: it loads the library (not even into the tool, then).
+        # Our front too (a drop-in folder's libnccl.so.2): it loads the library (not even into the tool, then).
         if ours and target != NCCL_SONAME and paths.loads_library(target, ours):
             result["tried"].append({"source": source, "target": target, "error": "is libnccl-car.so itself"})
             continue
@@ -210,7 +211,9 @@ def locate_nccl(env, search_path, load=ctypes.CDLL, exclude=None):
             continue
         result["tried"].append({"source": source, "target": target, "error": None})
         result["source"] = source
-        result["path"] = _loaded_path(target) if target == NCCL_SONAME else os.path.abspath(target)
+        # By name, the file ncclGetVersion comes from: behind a front on LD_LIBRARY_PATH, the real one.
+        by_name = target == NCCL_SONAME
+        result["path"] = (_file_of(handle) or _loaded_path(target)) if by_name else os.path.abspath(target)
         try:
             result["version"] = _version_of(handle)
         except AttributeError:

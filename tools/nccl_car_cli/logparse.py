@@ -5,6 +5,8 @@
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: not eligible: <why>
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 released: taken 1shot=9
         2shot=2 1stage=0 2stage=1 (1052688 bytes) forwarded 4 (op=1 too-large=3)
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 alive at exit: taken ... forwarded ...
+        (never destroyed: its counts when the process exited; summed like released: lines)
     host:pid:tid [dev] file.cc:123 NCCL-CAR WARN <text>
     host:pid:tid [-1] NCCL-CAR INFO real NCCL found as <where>   (first NCCL call of a process)
     host:pid:tid [-1] NCCL-CAR INFO audit: <file> is served by <libnccl-car.so>; ...
@@ -24,7 +26,7 @@ from .units import format_size
 _LINE = re.compile(r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>-?\d+)\] "
                    r"(?:(?P<where>\S+:\d+) )?NCCL-CAR (?P<level>WARN|INFO|TRACE) (?P<text>.*)")
 _COMM = re.compile(r"comm (?P<comm>\S+) rank (?P<rank>\d+)/(?P<ranks>\d+) "
-                   r"(?P<event>setup|released): (?P<detail>.*)")
+                   r"(?P<event>setup|released|alive at exit): (?P<detail>.*)")
 # At TRACE, one line per call our kernels take: counts even for communicators never
 # released (JAX never destroys its own). Older libraries left the op out.
 _TRACED = re.compile(r"rank (?P<rank>\d+) (?P<collective>[a-z-]+) (?P<count>\d+) x (?P<type>\S+)(?: (?P<op>[a-z]+))? "
@@ -83,6 +85,7 @@ class LogTally:
         self.pcie_untuned = 0           # eligible PCIe communicator ranks no choice table measured
         self.not_eligible = Counter()   # reason -> ranks
         self.releases = 0
+        self.alive_at_exit = 0          # released: lines that came at exit instead (never destroyed)
         self.taken = Counter()          # kernel name ("1shot", ...) -> calls, in the library's order
         self.released = []              # per released: line, its own kernel -> calls
         self.traced = Counter()         # kernel -> calls, from TRACE lines
@@ -120,7 +123,7 @@ class LogTally:
         if comm["event"] == "setup":
             self._feed_setup(key, comm, line)
         else:
-            self._feed_released(key, comm["detail"], line)
+            self._feed_released(key, comm["detail"], line, at_exit=comm["event"] == "alive at exit")
 
     def _feed_setup(self, key, comm, line):
         detail = comm["detail"]
@@ -142,12 +145,15 @@ class LogTally:
             self.communicators += 1
         self._open.add(key)
 
-    def _feed_released(self, key, detail, line):
+    def _feed_released(self, key, detail, line, at_exit):
         released = _RELEASED.fullmatch(detail)
         if released is None:
             self.not_understood.append(line.strip())
             return
-        self.releases += 1
+        if at_exit:
+            self.alive_at_exit += 1
+        else:
+            self.releases += 1
         self._open.discard(key)
         taken = Counter({kernel: int(count) for kernel, count in _REASON.findall(released["kernels"])})
         self.released.append(taken)
@@ -187,12 +193,15 @@ class LogTally:
                             sorted(self.forward_reasons.items(), key=lambda item: (-item[1], item[0])))
         lines.append(f"  forwarded to NCCL: {self.forwarded} call(s)" +
                      (f" ({reasons})" if reasons else ""))
-        if self.setups and self.releases == 0:
-            lines.append("  no communicator was released: counts come only at "
-                         "ncclCommDestroy, which the program did not reach")
+        if self.alive_at_exit:
+            lines.append(f"  {self.alive_at_exit} communicator rank(s) alive at exit (never destroyed): "
+                         "counted above from their counts at exit")
+        if self.setups and self.releases == 0 and self.alive_at_exit == 0:
+            lines.append("  no communicator was released: counts come at ncclCommDestroy or at exit, "
+                         "which the program did not reach (killed, or _exit)")
         elif self.never_released:
-            lines.append(f"  {self.never_released} communicator rank(s) never released "
-                         "(no ncclCommDestroy?): their calls are not counted above")
+            lines.append(f"  {self.never_released} communicator rank(s) never released nor seen at exit "
+                         "(killed, or _exit?): their calls are not counted above")
         lines.append(f"  WARN lines: {len(self.warnings)}")
         lines.extend(f"    {text}" for text in self.warnings[:_WARN_EXAMPLES])
         if len(self.warnings) > _WARN_EXAMPLES:

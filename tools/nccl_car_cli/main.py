@@ -3,12 +3,13 @@
 import argparse
 import sys
 
-from . import bench, doctor, run, tune
+from . import bench, doctor, dropin, run, tune
 from .errors import EXIT_USAGE, CliError, UsageError
 
 SUBCOMMANDS = {
     "doctor": (doctor, "what this machine offers and what the library would do here"),
     "run": (run, "run a command with the library loaded, then summarise what it did"),
+    "dropin": (dropin, "make a drop-in folder: a libnccl.so.2 that puts the library in front of the real NCCL"),
     "bench": (bench, "nccl-car against NCCL's best configuration, side by side"),
     "tune": (tune, "measure this machine and write the choice table the library follows"),
 }

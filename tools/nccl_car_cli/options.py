@@ -1,6 +1,7 @@
 """argparse types shared by the subcommands: they turn a bad value into a usage error."""
 
 import argparse
+import os
 import shlex
 
 from .units import parse_size
@@ -34,6 +35,24 @@ def int_between(low, high):
 
 def positive_int(text):
     return int_between(1, 1 << 31)(text)
+
+
+def integer(text):
+    """Any whole number: for an option whose range is the library's, which checks it
+    (library_query.refuse_ignored) and states it once."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number '{text}'") from None
+
+
+def existing_file(what):
+    """A path that must name a file, `what` saying what it takes."""
+    def parse(text):
+        if not os.path.isfile(text):
+            raise argparse.ArgumentTypeError(f"{text}: no such file (it takes {what}); nothing was run")
+        return text
+    return parse
 
 
 def words(text):

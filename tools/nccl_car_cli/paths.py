@@ -1,12 +1,16 @@
 """Where the tool, its repository and the library are; how LD_PRELOAD names the library;
-what the build or the install puts beside it (the audit module, the drop-in folder, the
-query program, the benchmark)."""
+what the build or the install puts beside it (the audit module, the front, the query
+program, the benchmark)."""
 
 import os
 import re
 
 
 LIBRARY_NAME = "libnccl-car.so"
+# The front's two dependencies, as shim/CMakeLists.txt names them (tests/cli/test_install_paths.py
+# reads them off the built front): the library, then the real NCCL under a private name.
+FRONT_OUR_LIBRARY = LIBRARY_NAME
+FRONT_REAL_NCCL = "libnccl-car-real.so.2"
 # realpath: a symlink to tools/nccl-car placed on PATH still finds the repository.
 PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 TOOLS_DIR = os.path.dirname(PACKAGE_DIR)
@@ -22,7 +26,7 @@ _INSTALLED_FROM_PACKAGE = (os.path.join("lib", LIBRARY_NAME), os.path.join("..",
 # then where the install does (P/lib/, with P/bin/ beside it).
 _COMPANIONS = {
     "audit": ("libnccl-car-audit.so",),
-    "dropin": ("dropin", os.path.join("nccl-car", "dropin")),
+    "front": (os.path.join("nccl-car", "front", "libnccl.so.2"),),
     "query": (os.path.join("..", "tools", "nccl_car_query"), os.path.join("..", "bin", "nccl_car_query")),
     "bench": (os.path.join("..", "tests", "car_nccl_bench"), os.path.join("..", "bin", "car_nccl_bench")),
 }
@@ -57,7 +61,7 @@ def library_location(option, env):
 
 
 def companion(library, name):
-    """The file `name` (audit, dropin, query, bench) beside `library`: the first of the build's
+    """The file `name` (audit, front, query, bench) beside `library`: the first of the build's
     and the install's places that exists, else where it would be for this kind of folder."""
     folder = os.path.dirname(library)
     places = [os.path.normpath(os.path.join(folder, relative)) for relative in _COMPANIONS[name]]
@@ -65,6 +69,16 @@ def companion(library, name):
         if os.path.exists(place):
             return place
     return places[0] if os.path.basename(folder) == "shim" else places[-1]
+
+
+def is_shared_library(path):
+    """Whether `path` is an ELF shared object (e_type ET_DYN), as libnccl-car.so is."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(18)
+    except OSError:
+        return False
+    return len(head) == 18 and head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 3
 
 
 def library_missing_message(path, source):
@@ -99,19 +113,11 @@ def audit_module_for(library):
 
 
 def loads_library(path, library):
-    """Whether loading `path` loads `library`: it is that file (or a link to it), or a drop-in
-    libnccl.so.2 of ours, an empty library that needs it by name (shim/CMakeLists.txt)."""
+    """Whether loading `path` loads `library`: it is that file (or a link to it), or a front
+    of ours (or a drop-in folder's link to one), an empty library that needs it by name
+    (shim/CMakeLists.txt)."""
     return (os.path.realpath(path) == os.path.realpath(library)
             or os.path.basename(library) in _needed_libraries(path))
-
-
-def dropin_folder_for(library):
-    """The build's or the install's folder whose libnccl.so.2 loads `library`, or None. That
-    file is an empty library that needs the library by name and finds it in the folder above
-    (shim/CMakeLists.txt), or, in builds made before, a link to it."""
-    folder = companion(library, "dropin")
-    entry = os.path.join(folder, "libnccl.so.2")
-    return folder if os.path.exists(entry) and loads_library(entry, library) else None
 
 
 def path_list_with(value, entry):

@@ -3,10 +3,11 @@
   preload  LD_PRELOAD: programs linked against libnccl.so.2 (PyTorch, CuPy, nccl-tests, MPI
            programs). It does not reach a program that loads NCCL itself with dlopen and
            calls it through that handle.
-  audit    LD_AUDIT=libnccl-car-audit.so: every load of NCCL gets libnccl-car.so, by name or
-           by path (JAX/XLA, TensorFlow, XGBoost, ctypes bindings such as vLLM's PyNccl).
-  dropin   a folder whose libnccl.so.2 is libnccl-car.so, first on LD_LIBRARY_PATH: loads by
-           name only, for where LD_AUDIT cannot be used.
+  audit    LD_AUDIT=libnccl-car-audit.so: every load of NCCL gets the front (libnccl-car.so
+           in front of the real NCCL), by name or by path (JAX/XLA, TensorFlow, XGBoost, ctypes
+           bindings such as vLLM's PyNccl).
+  dropin   a drop-in folder (dropin.py) first on LD_LIBRARY_PATH: loads by name only, for
+           where LD_AUDIT cannot be used.
 
 choose() reads the command (executables, Python scripts, `-m` modules) without running it;
 an executable's file says whether it names libnccl in DT_NEEDED (linked: the loader loads
@@ -18,10 +19,8 @@ import os
 import re
 import shutil
 import struct
-import sys
-import tempfile
 
-from . import host_probe, paths
+from . import paths
 
 MODES = ("auto", "preload", "audit", "dropin")
 
@@ -199,20 +198,3 @@ def environment_for(base, mode, library, dropin_folder=None):
     else:
         env["LD_LIBRARY_PATH"] = paths.path_list_with(base.get("LD_LIBRARY_PATH"), dropin_folder)
     return env
-
-
-def dropin_folder(library, made):
-    """The build's drop-in folder, or a temporary one (added to `made`, removed after the run)."""
-    folder = paths.dropin_folder_for(library)
-    if folder is None:
-        folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
-        os.symlink(library, os.path.join(folder, "libnccl.so.2"))
-        made.append(folder)
-    return folder
-
-
-def real_nccl_for_dropin(env, library):
-    """The real libnccl.so.2 as doctor finds it (Python wheels included, which the library
-    cannot see), never the library itself; None when there is none."""
-    found = host_probe.locate_nccl(env, sys.path, exclude=library)
-    return found["path"] if found["path"] and os.path.isabs(found["path"]) else None

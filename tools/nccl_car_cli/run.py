@@ -7,8 +7,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
-from . import library_query, options, paths, routes
+from . import dropin, library_query, options, paths, routes
 from .errors import MissingPrerequisite, UsageError
 from .logparse import LogTally
 
@@ -21,9 +22,10 @@ INFO at least, since the summary is built from INFO lines.
 
 --mode says how the library gets in: preload (LD_PRELOAD: programs linked against
 libnccl.so.2, such as PyTorch, CuPy, nccl-tests), audit (LD_AUDIT: programs that load NCCL
-themselves, such as JAX, TensorFlow, XGBoost, ctypes bindings), dropin (a folder whose
-libnccl.so.2 is the library, first on LD_LIBRARY_PATH), or auto (the default): audit when
-the command shows a program that loads NCCL itself, else preload.
+themselves, such as JAX, TensorFlow, XGBoost, ctypes bindings), dropin (a temporary drop-in
+folder first on LD_LIBRARY_PATH, made for the real NCCL of --nccl-lib, else the one doctor
+finds: see nccl-car dropin), or auto (the default): audit when the command shows a program
+that loads NCCL itself, else preload.
 
 exit codes: the command's own exit code (128+N when killed by signal N), 126 when the
 command cannot be executed, 127 when it is not found; before the command starts,
@@ -49,13 +51,13 @@ def add_arguments(parser):
                         help="auto or a kernel name -> NCCL_CAR_ALGO")
     parser.add_argument("--max-bytes", type=options.size, metavar="SIZE",
                         help="largest all-reduce taken, e.g. 8M or 512K (binary) -> NCCL_CAR_MAX_BYTES")
-    parser.add_argument("--max-blocks", type=options.positive_int, metavar="N",
-                        help="CUDA blocks per kernel -> NCCL_CAR_MAX_BLOCKS")
+    parser.add_argument("--max-blocks", type=options.integer, metavar="N",
+                        help="CUDA blocks per kernel -> NCCL_CAR_MAX_BLOCKS (the library states its range)")
     parser.add_argument("--disable", action="store_true",
                         help="forward every call to NCCL -> NCCL_CAR_DISABLE=1")
     parser.add_argument("--debug", metavar="LEVEL",
                         help="WARN, INFO or TRACE -> NCCL_CAR_DEBUG (WARN is raised to INFO)")
-    parser.add_argument("--nccl-lib", metavar="PATH",
+    parser.add_argument("--nccl-lib", metavar="PATH", type=options.existing_file("the path of the real libnccl.so.2"),
                         help="the real libnccl.so.2 to forward to -> NCCL_CAR_NCCL_LIB")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the program to run, after --")
@@ -170,6 +172,9 @@ def execute(args):
         print(f"nccl-car run: {note}", file=sys.stderr)
     if not os.path.isfile(library):
         raise MissingPrerequisite(paths.library_missing_message(library, source))
+    if not paths.is_shared_library(library):
+        raise MissingPrerequisite(f"{library} (from {source}) is not a shared library: it takes libnccl-car.so; "
+                                  "nothing was run")
     mode = _choose_mode(args, command)
     if mode == "audit" and not os.path.isfile(paths.audit_module_for(library)):
         raise MissingPrerequisite(f"--mode audit needs {paths.audit_module_for(library)} beside the library: "
@@ -180,12 +185,13 @@ def execute(args):
 
     made = []
     try:
-        dropin = routes.dropin_folder(library, made) if mode == "dropin" else None
-        env = child_environment(os.environ, args, library, mode, dropin)
-        if mode == "dropin" and "NCCL_CAR_NCCL_LIB" not in env:
-            real = routes.real_nccl_for_dropin(os.environ, library)
-            if real:
-                env["NCCL_CAR_NCCL_LIB"] = real
+        folder = None
+        if mode == "dropin":
+            real, _how = dropin.real_nccl(args.nccl_lib, os.environ, library)
+            folder = tempfile.mkdtemp(prefix="nccl-car-dropin-")
+            made.append(folder)
+            dropin.make(folder, library, real)
+        env = child_environment(os.environ, args, library, mode, folder)
         return _run(command, env, mode)
     finally:
         for folder in made:
@@ -212,9 +218,14 @@ def _run(command, env, mode):
     code = 128 - returncode if returncode < 0 else returncode
     how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with {returncode}"
     print(f"nccl-car run: {command[0]} {how}", file=sys.stderr)
-    unreached = [] if library_query.library_disabled(env) else unreached_lines(tally, mode)
+    disabled = library_query.library_disabled(env)
+    unreached = [] if disabled else unreached_lines(tally, mode)
     # Silence says nothing more than the lines that explain it.
     summary = tally.summary_lines() if tally.library_lines or not unreached else []
+    if disabled:
+        summary = [f"nccl-car run: NCCL_CAR_DISABLE={env['NCCL_CAR_DISABLE']} (--disable, or the environment) "
+                   "switched the library off: every NCCL call went to NCCL untouched, so nothing was set up "
+                   "or counted below (leave it unset for the library to take calls)"] + summary
     for line in summary + unreached:
         print(line, file=sys.stderr)
     return code

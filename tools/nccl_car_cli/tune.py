@@ -181,12 +181,18 @@ class Setup:
         return [Config(NCCL)] + [Config(c.name, with_car=True, car_variables=c.car_variables +
                                         (("NCCL_CAR_TABLE", table),)) for c in ours]
 
+    def chosen(self, args):
+        """(collectives, type families) of --collectives and --families, checked against the
+        library's own: before the GPUs are counted, so that a wrong option is said first."""
+        families = [entry["name"] for entry in self.policy["type_families"]]
+        return (_chosen(args.collectives, self.policy["collectives"], "collective"),
+                _chosen(args.families, families, "type family"))
+
     def groups(self, args, cases):
         """The groups to measure at each world size the library takes ({ranks: NVLINK or PCIE}),
         each marked with its case."""
-        collectives = _chosen(args.collectives, self.policy["collectives"], "collective")
+        collectives, chosen_families = self.chosen(args)
         families = {entry["name"]: entry["types"] for entry in self.policy["type_families"]}
-        chosen_families = _chosen(args.families, list(families), "type family")
         groups = []
         for world, links in cases.items():
             for collective in collectives:
@@ -382,8 +388,10 @@ class RunFailed(Exception):
 
 def execute(args):
     env = dict(os.environ)
-    ranks = _default_ranks(args)
+    # What the user can fix here first (the library, the programs, the options), then the GPUs.
     setup = Setup(args, env)
+    setup.chosen(args)
+    ranks = _default_ranks(args)
     tuner = Tuner(args, setup)
     try:
         return _tune(args, ranks, setup, tuner)

@@ -67,12 +67,14 @@ void setupEligible(Samples& samples, const Process& process, std::uintptr_t comm
   samples.end();
 }
 
-// The counts through CallStats::summary, the library's own writer of them.
+// The counts through CallStats::summary, the library's own writer of them: at a release, or
+// at exit for a communicator never destroyed.
 void released(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
-              const car::CallStats& stats) {
-  const std::string text =
-      car::logText(car::formatReleased, commName(comm, rank, ranks).c_str(), stats.summary().c_str());
-  JsonWriter& json = samples.begin("released", process, LogLevel::Info, text);
+              const car::CallStats& stats, bool atExit = false) {
+  const std::string name = commName(comm, rank, ranks);
+  const std::string text = atExit ? car::logText(car::formatAliveAtExit, name.c_str(), stats.summary().c_str())
+                                  : car::logText(car::formatReleased, name.c_str(), stats.summary().c_str());
+  JsonWriter& json = samples.begin(atExit ? "alive-at-exit" : "released", process, LogLevel::Info, text);
   json.key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
   json.key("taken").beginObject();
   for (int a = 0; a < car::kAlgorithmCount; ++a) {
@@ -195,6 +197,12 @@ void writeLogSamples(JsonWriter& json) {
     car::CallStats untuned;  // over PCIe before nccl-car tune measured it
     for (int n = 0; n < 7; ++n) untuned.countForwarded(car::ForwardReason::Untuned);
     released(samples, kSecond, 0x7f00bb00, 1, 4, untuned);
+    // A communicator never destroyed (JAX's), counted at exit.
+    setupEligible(samples, kSecond, 0x7f00cc00, 1, 2, true, true, 90);
+    car::CallStats neverDestroyed;
+    for (int n = 0; n < 7; ++n) neverDestroyed.countTaken(car::Algorithm::OneShotPush, 2048);
+    neverDestroyed.countForwarded(car::ForwardReason::TooLarge);
+    released(samples, kSecond, 0x7f00cc00, 1, 2, neverDestroyed, true);
 
     const char* nccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2";
     samples.begin("audit-served", kAudited, LogLevel::Info,

@@ -3,6 +3,7 @@
 from . import scenarios_rig  # noqa: F401  (each module registers its scenarios)
 from . import scenarios_nccl_tests  # noqa: F401
 from . import scenarios_python  # noqa: F401
+from . import scenarios_ways_in  # noqa: F401
 from . import scenarios_groups  # noqa: F401
 from . import scenarios_creation  # noqa: F401
 from . import scenarios_recovery  # noqa: F401

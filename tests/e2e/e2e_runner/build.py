@@ -16,10 +16,6 @@ class Build:
         return os.path.join(self.folder, "shim", "libnccl-car-audit.so")
 
     @property
-    def dropin_folder(self):
-        return os.path.join(self.folder, "shim", "dropin")
-
-    @property
     def query(self):
         """nccl_car_query, the library's answers (tools/query/), built into tools/."""
         return os.path.join(self.folder, "tools", "nccl_car_query")

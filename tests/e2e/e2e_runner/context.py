@@ -9,7 +9,7 @@ import tempfile
 
 from . import environments
 from .launch import Launch, run_one, run_together
-from .tools_path import REPO_ROOT
+from .tools_path import NCCL_CAR_TOOL, REPO_ROOT
 from nccl_car_cli.library_query import LibraryQuery, QueryUnavailable, kernels_by_collective  # noqa: E402
 
 MPS_SCRIPT = os.path.join(REPO_ROOT, "tests", "e2e", "mps.sh")
@@ -27,6 +27,7 @@ class Context:
         self.say = say
         self._mps_script = mps_script
         self._kernels = None
+        self._dropin = None
         os.makedirs(logs, exist_ok=True)
 
     @property
@@ -40,6 +41,17 @@ class Context:
                                        "names from it")
             self._kernels = kernels_by_collective(LibraryQuery(self.build.query).policy({}))
         return self._kernels
+
+    def dropin_folder(self):
+        """A drop-in folder for the build's library in front of the machine's NCCL, made once
+        by `nccl-car dropin` (as a user makes one) in the logs' folder."""
+        if self._dropin is None:
+            folder = os.path.join(self.logs, "dropin")
+            subprocess.run([self.machine.python, NCCL_CAR_TOOL, "dropin", "--lib", self.build.library, "--nccl-lib",
+                            os.path.join(self.machine.nccl_lib_dir, "libnccl.so.2"), folder],
+                           env=self.machine.env, check=True, stdout=subprocess.DEVNULL)
+            self._dropin = folder
+        return self._dropin
 
     def log(self, name):
         return os.path.join(self.logs, name + ".log")

@@ -6,7 +6,7 @@ library in), and JAX through `nccl-car run`."""
 import functools
 import os
 
-from . import environments
+from . import environments, ways_in
 from . import verdicts_frameworks as verdicts
 from .launch import TIMED_OUT, outcomes
 from .scenario import register
@@ -23,7 +23,7 @@ JAX_PSUM = os.path.join(_HERE, "jax_psum.py")
 TORCH_RIG = ("gpu", "mps", "nccl", "torch", "torchrun")
 
 
-def _torchrun(processes, script):
+def torchrun(processes, script):
     return ["torchrun", "--standalone", "--nproc-per-node", str(processes), script]
 
 
@@ -34,7 +34,7 @@ def _torch_rig_run(context, name, ranks, script):
     env = environments.with_nccl_home_first(env, context.machine.env)
     with context.mps():
         context.restart_mps()
-        return context.run_one(name, _torchrun(ranks, script), env, 400)
+        return context.run_one(name, torchrun(ranks, script), env, 400)
 
 
 def _torch_gpus_run(context, name, processes, script):
@@ -42,7 +42,7 @@ def _torch_gpus_run(context, name, processes, script):
     env = environments.with_library(context.gpu_env(), context.build.library, E2E_ONE_GPU_PER_RANK=1,
                                     PYTHONUNBUFFERED=1)
     env = environments.with_nccl_home_first(env, context.machine.env)
-    return context.run_one(name, _torchrun(processes, script), env, 300)
+    return context.run_one(name, torchrun(processes, script), env, 300)
 
 
 def torch_rig(context, ranks):
@@ -74,36 +74,33 @@ def torch_watchdog_abort(context):
                                     **_WATCHDOG_SETTINGS)
     with context.mps():
         context.restart_mps()
-        run = context.run_one("torch-abort", _torchrun(2, TORCH_ABORT), env, 60)
+        run = context.run_one("torch-abort", torchrun(2, TORCH_ABORT), env, 60)
     yield "2 ranks, one never joins", verdicts.torch_watchdog_abort(run.returncode, run.seconds, run.text, TIMED_OUT)
 
 
 def ctypes_command(context, mode, client):
-    """One rank's command line and extra environment when the library comes in by `mode`."""
-    build = context.build
-    if mode == "audit-name":
-        return client + ["libnccl.so.2"], {"LD_AUDIT": build.audit_module}
-    if mode == "audit-path":  # as JAX loads the NCCL wheel
-        return client + [os.path.join(context.machine.nccl_lib_dir, "libnccl.so.2")], {"LD_AUDIT": build.audit_module}
-    if mode == "dropin-name":  # the library finds the real NCCL itself, further down the path
-        path = context.rig_env()["LD_LIBRARY_PATH"]
-        return client + ["libnccl.so.2"], {"LD_LIBRARY_PATH": f"{build.dropin_folder}:{path}"}
-    if mode == "tool-auto":  # without --mode, the tool must choose audit
-        return [context.machine.python, NCCL_CAR_TOOL, "run", "--lib", build.library, "--"] + client + \
-            ["libnccl.so.2"], {}
-    return client + ["libnccl.so.2"], {"LD_PRELOAD": build.library}  # preload: must not reach it
+    """One rank's command line and extra environment when the library comes in by `mode`: a
+    way in (ways_in.py), the NCCL named (`-name`) or, as JAX loads the NCCL wheel, by its path
+    (`-path`)."""
+    way, _, named = mode.rpartition("-") if mode.endswith(("-name", "-path")) else (mode, "", "name")
+    library = os.path.join(context.machine.nccl_lib_dir, "libnccl.so.2") if named == "path" else "libnccl.so.2"
+    argv, env = ways_in.bring_in(context, way, client + [library], {})
+    if way == "dropin":  # the folder before the rig's path, where the real NCCL is
+        env["LD_LIBRARY_PATH"] = f"{context.dropin_folder()}:{context.rig_env()['LD_LIBRARY_PATH']}"
+    return argv, env
 
 
 CTYPES_MODES = ("audit-name", "audit-path", "dropin-name", "tool-auto", "preload")
 
 
-def _ctypes_run(context, mode, ranks, client=None, name="ctypes"):
+def ctypes_run(context, mode, ranks, client=None, name="ctypes", **settings):
     """`ranks` processes of a ctypes client (CTYPES_CLIENT unless named), the library brought in
-    by `mode`."""
+    by `mode`, `settings` added to their environment."""
     client = client or CTYPES_CLIENT
     extra = ctypes_command(context, mode, [])[1]
     env = dict(context.rig_env(), NCCL_CAR_DEBUG="INFO", NCCL_CAR_MAX_BLOCKS=str(context.rig_blocks(ranks)),
-               PYTHONUNBUFFERED="1", **extra)
+               PYTHONUNBUFFERED="1", **settings)
+    env.update(extra)
 
     def command_of(rank, id_file):
         return ctypes_command(context, mode, [context.machine.python, client, str(rank), str(ranks), id_file])[0]
@@ -118,7 +115,7 @@ def ctypes_client(context, mode):
     """ctypes_allreduce.py (NCCL from ctypes.CDLL, every function looked up on that handle),
     2 and 4 processes: 5 sizes up to 8 MiB x 3 types x 3 taken, one size forwarded."""
     for ranks in (2, 4):
-        finished = _ctypes_run(context, mode, ranks)
+        finished = ctypes_run(context, mode, ranks)
         yield f"{mode}, {ranks} ranks", verdicts.ctypes_client(mode, ranks, *outcomes(finished))
 
 
@@ -139,12 +136,12 @@ def torch_every_op_gpus(context):
 def jax_gpus(context):
     """jax_psum.py (XLA loads NCCL itself) in one process across the GPUs, through
     `nccl-car run`: without --mode (it must choose audit), and with --mode preload (which
-    cannot reach XLA's NCCL; the summary must say so)."""
+    cannot reach XLA's NCCL; the summary must say so). JAX never destroys its communicators:
+    the summary counts their calls from the lines they say at exit."""
     tool = [context.machine.python, NCCL_CAR_TOOL, "run", "--lib", context.build.library]
     program = ["--", context.machine.python, JAX_PSUM]
     env = dict(context.gpu_env(), PYTHONUNBUFFERED="1")
-    # TRACE: one line per call our kernels take (JAX never destroys its communicators).
-    run = context.run_one("jax-auto", tool + program, dict(env, NCCL_CAR_DEBUG="TRACE"), 900)
+    run = context.run_one("jax-auto", tool + program, env, 900)
     yield "nccl-car run (auto)", verdicts.jax_through_tool(run.returncode, run.text)
     run = context.run_one("jax-preload", tool + ["--mode", "preload"] + program, env, 900)
     yield "nccl-car run --mode preload", verdicts.jax_preloaded(run.returncode, run.text)
@@ -168,7 +165,7 @@ for _mode in CTYPES_MODES:
 def ctypes_config(context):
     """ctypes_allreduce_config.py under LD_AUDIT: ncclAllReduceConfig with a completion event
     and our kernel option, over NCCL 2.32 or newer."""
-    finished = _ctypes_run(context, "audit-name", 2, CTYPES_CONFIG_CLIENT, "ctypes-config")
+    finished = ctypes_run(context, "audit-name", 2, CTYPES_CONFIG_CLIENT, "ctypes-config")
     yield "audit-name, 2 ranks", verdicts.ctypes_config(2, *outcomes(finished))
 
 

@@ -237,6 +237,9 @@ def ctypes_client(mode, ranks, returncodes, logs):
         conditions += accelerated(seen, ranks)[0]
     if mode == "tool-auto":
         conditions.append(("nccl-car run chose mode audit", bool(lines_with(logs, "mode audit"))))
+    if mode.startswith("tool-"):
+        conditions.append(("nccl-car run's summary shows calls taken",
+                           bool(lines_matching(logs, r"^  taken: [1-9][0-9]* call\(s\)"))))
     return judged(conditions, f"exit {codes(returncodes)}, results right on {passed}/{ranks} ranks, {seen.eligible} "
                               f"eligible, {seen.taken_calls} calls taken",
                   lines_matching(logs, r"WRONG|failed|NCCL-CAR WARN")[:5])
@@ -275,17 +278,30 @@ def ctypes_config(ranks, returncodes, logs):
 def jax_through_tool(returncode, log):
     """tests/e2e/jax_psum.py under `nccl-car run` (no --mode): the tool chose LD_AUDIT, the
     sums are right, communicators were eligible and our kernels took calls. JAX never
-    destroys its communicators, so no released: line counts them: the TRACE lines do."""
+    destroys its communicators: their lines at exit count the calls, and the tool's summary
+    must show them taken (issue 47: it said "taken: 0 call(s)")."""
     seen = tally(log)
-    taken = sum(seen.traced.values())
+    summary = lines_matching([log], r"^  taken: [1-9][0-9]* call\(s\)")
     return judged([("exit 0", returncode == 0),
                    ("mode audit chosen", bool(lines_with([log], "mode audit"))),
                    ("every device's sums right", bool(lines_with([log], "devices: PASS"))),
                    ("communicators eligible", seen.eligible > 0),
-                   ("calls taken", taken > 0)],
-                  f"exit {returncode}, {seen.eligible} eligible, {taken} calls taken; "
-                  + "; ".join(lines_with([log], "jax psum")),
-                  lines_matching([log], r"^nccl-car|^  (taken|forwarded|not eligible|WARN lines)"))
+                   ("every communicator rank counted at exit", seen.alive_at_exit == seen.setups > 0),
+                   ("calls taken, counted at exit", seen.taken_calls > 0),
+                   ("the summary shows them taken", len(summary) == 1)],
+                  f"exit {returncode}, {seen.eligible} eligible, {seen.alive_at_exit} alive at exit, "
+                  f"{seen.taken_calls} calls taken; " + "; ".join(lines_with([log], "jax psum")),
+                  lines_matching([log], r"^nccl-car|^  (taken|forwarded|not eligible|WARN lines|\d+ communicator)"))
+
+
+def torch_imported(way, returncode, log):
+    """`import torch` by a way in: it imports (issue 47: under LD_AUDIT it failed with
+    "undefined symbol: ncclDevCommDestroy") and its NCCL answers its version."""
+    unbound = lines_matching([log], r"undefined symbol|symbol lookup error|cannot open shared object")
+    return judged([("exit 0", returncode == 0),
+                   ("imported, NCCL's version read", bool(lines_matching([log], r"^import torch: ok .* nccl True"))),
+                   ("every symbol bound", not unbound)],
+                  f"{way}: exit {returncode}; " + "; ".join(lines_with([log], "import torch")), unbound[:5])
 
 
 def jax_preloaded(returncode, log):

@@ -13,7 +13,7 @@ import cli_support
 import runner_support
 from fake_machine import FakeMachine, fake_nccl_tests, fake_build, fake_launchers, fake_mps, fake_torch_ops
 from runner_support import FAIL, PASS, SKIPPED
-from e2e_runner import scenarios_nccl_tests, scenarios_python
+from e2e_runner import scenarios_nccl_tests, scenarios_python, ways_in
 from e2e_runner.all_scenarios import SCENARIOS
 from e2e_runner.context import Context
 from e2e_runner.main import run_scenario
@@ -369,6 +369,18 @@ class ScenarioTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.mps_calls))
         self.assertFalse(os.path.exists(os.path.join(self.logs, "allreduce-2ranks")))
 
+    def test_every_way_in_for_the_programs_users_run_is_a_scenario_skipped_without_a_gpu(self):
+        """Issue 47's runs: import torch, a PyTorch all-reduce and a ctypes client with PyTorch,
+        by every way in."""
+        for name in ("ways-in-import-torch", "ways-in-torch-2ranks", "ways-in-ctypes-torch"):
+            with self.subTest(name=name):
+                self.said.clear()
+                self.assertEqual(self.run_scenario(name, machine=FakeMachine(gpus=0)), SKIPPED)
+                self.assertIn("needs a GPU, none visible", self.said[-1])
+        self.assertFalse(os.path.exists(self.mps_calls))
+        self.assertEqual(ways_in.WAYS, ("preload", "audit", "dropin", "tool-preload", "tool-audit", "tool-dropin",
+                                        "tool-auto"))
+
     def test_a_missing_library_fails(self):
         os.remove(self.build.library)
         self.assertEqual(self.run_scenario("allreduce-2ranks"), FAIL)
@@ -402,6 +414,7 @@ class CommandLineTest(unittest.TestCase):
             build = fake_build(folder, programs=())
             context = Context(build, FakeMachine(env={"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/usr/lib"}),
                               os.path.join(folder, "logs"))
+            context.dropin_folder = lambda: "/made/dropin"  # nccl-car dropin's, made once per run
             client = ["python3", "ctypes_allreduce.py", "0", "2", "id"]
 
             def mode(name):
@@ -411,10 +424,14 @@ class CommandLineTest(unittest.TestCase):
             self.assertEqual(mode("audit-path"), (client + ["/opt/nccl/lib/libnccl.so.2"],
                                                   {"LD_AUDIT": build.audit_module}))
             self.assertEqual(mode("dropin-name"), (client + ["libnccl.so.2"], {
-                "LD_LIBRARY_PATH": f"{build.dropin_folder}:/opt/nccl/lib:/usr/lib"}))
-            self.assertEqual(mode("tool-auto"), (["python3", NCCL_CAR_TOOL, "run", "--lib", build.library, "--"] +
-                                                 client + ["libnccl.so.2"], {}))
+                "LD_LIBRARY_PATH": "/made/dropin:/opt/nccl/lib:/usr/lib"}))
+            tool = ["python3", NCCL_CAR_TOOL, "run", "--lib", build.library]
+            self.assertEqual(mode("tool-auto"), (tool + ["--"] + client + ["libnccl.so.2"], {}))
+            for way in ("preload", "audit", "dropin"):
+                self.assertEqual(mode(f"tool-{way}"), (tool + ["--mode", way, "--"] + client + ["libnccl.so.2"], {}))
             self.assertEqual(mode("preload"), (client + ["libnccl.so.2"], {"LD_PRELOAD": build.library}))
+            with self.assertRaises(ValueError):
+                mode("tool-sideways")
 
     def test_nccl_tests_ranks_get_their_host_id_from_the_mpi_rank(self):
         wrapper = scenarios_nccl_tests.RANK_HOST_ID

@@ -525,10 +525,19 @@ class CtypesClientTest(unittest.TestCase):
                                                 ctypes_logs(2, forwarded=6, reasons="too-large=6")).status, PASS)
 
     def test_the_tool_must_have_chosen_audit(self):
-        chosen = ctypes_logs(2, extra="nccl-car run: mode audit: the script uses ctypes and names NCCL")
+        chosen = ctypes_logs(2, extra="nccl-car run: mode audit: the script uses ctypes and names NCCL\n"
+                                      "  taken: 45 call(s) (1shot 45), 180 KiB (184320 bytes), counted on every rank")
         self.assertEqual(verdicts.ctypes_client("tool-auto", 2, [0, 0], chosen).status, PASS)
         self.assertIn("nccl-car run chose mode audit", verdicts.ctypes_client("tool-auto", 2, [0, 0],
                                                                               ctypes_logs(2)).detail)
+
+    def test_the_tool_s_summary_must_show_the_calls_taken(self):
+        summary = "  taken: 45 call(s) (1shot 45), 180 KiB (184320 bytes), counted on every rank"
+        for mode in ("tool-audit", "tool-dropin"):
+            with self.subTest(mode=mode):
+                self.assertEqual(verdicts.ctypes_client(mode, 2, [0, 0], ctypes_logs(2, extra=summary)).status, PASS)
+                verdict = verdicts.ctypes_client(mode, 2, [0, 0], ctypes_logs(2, extra=summary.replace("45", "0")))
+                self.assertIn("not met: nccl-car run's summary shows calls taken", verdict.detail)
 
     def test_preload_must_not_reach_the_client(self):
         unreached = ctypes_logs(2, eligible=None)
@@ -537,33 +546,43 @@ class CtypesClientTest(unittest.TestCase):
         self.assertIn("not met: no communicator set up", reached.detail)
 
 
-def traced(rank):
-    return f"gpu-node:1000:1000 [{rank}] NCCL-CAR TRACE rank {rank} all-reduce 4096 x fp32 (16384 bytes) -> 1shot"
+def at_exit(rank, ranks, comm, calls):
+    """A communicator's counts said at exit (JAX never destroys its own)."""
+    return released(rank, ranks, comm=comm, taken=(calls, 0, 0, 0)).replace("released:", "alive at exit:")
 
 
 class JaxTest(unittest.TestCase):
     AUTO = log("nccl-car run: mode audit: the script imports jax (--mode chooses another)",
                setup(0, 2), setup(1, 2, comm=0x66),
-               *[traced(rank) for rank in (0, 1) for _ in range(70)],
                "jax psum 2 devices: PASS (105 checks, 0 wrong; jax 0.11.2)",
-               "nccl-car: 1 process(es); 1 communicator(s), 2 communicator rank(s) set up: 2 eligible, 0 not eligible")
+               at_exit(0, 2, 0x55d0, 70), at_exit(1, 2, 0x66, 70),
+               "nccl-car: 1 process(es); 1 communicator(s), 2 communicator rank(s) set up: 2 eligible, 0 not eligible",
+               "  taken: 140 call(s) (1shot 140), 560 KiB (573440 bytes), counted on every rank",
+               "  2 communicator rank(s) alive at exit (never destroyed): counted above from their counts at exit")
     PRELOAD = log("jax psum 2 devices: PASS (105 checks, 0 wrong; jax 0.11.2)",
                   "nccl-car: no communicator reached the library: it was preloaded, but no NCCL call reached it",
                   "  try: --mode audit")
 
-    def test_auto_passes_with_audit_chosen_and_calls_taken(self):
+    def test_auto_must_choose_audit_and_take_calls(self):
         verdict = verdicts.jax_through_tool(0, self.AUTO)
         self.assertEqual(verdict.status, PASS)
-        self.assertIn("2 eligible, 140 calls taken; jax psum 2 devices: PASS", verdict.detail)
+        self.assertIn("2 eligible, 2 alive at exit, 140 calls taken; jax psum 2 devices: PASS", verdict.detail)
         preloaded = self.AUTO.replace("mode audit", "mode preload")
         self.assertIn("mode audit chosen", verdicts.jax_through_tool(0, preloaded).detail)
         wrong = self.AUTO.replace("devices: PASS", "devices: FAIL")
         self.assertIn("every device's sums right", verdicts.jax_through_tool(1, wrong).detail)
 
+    def test_the_summary_must_count_the_calls_said_at_exit(self):
+        """Issue 47: JAX's calls were ours, but the summary said "taken: 0 call(s)"."""
+        silent = "\n".join(line for line in self.AUTO.splitlines() if "alive at exit" not in line)
+        verdict = verdicts.jax_through_tool(0, silent.replace("taken: 140", "taken: 0"))
+        self.assertIn("not met: every communicator rank counted at exit, calls taken, counted at exit, the summary "
+                      "shows them taken", verdict.detail)
+
     def test_auto_without_our_kernels_fails(self):
         untouched = "\n".join(line for line in self.AUTO.splitlines() if "NCCL-CAR" not in line)
         verdict = verdicts.jax_through_tool(0, untouched)
-        self.assertIn("communicators eligible, calls taken", verdict.detail)
+        self.assertIn("communicators eligible, every communicator rank counted at exit, calls taken", verdict.detail)
 
     def test_preload_must_say_it_was_not_reached(self):
         self.assertEqual(verdicts.jax_preloaded(0, self.PRELOAD).status, PASS)
