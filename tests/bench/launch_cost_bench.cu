@@ -200,6 +200,12 @@ int main(int argc, char** argv) {
       {"busy: cuLaunchKernelEx PDL", [&] { launchDriver(rig); }, true},
       {"busy: cuLaunchKernelEx", [&] { launchDriverWithoutPdl(rig); }, true},
       {"busy: enqueue through the driver", [&] { enqueueThroughDriver(rig); }, true},
+      // The floor a call of ours is held to (tests/bench/run-host-path-bench.sh): the launch
+      // with PDL and the ordering event's record, as the library makes them, on a busy stream.
+      {"floor: busy: cuLaunchKernelEx PDL + cuEventRecord", [&] {
+         launchDriver(rig);
+         car::recordEvent(rig.event, rig.stream);
+       }, true},
   };
   std::printf("# car_launch_cost_bench: %d calls per sample, median of %d samples\nstep,median_us\n", calls, samples);
   for (const Step& step : steps) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The host time of one eager call through the library, on the one-GPU rig (2 processes on
+# GPU 0 under MPS): what issue 44 holds the hook to. Prints, each from this run:
+#  - the CUDA floor: car_launch_cost_bench's "floor" step (our kernel's launch with PDL and
+#    the ordering event's record, through the driver, on a busy stream);
+#  - the host time of a call our kernels take (car_nccl_bench's isolated eager "host" rows at
+#    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to the floor;
+#  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library and with
+#    NCCL alone, ROUNDS times in turn, and the median difference;
+#  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
+#    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
+# Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$(cd "${1:?usage: run-host-path-bench.sh BUILD [ROUNDS]}" && pwd)
+rounds=${2:-5}
+work=$(mktemp -d)
+trap 'rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
+
+"$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor.csv"
+floor=$(sed -n 's/^floor: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
+
+"$root/tests/e2e/mps.sh" restart >/dev/null
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
+bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated-eager --workloads plain
+       --calls 20 --samples 9)
+# "host,plain,BYTES,US,...": the host row of each size.
+host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
+
+LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes "4K 64K 1M" >"$work/taken.csv"
+for round in $(seq "$rounds"); do
+  LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$round.csv"
+  "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$round.csv"
+done
+
+echo "floor (cuLaunchKernelEx PDL + cuEventRecord, busy stream): $floor us"
+for bytes in 4096 65536 1048576; do
+  taken=$(host_us "$work/taken.csv" "$bytes")
+  echo "taken, $bytes bytes: $taken us host, $(python3 -c "print(f'{$taken / $floor:.2f}')")x the floor"
+done
+diffs=()
+for round in $(seq "$rounds"); do
+  car=$(host_us "$work/forwarded-car-$round.csv" 16777216)
+  nccl=$(host_us "$work/forwarded-nccl-$round.csv" 16777216)
+  echo "forwarded 16 MiB, round $round: library $car us, NCCL alone $nccl us"
+  diffs+=("$(python3 -c "print($car - $nccl)")")
+done
+echo "forwarded 16 MiB: median added host time $(printf '%s\n' "${diffs[@]}" | sort -g | sed -n "$(( (rounds + 1) / 2 ))p") us"
+echo "hook alone, over a libnccl.so.2 that does nothing: $(LD_LIBRARY_PATH="$build/tests/null-nccl" \
+  LD_PRELOAD="$build/shim/libnccl-car.so" "$build/tests/hook_cost_bench" --calls 200000 --samples 15 2>/dev/null)"
