@@ -1,4 +1,4 @@
-// The decision rule of docs/design.md ("The decision rule"), the push kernels' table and the
+// The decision rule of docs/design.md ("Which calls are ours: the decision rule"), the push kernels' table and the
 // seed's pull thresholds, row by row, for every world size and on both sides of every boundary.
 #include <catch2/catch.hpp>
 
