@@ -225,10 +225,11 @@ void Communicator::Locked::follow(const CallSwitch::Outcome& outcome, const std:
   comm_.moveTo(CommPhase::Ready);
   const Verdict& verdict = comm_.verdict_;
   const Config& config = comm_.launcher_->config();
+  const std::string note = tuningNote(verdict, comm_.ranks(), config.table.get(), config.algorithm);
   CAR_INFO(comm_.device(), "{}", logText(formatSetupEligible, describe(comm_).c_str(), verdict.allSameProcess,
                                            linksText(verdict, comm_.ranks()).c_str(), verdict.computeCapability,
                                            config.maxBytes, comm_.block_->layout().totalBytes, outcome.firstTaken,
-                                           tuningNote(verdict, comm_.ranks(), config.table.get()).c_str()));
+                                           note.c_str()));
 }
 
 void Communicator::Locked::followAgreement(bool giveUp, const std::string& whyGiveUp, Holdings* letGo) {
