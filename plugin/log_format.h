@@ -135,12 +135,14 @@ inline size_t formatLinks(char* out, size_t size, bool fullNvlink, const char* l
   return used;
 }
 
-// What the setup: line of a PCIe communicator of `ranks` ranks adds after its parenthesis:
-// where the choice table has rows measured for that case (`measured`), e.g. "pcie tuned: the
-// choice table's rows for 2 ranks over PCIe decide; sizes they do not cover go to NCCL
-// (untuned)", else e.g. "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune`
-// has measured 4 ranks over PCIe on this machine".
-inline size_t formatPcieTuning(char* out, size_t size, int ranks, bool measured) {
+// What the setup: line of an eligible PCIe communicator of `ranks` ranks adds after its
+// parenthesis: where the choice table has rows measured for that case (`measured`), e.g.
+// "pcie tuned: the choice table's rows for 2 ranks over PCIe decide; sizes they do not cover
+// go to NCCL (untuned)", else the kernel NCCL_CAR_ALGO forces (`forced`), which is what made
+// it eligible (how `nccl-car tune` measures an unmeasured machine), e.g. "pcie forced:
+// NCCL_CAR_ALGO=1shot takes the all-reduces it can run; every other call goes to NCCL
+// (untuned) until `nccl-car tune` has measured 2 ranks over PCIe on this machine".
+inline size_t formatPcieTuning(char* out, size_t size, int ranks, bool measured, const char* forced) {
   size_t used = 0;
   if (measured) {
     logformat::append(out, size, &used,
@@ -148,9 +150,28 @@ inline size_t formatPcieTuning(char* out, size_t size, int ranks, bool measured)
                       "go to NCCL (untuned)", ranks);
   } else {
     logformat::append(out, size, &used,
-                      "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured %d ranks "
-                      "over PCIe on this machine", ranks);
+                      "pcie forced: NCCL_CAR_ALGO=%s takes the all-reduces it can run; every other call goes to "
+                      "NCCL (untuned) until `nccl-car tune` has measured %d ranks over PCIe on this machine",
+                      forced != nullptr ? forced : "auto", ranks);
   }
+  return used;
+}
+
+// Why a PCIe communicator of `ranks` ranks that nothing measured is not eligible (its
+// setup: line's reason, formatSetupNotEligible): what the set-up found, as an eligible line
+// says it (the peers, formatLinks' links, the GPUs), and the command that makes it eligible,
+// e.g. "pcie untuned (same-process peers, pcie (every pair peer-to-peer, PXB at most), sm_89):
+// every call goes to NCCL (untuned) until `nccl-car tune` has measured 4 ranks over PCIe on
+// this machine".
+inline size_t formatPcieUntuned(char* out, size_t size, bool sameProcess, const char* links, int computeCapability,
+                                int ranks) {
+  size_t used = 0;
+  logformat::append(out, size, &used, "pcie untuned (%s peers, %s, sm_", sameProcess ? "same-process" : "ipc", links);
+  if (computeCapability == 0) logformat::append(out, size, &used, "mixed");
+  else logformat::append(out, size, &used, "%d", computeCapability);
+  logformat::append(out, size, &used,
+                    "): every call goes to NCCL (untuned) until `nccl-car tune` has measured %d ranks over PCIe on "
+                    "this machine", ranks);
   return used;
 }
 

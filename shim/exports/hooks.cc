@@ -238,7 +238,7 @@ ncclResult_t hookCollective(const char* name, Collective collective, const void*
   }
   if (adopted->forwardedAsIneligible()) {
     Decision decision;
-    decision.reason = ForwardReason::NotEligible;
+    decision.reason = adopted->ineligibleReason();
     if (settings.deterministic) {
       guarded(name, [&] { warnInvarianceEnds(adopted.get(), decision.reason, collective, count, type, op); });
     }

@@ -345,7 +345,10 @@ void SetUp::collectReports() {
     fail("NCCL_CAR_TEST_FAULT give-up-before-agreement: gave its set-up up before the ranks agreed", true);
     return;
   }
-  const Verdict verdict = judgeLinks(exchange_.records, reports_);
+  // The PCIe case that nothing measured lets go here, before the agreement: every call of
+  // it would go to NCCL.
+  const Verdict verdict = judgeTuning(judgeLinks(exchange_.records, reports_), exchange_.records,
+                                      setupConfig(comm()->device()).table.get());
   if (verdict.eligible) concludeAgreeing(verdict);
   else concludeIneligible(verdict);
 }
@@ -492,7 +495,7 @@ void SetUp::concludeIneligible(const Verdict& verdict) {
     } else {
       warnVerdict(comm, verdict, warned_);
       Holdings held;
-      locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason, &held);
+      locked.becomeIneligible(IneligibleCause::Verdict, verdict.reason, &held, verdict.forwardAs);
       letGo = together(std::move(letGo), std::move(held));
     }
   }

@@ -19,6 +19,13 @@ bool terminated(const char (&field)[N]) {
 
 bool knownP2pLimit(std::int32_t value) { return value >= 0 && value < kP2pLimitCount; }
 
+// Whether NCCL_CAR_ALGO, as a record carries it (0: auto; 1 + the forced kernel), forces a
+// push kernel of the all-reduce: the one way calls of an unmeasured PCIe case are ours.
+bool forcesPushKernel(const SharedSettings& settings) {
+  const std::int32_t value = settings.algorithm;
+  return value > 0 && value <= kAllReduceAlgorithmCount && isPush(static_cast<Algorithm>(value - 1));
+}
+
 // Whether bit b of rank a's mask and bit a of rank b's are both set.
 bool bothWays(const std::vector<LinkReport>& reports, int a, int b, std::uint32_t LinkReport::*mask) {
   return (reports[a].*mask >> b & 1u) != 0 && (reports[b].*mask >> a & 1u) != 0;
@@ -230,14 +237,27 @@ Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vecto
   return verdict;
 }
 
+Verdict judgeTuning(Verdict verdict, const std::vector<HandshakeRecord>& records, const ChoiceTable* table) {
+  const int ranks = static_cast<int>(records.size());
+  if (!verdict.eligible || verdict.fullNvlink || records.empty()) return verdict;
+  if (table != nullptr && table->measured(ranks, Links::Pcie)) return verdict;
+  if (forcesPushKernel(records[0].settings)) return verdict;
+  verdict.eligible = false;
+  verdict.forwardAs = ForwardReason::Untuned;
+  verdict.reason = logText(formatPcieUntuned, verdict.allSameProcess, linksText(verdict, ranks).c_str(),
+                           verdict.computeCapability, ranks);
+  return verdict;
+}
+
 std::string linksText(const Verdict& verdict, int ranks) {
   return logText(formatLinks, verdict.fullNvlink, pciePathName(verdict.longestPath), verdict.nvlinkPairs,
                  ranks * (ranks - 1) / 2);
 }
 
-std::string tuningNote(const Verdict& verdict, int ranks, const ChoiceTable* table) {
+std::string tuningNote(const Verdict& verdict, int ranks, const ChoiceTable* table, std::optional<Algorithm> forced) {
   if (verdict.fullNvlink) return "";
-  return logText(formatPcieTuning, ranks, table != nullptr && table->measured(ranks, Links::Pcie));
+  const bool measured = table != nullptr && table->measured(ranks, Links::Pcie);
+  return logText(formatPcieTuning, ranks, measured, forced ? algorithmName(*forced) : nullptr);
 }
 
 }  // namespace car

@@ -8,12 +8,16 @@
 
 #include "choice_table.h"
 #include "handshake/handshake_record.h"
+#include "policy.h"
 
 namespace car {
 
 struct Verdict {
   bool eligible = false;
   std::string reason;            // why not, for the log; empty when eligible
+  // What the calls of a communicator this verdict refuses are counted as: ineligible-comm,
+  // or untuned for the PCIe case that nothing measured (judgeTuning).
+  ForwardReason forwardAs = ForwardReason::NotEligible;
   const char* differingVariable = nullptr;  // set when NCCL_CAR_* settings differ
   // A fault or a misconfiguration (buffers, mapping, settings, IPC namespace) rather than
   // a topology we simply do not serve (one host's worth of ranks, NVLink): worth a WARN.
@@ -53,13 +57,23 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records);
 // (no pair across CPU sockets without NCCL_P2P_LEVEL=SYS).
 Verdict judgeLinks(const std::vector<HandshakeRecord>& records, const std::vector<LinkReport>& reports);
 
-// The links of an eligible communicator as its `setup:` line says them: "full nvlink", or
+// After judgeLinks, for a communicator it found eligible: the PCIe case where nothing could
+// run a call of ours (no row of the choice table measured its world size over PCIe, and
+// NCCL_CAR_ALGO forces no push kernel) is not eligible, its calls counted as untuned, so that
+// it lets go of everything at once instead of holding its block for calls that all go to
+// NCCL. Its reason keeps the links found and names `nccl-car tune`. Every other verdict is
+// returned as it is. Decided from shared facts alone: NCCL_CAR_ALGO as the records carry it
+// and `table`, the choice table whose digest they carry (null: none), both the same on every
+// rank once judgeRecords compared the settings.
+Verdict judgeTuning(Verdict verdict, const std::vector<HandshakeRecord>& records, const ChoiceTable* table);
+
+// The links of a communicator as its `setup:` line says them: "full nvlink", or
 // "pcie (every pair peer-to-peer, PXB at most; NVLink on 2 of 6 pairs)".
 std::string linksText(const Verdict& verdict, int ranks);
 
-// What the `setup:` line adds for a PCIe communicator of `ranks` ranks under `table` (null:
-// none): whether `nccl-car tune` measured that case here, and if not, that every call goes to
-// NCCL until it has. Empty in the NVLink case.
-std::string tuningNote(const Verdict& verdict, int ranks, const ChoiceTable* table);
+// What the `setup:` line of an eligible PCIe communicator of `ranks` ranks adds, under
+// `table` (null: none) and NCCL_CAR_ALGO's `forced` kernel: that `nccl-car tune` measured
+// that case here, or else which forced kernel made it eligible. Empty in the NVLink case.
+std::string tuningNote(const Verdict& verdict, int ranks, const ChoiceTable* table, std::optional<Algorithm> forced);
 
 }  // namespace car

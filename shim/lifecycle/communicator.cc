@@ -118,7 +118,7 @@ Decision Communicator::Locked::decide(const CollectiveCall& call, const CallCont
     case CommPhase::Pending:
     case CommPhase::SettingUp:
     case CommPhase::Agreeing: return forward(decision, ForwardReason::NotReady);
-    case CommPhase::Ineligible: return forward(decision, ForwardReason::NotEligible);
+    case CommPhase::Ineligible: return forward(decision, comm_.ineligibleReason());
     case CommPhase::Released: decision.route = Decision::Route::Released; return decision;
     case CommPhase::Ready: break;
   }
@@ -225,10 +225,11 @@ void Communicator::Locked::follow(const CallSwitch::Outcome& outcome, const std:
   comm_.moveTo(CommPhase::Ready);
   const Verdict& verdict = comm_.verdict_;
   const Config& config = comm_.launcher_->config();
+  const std::string note = tuningNote(verdict, comm_.ranks(), config.table.get(), config.algorithm);
   CAR_INFO(comm_.device(), "{}", logText(formatSetupEligible, describe(comm_).c_str(), verdict.allSameProcess,
                                            linksText(verdict, comm_.ranks()).c_str(), verdict.computeCapability,
                                            config.maxBytes, comm_.block_->layout().totalBytes, outcome.firstTaken,
-                                           tuningNote(verdict, comm_.ranks(), config.table.get()).c_str()));
+                                           note.c_str()));
 }
 
 void Communicator::Locked::followAgreement(bool giveUp, const std::string& whyGiveUp, Holdings* letGo) {
@@ -255,8 +256,12 @@ void Communicator::Locked::letGoOfEverything(Holdings* letGo) {
   }
 }
 
-bool Communicator::Locked::becomeIneligible(IneligibleCause cause, const std::string& reason, Holdings* letGo) {
-  if (phase() != phaseBefore(cause) || !comm_.moveTo(CommPhase::Ineligible)) return false;
+bool Communicator::Locked::becomeIneligible(IneligibleCause cause, const std::string& reason, Holdings* letGo,
+                                            ForwardReason countedAs) {
+  if (phase() != phaseBefore(cause) || !phaseChangeAllowed(phase(), CommPhase::Ineligible)) return false;
+  // Before the phase: a call that sees Ineligible without the lock counts it.
+  comm_.ineligibleReason_.store(countedAs, std::memory_order_relaxed);
+  comm_.moveTo(CommPhase::Ineligible);
   comm_.reason_ = reason;
   if (neverLaunched(cause)) letGoOfEverything(letGo);
   switch (cause) {

@@ -164,9 +164,12 @@ class Communicator {
 
   // The decision's first step, which needs none of the call's facts: a communicator that can
   // take no call any more (Ineligible, a phase it leaves only for its release) forwards it,
-  // counted, without the lock (it has no agreement left for which the call's place in its
-  // sequence would matter). Returns whether it did.
+  // counted as ineligibleReason(), without the lock (it has no agreement left for which the
+  // call's place in its sequence would matter). Returns whether it did.
   bool forwardedAsIneligible();
+  // What every call of an Ineligible communicator is counted as (becomeIneligible sets it
+  // before the phase, which publishes it): ineligible-comm unless its verdict said otherwise.
+  ForwardReason ineligibleReason() const { return ineligibleReason_.load(std::memory_order_relaxed); }
   // A forwarded call NCCL refused (outside a group; a group's calls are given back at its
   // end): its count, and, where it took one, its place (Locked::giveBack). Counts are of the
   // calls NCCL took.
@@ -200,6 +203,9 @@ class Communicator {
   std::mutex mutex_;  // the lock
   std::atomic<CommPhase> phase_{CommPhase::Pending};  // written under mutex_
   std::string reason_;                                 // why Ineligible
+  // What its calls are counted as once Ineligible: written under mutex_ before phase_, read
+  // after phase_ by forwardedAsIneligible() without the lock.
+  std::atomic<ForwardReason> ineligibleReason_{ForwardReason::NotEligible};
   std::uint64_t calls_ = 0;                            // the index of the next hooked call
   std::unique_ptr<CallSwitch> agreement_;              // while Agreeing; it reads the block's boards
   std::uint64_t firstTaken_ = 0;                       // Ready: the first call our kernels may take
@@ -261,8 +267,10 @@ class Communicator::Locked {
   // -> Ineligible from the phase `cause` belongs to; false, with nothing changed, from any
   // other phase. From SettingUp and Agreeing, where no kernel of ours ever ran, *letGo gets
   // everything it held; from Ready it keeps it until its release, which first waits for our
-  // last kernel.
-  bool becomeIneligible(IneligibleCause cause, const std::string& reason, Holdings* letGo);
+  // last kernel. Its calls are counted forwarded for `countedAs` from then on: ineligible-comm,
+  // or what the verdict names (Verdict::forwardAs: untuned for the PCIe case nothing measured).
+  bool becomeIneligible(IneligibleCause cause, const std::string& reason, Holdings* letGo,
+                        ForwardReason countedAs = ForwardReason::NotEligible);
   // What a set-up made that it can no longer hand over (released meanwhile): the launcher.
   std::unique_ptr<Launcher> takeLauncher() { return comm_.takeLauncher(); }
 
@@ -287,7 +295,7 @@ inline Communicator::Locked Communicator::lock() { return Locked(*this); }
 
 inline bool Communicator::forwardedAsIneligible() {
   if (phase() != CommPhase::Ineligible) return false;
-  counters_.countForwarded(ForwardReason::NotEligible);
+  counters_.countForwarded(ineligibleReason());
   return true;
 }
 
@@ -302,7 +310,7 @@ inline void Communicator::giveBack(const Decision& refused) {
 inline Decision Communicator::decide(const CollectiveCall& call, const CallContext& context, Holdings* letGo) {
   Decision decision;
   if (forwardedAsIneligible()) {
-    decision.reason = ForwardReason::NotEligible;
+    decision.reason = ineligibleReason();
     return decision;
   }
   return lock().decide(call, context, letGo);

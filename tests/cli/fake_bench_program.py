@@ -31,8 +31,10 @@ to $FAKE_BENCH_LOG. It prints canned times from $FAKE_BENCH_CONFIG, a JSON objec
                                 the kernel its row gives (no row: as without it; "nccl": not taken)
     "ignore_table": true        car_nccl_bench: never reads NCCL_CAR_TABLE
     "links": "pcie"             the library's communicators are the PCIe case (default "nvlink"): its
-                                setup: line says so, and with neither NCCL_CAR_ALGO nor a table row
-                                (of the pcie case) it takes nothing (untuned) instead of its own kernel
+                                setup: line says so, and with neither NCCL_CAR_ALGO forcing a push
+                                kernel nor a table row of the pcie case for its world size it is not
+                                eligible (pcie untuned) and takes nothing; with a table row but none
+                                for the size, it takes nothing there (untuned)
     "not_eligible": "why"       the library's setup: line says the communicator is not eligible, and
                                 it takes nothing
 A car_nccl_bench --probe run with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING prints NCCL's
@@ -48,12 +50,37 @@ RELEASED_LINE = ("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 released: taken 1
                  "2stage=0 (4096 bytes) forwarded 2 (too-large=2)\n")
 
 
-def library_lines(canned):
+UNTUNED_RELEASED_LINE = ("node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/{ranks} released: taken 1shot=0 2shot=0 "
+                         "1stage=0 2stage=0 (0 bytes) forwarded 5 (untuned=5)\n")
+PUSH_KERNELS = ("1shot", "2shot")
+
+
+def pcie_measured(ranks):
+    """Whether NCCL_CAR_TABLE's file has a row of the pcie case for `ranks` ranks."""
+    path = os.environ.get("NCCL_CAR_TABLE")
+    if not path or path == "builtin" or not os.path.exists(path):
+        return False
+    with open(path) as stream:
+        return any(len(words) == 7 and words[1] == str(ranks) and words[2] == "pcie"
+                   for words in (line.split() for line in stream))
+
+
+def library_lines(canned, ranks):
     """The library's setup: and released: lines, as the canned case says."""
     if canned.get("not_eligible"):
         return f"node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: not eligible: {canned['not_eligible']}\n"
     links = canned.get("links", "nvlink")
-    note = "; pcie untuned: every call goes to NCCL (untuned) until ..." if links == "pcie" else ""
+    name = f"node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/{ranks}"
+    forced = os.environ.get("NCCL_CAR_ALGO")
+    note = ""
+    if links == "pcie" and pcie_measured(ranks):
+        note = f"; pcie tuned: the choice table's rows for {ranks} ranks over PCIe decide; sizes they do not cover ..."
+    elif links == "pcie" and forced in PUSH_KERNELS:
+        note = f"; pcie forced: NCCL_CAR_ALGO={forced} takes the all-reduces it can run; every other call goes ..."
+    elif links == "pcie":
+        return (f"{name} setup: not eligible: pcie untuned (ipc peers, {LINKS_TEXT[links]}, sm_90): every call goes "
+                f"to NCCL (untuned) until `nccl-car tune` has measured {ranks} ranks over PCIe on this machine\n" +
+                UNTUNED_RELEASED_LINE.format(ranks=ranks))
     return (f"node:1:2 [0] NCCL-CAR INFO comm 0x1 rank 0/2 setup: eligible (ipc peers, {LINKS_TEXT[links]}, "
             f"sm_90, up to 8388608 bytes; holds 50337280 bytes; from call 0){note}\n" + RELEASED_LINE)
 # all_reduce_perf's -d names, then car_nccl_bench's --type names (it refuses others).
@@ -153,6 +180,8 @@ def trace_lines(canned, config, args, size):
     if size > canned.get("takes", {}).get(config, size) or canned.get("not_eligible"):
         return []
     links = canned.get("links", "nvlink")
+    if links == "pcie" and not pcie_measured(ranks) and os.environ.get("NCCL_CAR_ALGO") not in PUSH_KERNELS:
+        return []   # not eligible (pcie untuned)
     # Over PCIe the library has no kernel of its own choosing: a row, or NCCL_CAR_ALGO, names it.
     kernel = os.environ.get("NCCL_CAR_ALGO") or (OWN_KERNEL[collective] if links == "nvlink" else None)
     if not canned.get("ignore_table") and not os.environ.get("NCCL_CAR_ALGO"):
@@ -254,7 +283,7 @@ def main():
     status = (car_nccl_bench if role == "car_nccl_bench" else all_reduce_perf)(canned, config, args, eager_us)
     with_car = config.startswith("car")
     if (with_car and config not in canned.get("silent", [])) or config in canned.get("leaky", []):
-        sys.stderr.write(library_lines(canned))
+        sys.stderr.write(library_lines(canned, int(option(args, "--ranks", option(args, "-g", "2")))))
     sys.stdout.flush()
     return canned.get("exit", {}).get(config, status)
 

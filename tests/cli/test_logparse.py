@@ -104,16 +104,29 @@ class LogSamplesTest(unittest.TestCase):
         self.assertIn(f"forwarded to NCCL: {tally.forwarded} call(s) ({reasons})", summary)
         self.assertIn(f"WARN lines: {len(self.of('warn'))}", summary)
 
-    def test_the_links_of_each_eligible_setup_and_whether_pcie_was_measured(self):
+    def test_the_links_of_each_setup_that_names_them_and_whether_pcie_was_measured(self):
+        """Eligible lines name their links; so does a PCIe communicator's that nothing measured,
+        which is not eligible (its calls all go to NCCL, untuned) but a PCIe case all the same:
+        what nccl-car tune's probe learns a world size's case from."""
         tally = tally_of(self.job_output())
         eligible = self.of("setup-eligible")
-        self.assertEqual(tally.links, Counter(s["links"] for s in eligible))
+        untuned = [s for s in self.of("setup-not-eligible") if s["links"]]
+        self.assertEqual(len(untuned), 1)
+        self.assertTrue(untuned[0]["reason"].startswith("pcie untuned ("))
+        self.assertEqual(tally.links, Counter(s["links"] for s in eligible + untuned))
         self.assertEqual(set(tally.links), {"nvlink", "pcie"})
-        untuned = sum(1 for s in eligible if s["pcie_tuned"] is False)
-        self.assertEqual(untuned, 1)
-        self.assertEqual(tally.pcie_untuned, untuned)
-        self.assertIn(f"over PCIe without a measured table ({untuned} rank(s)): every call went to NCCL (untuned); "
-                      "`nccl-car tune` measures this machine", "\n".join(tally.summary_lines()))
+        self.assertEqual(tally.pcie_untuned, len(untuned))
+        # An eligible PCIe communicator without a measured table (NCCL_CAR_ALGO forced a kernel)
+        # is not untuned.
+        self.assertTrue(any(s["pcie_tuned"] is False for s in eligible))
+        only_forced = tally_of(s["line"] for s in eligible if s["pcie_tuned"] is False)
+        self.assertEqual((only_forced.links["pcie"], only_forced.pcie_untuned), (1, 0))
+        # The not-eligible line names the command, once per rank, among the reasons.
+        self.assertIn(f"not eligible (1 rank(s)): {untuned[0]['reason']}", "\n".join(tally.summary_lines()))
+        self.assertIn("until `nccl-car tune` has measured", untuned[0]["reason"])
+        # Another reason names no links.
+        other = tally_of(s["line"] for s in self.of("setup-not-eligible") if not s["links"])
+        self.assertEqual((sum(other.links.values()), other.pcie_untuned), (0, 0))
 
     def test_forwarded_zero_has_no_reasons(self):
         nothing = [s for s in self.of("released") if not s["forwarded"]]

@@ -144,6 +144,39 @@ TEST_CASE("communicator: a call is decided and counted once, by the phase it mee
   CHECK(forwarded(comm, ForwardReason::NotEligible) == 2);
 }
 
+TEST_CASE("communicator: an Ineligible communicator counts every call as its verdict says, on both ways in",
+          "[communicator][pcie]") {
+  // The PCIe case nothing measured: its set-up's verdict makes it Ineligible, counted as untuned.
+  Communicator comm(fakeComm(0x44), false);
+  REQUIRE(comm.lock().beginSetUp());
+  CHECK(decide(comm).reason == ForwardReason::NotReady);  // before the verdict
+  Holdings letGo;
+  REQUIRE(comm.lock().becomeIneligible(IneligibleCause::Verdict, "pcie untuned (...)", &letGo, ForwardReason::Untuned));
+  CHECK(comm.ineligibleReason() == ForwardReason::Untuned);
+  CHECK(decide(comm).reason == ForwardReason::Untuned);  // under the lock
+  CHECK(comm.forwardedAsIneligible());                     // without it, as a hook does first
+  CallContext context;
+  const Decision viaShortcut = comm.decide(smallSum(), context, &letGo);
+  CHECK(viaShortcut.route == Decision::Route::Nccl);
+  CHECK(viaShortcut.reason == ForwardReason::Untuned);
+  CHECK(forwarded(comm, ForwardReason::Untuned) == 3);
+  CHECK(forwarded(comm, ForwardReason::NotEligible) == 0);
+  CHECK(forwarded(comm, ForwardReason::NotReady) == 1);
+  // A refused forward gives back what it counted.
+  comm.giveBack(viaShortcut);
+  CHECK(forwarded(comm, ForwardReason::Untuned) == 2);
+  // Once Ineligible, a later cause changes neither the phase nor what its calls count as.
+  CHECK_FALSE(comm.lock().becomeIneligible(IneligibleCause::Verdict, "again", nullptr));
+  CHECK(comm.ineligibleReason() == ForwardReason::Untuned);
+
+  // Any other cause counts ineligible-comm.
+  Communicator failed(fakeComm(0x46), false);
+  REQUIRE(failed.lock().becomeIneligible(IneligibleCause::NoSetUp, "its init failed", nullptr));
+  CHECK(failed.forwardedAsIneligible());
+  CHECK(decide(failed).reason == ForwardReason::NotEligible);
+  CHECK(forwarded(failed, ForwardReason::NotEligible) == 2);
+}
+
 TEST_CASE("communicator: a call NCCL refused gives its place in the sequence back, and its count",
           "[communicator]") {
   Communicator comm(fakeComm(0x48), true);

@@ -57,14 +57,20 @@ TEST_CASE("log format: the setup: line names the links, and a PCIe communicator'
   const std::string pcie = logText(formatLinks, false, "PXB", 1, 6);
   CHECK(pcie == "pcie (every pair peer-to-peer, PXB at most; NVLink on 1 of 6 pairs)");
   CHECK(logText(formatLinks, false, "PHB", 0, 28) == "pcie (every pair peer-to-peer, PHB at most)");
-  const std::string untuned = logText(formatPcieTuning, 4, false);
-  CHECK(untuned == "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured 4 ranks over "
-                   "PCIe on this machine");
-  CHECK(logText(formatPcieTuning, 4, true).rfind("pcie tuned: ", 0) == 0);
+  const std::string forced = logText(formatPcieTuning, 4, false, "1shot");
+  CHECK(forced == "pcie forced: NCCL_CAR_ALGO=1shot takes the all-reduces it can run; every other call goes to NCCL "
+                  "(untuned) until `nccl-car tune` has measured 4 ranks over PCIe on this machine");
+  CHECK(logText(formatPcieTuning, 4, true, nullptr).rfind("pcie tuned: ", 0) == 0);
   CHECK(logText(formatSetupEligible, "comm 0x1 rank 3/4", true, pcie.c_str(), 0, 16ull, 4096ull, 2ull,
-                untuned.c_str()) ==
+                forced.c_str()) ==
         "comm 0x1 rank 3/4 setup: eligible (same-process peers, " + pcie +
-            ", sm_mixed, up to 16 bytes; holds 4096 bytes; from call 2); " + untuned);
+            ", sm_mixed, up to 16 bytes; holds 4096 bytes; from call 2); " + forced);
+  // Nothing measured, nothing forced: not eligible, the links in its reason, and no figure of memory held.
+  const std::string untuned = logText(formatPcieUntuned, false, pcie.c_str(), 90, 4);
+  CHECK(logText(formatSetupNotEligible, "comm 0x1 rank 3/4", untuned.c_str()) ==
+        "comm 0x1 rank 3/4 setup: not eligible: pcie untuned (ipc peers, " + pcie +
+            ", sm_90): every call goes to NCCL (untuned) until `nccl-car tune` has measured 4 ranks over PCIe on "
+            "this machine");
 }
 
 TEST_CASE("log format: the audit module reads NCCL_CAR_DEBUG as the settings table does", "[log]") {

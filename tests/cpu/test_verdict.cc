@@ -343,26 +343,87 @@ TEST_CASE("verdict: a process driving several GPUs with peers in other processes
   CHECK(judgeRecords(sharedGpu).eligible);
 }
 
-TEST_CASE("verdict: a PCIe communicator's setup line says whether nccl-car tune measured its case", "[verdict][pcie]") {
-  const Verdict pcie = judgeLinks(records(4), fullReports(4, false));
-  REQUIRE(pcie.eligible);
-  const std::string untuned = "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured "
-                              "4 ranks over PCIe on this machine";
-  CHECK(tuningNote(pcie, 4, nullptr) == untuned);
-  auto tableOf = [](const std::string& rows) {
-    std::string why;
-    const std::optional<ChoiceTable> table =
-        ChoiceTable::parse("nccl-car choice table 2\nfingerprint 0000000000000001\n" + rows, 1, &why);
-    INFO(why);
-    REQUIRE(table.has_value());
-    return *table;
-  };
+namespace {
+
+ChoiceTable tableOf(const std::string& rows) {
+  std::string why;
+  const std::optional<ChoiceTable> table =
+      ChoiceTable::parse("nccl-car choice table 2\nfingerprint 0000000000000001\n" + rows, 1, &why);
+  INFO(why);
+  REQUIRE(table.has_value());
+  return *table;
+}
+
+// The records with NCCL_CAR_ALGO set to `forced` on every rank (as judgeRecords requires).
+std::vector<HandshakeRecord> forcing(std::vector<HandshakeRecord> all, Algorithm forced) {
+  Config config;
+  config.algorithm = forced;
+  for (auto& record : all) record.settings = sharedSettingsOf(config);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("verdict: over PCIe, a world size nothing measured is not eligible, counted untuned, naming nccl-car tune",
+          "[verdict][pcie]") {
+  const std::vector<HandshakeRecord> all = records(4);
+  const Verdict pcie = judgeTuning(judgeLinks(all, fullReports(4, false)), all, nullptr);
+  CHECK_FALSE(pcie.eligible);
+  CHECK_FALSE(pcie.unexpected);  // a case we do not serve yet, not a fault: no WARN
+  CHECK(pcie.forwardAs == ForwardReason::Untuned);
+  CHECK_FALSE(pcie.fullNvlink);  // the links it found stay in it
+  CHECK(pcie.reason == "pcie untuned (ipc peers, pcie (every pair peer-to-peer, PXB at most), sm_90): every call goes "
+                       "to NCCL (untuned) until `nccl-car tune` has measured 4 ranks over PCIe on this machine");
   // Rows of the NVLink case, or of another world size, do not tune it.
   const ChoiceTable other = tableOf("all-reduce 4 nvlink half 0 100 1shot\nall-reduce 2 pcie half 0 100 1shot\n");
-  CHECK(tuningNote(pcie, 4, &other) == untuned);
+  CHECK(judgeTuning(judgeLinks(all, fullReports(4, false)), all, &other).reason == pcie.reason);
+  // Any row of its own case, even one that gives NCCL a size: eligible, the table decides.
   const ChoiceTable measured = tableOf("all-gather 4 pcie any 0 100 nccl\n");
-  CHECK(tuningNote(pcie, 4, &measured).rfind("pcie tuned: the choice table's rows for 4 ranks over PCIe decide", 0) ==
-        0);
+  const Verdict tuned = judgeTuning(judgeLinks(all, fullReports(4, false)), all, &measured);
+  CHECK(tuned.eligible);
+  CHECK(tuned.reason.empty());
+  CHECK(tuned.forwardAs == ForwardReason::NotEligible);
+  // NCCL_CAR_ALGO forcing a push kernel: eligible (how nccl-car tune times an unmeasured machine);
+  // forcing a pull kernel, which never runs over PCIe, is no reason to hold a block.
+  for (Algorithm forced : {Algorithm::OneShotPush, Algorithm::TwoShotPush}) {
+    const std::vector<HandshakeRecord> pushing = forcing(all, forced);
+    CHECK(judgeTuning(judgeLinks(pushing, fullReports(4, false)), pushing, nullptr).eligible);
+  }
+  for (Algorithm forced : {Algorithm::OneStage, Algorithm::TwoStage}) {
+    const std::vector<HandshakeRecord> pulling = forcing(all, forced);
+    CHECK(judgeTuning(judgeLinks(pulling, fullReports(4, false)), pulling, nullptr).forwardAs ==
+          ForwardReason::Untuned);
+  }
+  // The same process, NVLink on some pairs, mixed GPUs: said as the eligible line would say them.
+  std::vector<HandshakeRecord> mixed = records(3);
+  for (auto& record : mixed) record.pid = mixed[0].pid;
+  mixed[2].computeCapability = 89;
+  std::vector<LinkReport> reports = fullReports(3, false, PciePath::Pix);
+  reports[0].nvlinkMask |= 1u << 1;
+  reports[1].nvlinkMask |= 1u << 0;
+  CHECK(judgeTuning(judgeLinks(mixed, reports), mixed, nullptr).reason ==
+        "pcie untuned (same-process peers, pcie (every pair peer-to-peer, PIX at most; NVLink on 1 of 3 pairs), "
+        "sm_mixed): every call goes to NCCL (untuned) until `nccl-car tune` has measured 3 ranks over PCIe on this "
+        "machine");
+  // Every other verdict passes unchanged: the NVLink case, and a refusal (which keeps its own reason).
+  const Verdict nvlink = judgeTuning(judgeLinks(all, fullReports(4)), all, nullptr);
+  CHECK(nvlink.eligible);
+  const Verdict sockets =
+      judgeTuning(judgeLinks(records(2), fullReports(2, false, PciePath::Sys)), records(2), nullptr);
+  CHECK(sockets.forwardAs == ForwardReason::NotEligible);
+  CHECK(sockets.reason.find("different CPU sockets") != std::string::npos);
+}
+
+TEST_CASE("verdict: an eligible PCIe communicator's setup line says what made it eligible", "[verdict][pcie]") {
+  const Verdict pcie = judgeLinks(records(4), fullReports(4, false));
+  REQUIRE(pcie.eligible);
+  const ChoiceTable measured = tableOf("all-gather 4 pcie any 0 100 nccl\n");
+  CHECK(tuningNote(pcie, 4, &measured, std::nullopt)
+            .rfind("pcie tuned: the choice table's rows for 4 ranks over PCIe decide", 0) == 0);
+  const ChoiceTable other = tableOf("all-reduce 2 pcie half 0 100 1shot\n");
+  CHECK(tuningNote(pcie, 4, &other, Algorithm::TwoShotPush) ==
+        "pcie forced: NCCL_CAR_ALGO=2shot takes the all-reduces it can run; every other call goes to NCCL (untuned) "
+        "until `nccl-car tune` has measured 4 ranks over PCIe on this machine");
   // The NVLink case adds nothing.
-  CHECK(tuningNote(judgeLinks(records(4), fullReports(4)), 4, nullptr).empty());
+  CHECK(tuningNote(judgeLinks(records(4), fullReports(4)), 4, nullptr, std::nullopt).empty());
 }

@@ -666,9 +666,10 @@ std::vector<Traced> tracedCalls(const std::string& err) {
   return calls;
 }
 
-// Every communicator rank's setup: line and released: counts, with the reasons allowed.
-void checkPcieRun(const ChildResult& run, const std::string& setupHas, const std::set<std::string>& allowedReasons,
-                  bool taken) {
+// Every communicator rank of a tuned PCIe run: its setup: line (eligible, with `setupHas`) and
+// its released: counts, calls taken and forwarded for each of the reasons allowed.
+void checkTunedPcieRun(const ChildResult& run, const std::string& setupHas,
+                       const std::set<std::string>& allowedReasons) {
   INFO(run.out << run.err.substr(0, 6000));
   for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(kPcieRanks))) {
     INFO("rank " << one.rank << " comm " << one.comm);
@@ -685,39 +686,88 @@ void checkPcieRun(const ChildResult& run, const std::string& setupHas, const std
       CHECK(allowedReasons.count(reason) == 1);
     }
     CHECK(byReason["too-large"] == one.above8MiB);
-    if (taken) {
-      CHECK(takenIn(released[0]) == one.allReduces - forwarded);
-      CHECK(takenIn(released[0]) > 0);
-      for (const std::string& reason : allowedReasons) {
-        INFO("forwarded as " << reason);
-        CHECK(byReason[reason] > 0);  // each way to NCCL the table leads to was seen
-      }
-      CHECK(released[0].find(" 1stage=0 2stage=0") != std::string::npos);  // never a pull kernel
-    } else {
-      CHECK(takenIn(released[0]) == 0);
-      CHECK(byReason["untuned"] == one.allReduces - one.above8MiB);
+    CHECK(takenIn(released[0]) == one.allReduces - forwarded);
+    CHECK(takenIn(released[0]) > 0);
+    for (const std::string& reason : allowedReasons) {
+      INFO("forwarded as " << reason);
+      CHECK(byReason[reason] > 0);  // each way to NCCL the table leads to was seen
     }
+    CHECK(released[0].find(" 1stage=0 2stage=0") != std::string::npos);  // never a pull kernel
   }
+}
+
+// The setup: line of every rank of an untuned PCIe communicator of `ranks` ranks: not
+// eligible, with the links the set-up found, naming the command; no figure of memory held.
+std::string untunedSetup(int ranks) {
+  return "not eligible: pcie untuned (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90): every "
+         "call goes to NCCL (untuned) until `nccl-car tune` has measured " + std::to_string(ranks) +
+         " ranks over PCIe on this machine";
+}
+
+// Every communicator rank of an untuned PCIe run: that setup: line, and every call it made
+// forwarded as untuned (the too-large ones as well: the communicator takes nothing at all).
+void checkUntunedPcieRun(const ChildResult& run, int ranks, std::size_t communicators = 1) {
+  INFO(run.out << run.err.substr(0, 6000));
+  for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(ranks) * communicators)) {
+    INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
+    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+    REQUIRE(setup.size() == 1);
+    CHECK(setup[0] == untunedSetup(ranks));
+    const std::vector<std::string> released = infoAbout(run.err, one.comm, "released:");
+    REQUIRE(released.size() == 1);
+    CHECK(released[0].find("taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes)") == 0);
+    std::map<std::string, int> byReason;
+    CHECK(forwardedIn(released[0], &byReason) == one.allReduces);
+    CHECK(byReason == std::map<std::string, int>{{"untuned", one.allReduces}});
+  }
+  CHECK(linesWith(run.err, {"setup: eligible ("}).empty());
 }
 
 }  // namespace
 
 TEST_CASE("multi-rank: over PCIe, every call goes to NCCL (untuned) until a table measured it, the 2-rank case "
-          "too", "[shim][multi-rank][pcie]") {
+          "too, and the communicator holds nothing", "[shim][multi-rank][pcie]") {
   for (int ranks : {2, kPcieRanks}) {
     CAPTURE(ranks);
     const ChildResult run = runDriver(ranks, 60, 1, "", false,
                                       {"NCCL_CAR_TEST_FAULT=pcie", "XDG_CACHE_HOME=" + freshCache()});
-    if (ranks == kPcieRanks) {
-      checkPcieRun(run, "); pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured 4 "
-                        "ranks over PCIe on this machine", {"untuned", "too-large"}, false);
-    } else {
-      INFO(run.err.substr(0, 4000));
-      CHECK(linesWith(run.err, {"setup: eligible (same-process peers, pcie (", "pcie untuned"}).size() == 2);
-      CHECK(linesWith(run.err, {"released: taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0"})
-                .size() == 2);
-    }
+    checkUntunedPcieRun(run, ranks);
   }
+}
+
+// An untuned PCIe communicator lets go of its block as soon as its verdict is known, not at
+// its destroy: under a bound of one block per GPU (each rank on a device of its own), a second
+// communicator of the same ranks, made while the first is still alive, finds room for its own
+// block, and reaches the same verdict instead of "no room". A forced push kernel
+// (NCCL_CAR_ALGO, how nccl-car tune times an unmeasured machine) keeps one eligible.
+TEST_CASE("multi-rank: an untuned PCIe communicator lets go of its block at its verdict; a forced push kernel keeps "
+          "it eligible", "[shim][multi-rank][pcie]") {
+  const std::string cache = freshCache();
+  const std::vector<std::string> perRank = {"STANDIN_NCCL_DEVICE_PER_RANK=1", "FAKE_CUDA_DEVICES=2",
+                                            "NCCL_CAR_TEST_FAULT=pcie", "XDG_CACHE_HOME=" + cache};
+  // Forced: eligible, and one block's bytes.
+  const ChildResult forced = runDriver(2, 4, 1, "", false, with(perRank, {"NCCL_CAR_ALGO=1shot"}));
+  INFO(forced.out << forced.err.substr(0, 4000));
+  REQUIRE(forced.exitCode == 0);
+  const std::vector<Asked> forcedAsked = askedOf(forced.out);
+  REQUIRE(forcedAsked.size() == 2);
+  std::size_t block = 0;
+  for (const Asked& one : forcedAsked) {
+    const std::vector<std::string> setup = infoAbout(forced.err, one.comm, "setup:");
+    REQUIRE(setup.size() == 1);
+    CHECK(setup[0].rfind("eligible (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90", 0) == 0);
+    CHECK(setup[0].find("); pcie forced: NCCL_CAR_ALGO=1shot takes the all-reduces it can run; every other call goes "
+                        "to NCCL (untuned) until `nccl-car tune` has measured 2 ranks over PCIe on this machine") !=
+          std::string::npos);
+    block = heldBytes(setup[0]);
+  }
+  REQUIRE(block > 0);
+
+  const ChildResult run = runDriver(2, 10, 2, "second-comm", false,
+                                    with(perRank, {"NCCL_CAR_GPU_MEMORY_BYTES=" + std::to_string(block)}));
+  checkUntunedPcieRun(run, 2, 2);
+  CHECK(linesWith(run.err, {"no room for another buffer block"}).empty());
+  std::filesystem::remove_all(cache);
 }
 
 TEST_CASE("multi-rank: over PCIe across CPU sockets, only NCCL_P2P_LEVEL=SYS makes a communicator eligible",
@@ -729,11 +779,13 @@ TEST_CASE("multi-rank: over PCIe across CPU sockets, only NCCL_P2P_LEVEL=SYS mak
                                              "(PCIe path SYS); NCCL_P2P_LEVEL=SYS would allow peer-to-peer access "
                                              "across them"}).size() == 2);
   CHECK(carLines(run.err, "WARN").empty());  // a topology we do not serve, not a fault
+  // The links pass; untuned, the communicator is the PCIe case that nothing measured (its line names them).
   run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie-sys", "NCCL_P2P_LEVEL=SYS"});
-  CHECK(linesWith(run.err, {"setup: eligible (same-process peers, pcie (every pair peer-to-peer, SYS at most)"}).size() == 2);
+  CHECK(linesWith(run.err, {"setup: not eligible: pcie untuned (same-process peers, pcie (every pair peer-to-peer, "
+                            "SYS at most)"}).size() == 2);
   // NCCL_P2P_LEVEL=PIX keeps the pairs through one switch, and no further.
   run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie", "NCCL_P2P_LEVEL=PIX"});
-  CHECK(linesWith(run.err, {"setup: eligible (same-process peers, pcie ("}).size() == 2);
+  CHECK(linesWith(run.err, {"setup: not eligible: pcie untuned (same-process peers, pcie ("}).size() == 2);
   run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=pcie", "NCCL_P2P_LEVEL=NVL"});
   CHECK(linesWith(run.err, {"setup: not eligible: NCCL_P2P_LEVEL on rank 0 allows peer-to-peer access over NVLink "
                             "only"}).size() == 2);
@@ -767,8 +819,8 @@ TEST_CASE("multi-rank: over PCIe, a table measured for the case is followed size
   std::vector<std::string> traced = env;
   traced.push_back("NCCL_CAR_DEBUG=TRACE");
   run = runDriver(kPcieRanks, 60, 1, "", false, traced);
-  checkPcieRun(run, "); pcie tuned: the choice table's rows for 4 ranks over PCIe decide",
-               {"tuned", "untuned", "too-large"}, true);
+  checkTunedPcieRun(run, "); pcie tuned: the choice table's rows for 4 ranks over PCIe decide",
+                    {"tuned", "untuned", "too-large"});
   const std::vector<Traced> calls = tracedCalls(run.err);
   REQUIRE_FALSE(calls.empty());
   std::set<std::string> kernels;

@@ -1,8 +1,9 @@
 """Reads the library's NCCL-style log lines and adds up what they report.
 
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: eligible (ipc peers, full nvlink, ...)
-    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: eligible (ipc peers, pcie (...), ...); pcie untuned: ...
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: eligible (ipc peers, pcie (...), ...); pcie tuned: ...
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: not eligible: <why>
+    host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 setup: not eligible: pcie untuned (ipc peers, pcie ...
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 released: taken 1shot=9
         2shot=2 1stage=0 2stage=1 (1052688 bytes) forwarded 4 (op=1 too-large=3)
     host:pid:tid [dev] NCCL-CAR INFO comm 0x55d0 rank 1/4 alive at exit: taken ... forwarded ...
@@ -34,10 +35,10 @@ _TRACED = re.compile(r"rank (?P<rank>\d+) (?P<collective>[a-z-]+) (?P<count>\d+)
 _RELEASED = re.compile(r"taken (?P<kernels>[0-9a-z]+=\d+(?: [0-9a-z]+=\d+)*) \((?P<bytes>\d+) bytes\) "
                        r"forwarded (?P<forwarded>\d+)(?: \((?P<reasons>[^)]*)\))?")
 _REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")
-# An eligible setup: line's links: the NVLink case or the PCIe case, and, for the PCIe case,
-# whether a choice table measured it ("; pcie tuned: ..." or "; pcie untuned: ...").
-_LINKS = re.compile(r"eligible \([a-z-]+ peers, (?P<links>full nvlink|pcie)\b")
-_PCIE_TUNING = re.compile(r"\); pcie (?P<tuning>tuned|untuned): ")
+# The links a setup: line names: an eligible communicator's (the NVLink case or the PCIe case),
+# or a PCIe communicator's that no choice table measured, which is not eligible ("not
+# eligible: pcie untuned (ipc peers, pcie (...), sm_90): ..."): a PCIe case all the same.
+_LINKS = re.compile(r"(?P<untuned>not eligible: pcie untuned|eligible) \([a-z-]+ peers, (?P<links>full nvlink|pcie)\b")
 NVLINK, PCIE = "nvlink", "pcie"
 
 _WARN_EXAMPLES = 5
@@ -81,8 +82,8 @@ class LogTally:
         self.setups = 0
         self.communicators = 0          # rank-0 setups: one per communicator
         self.eligible = 0
-        self.links = Counter()          # "nvlink" / "pcie" -> eligible communicator ranks
-        self.pcie_untuned = 0           # eligible PCIe communicator ranks no choice table measured
+        self.links = Counter()          # "nvlink" / "pcie" -> communicator ranks whose setup: line names them
+        self.pcie_untuned = 0           # PCIe communicator ranks no choice table measured (not eligible)
         self.not_eligible = Counter()   # reason -> ranks
         self.releases = 0
         self.alive_at_exit = 0          # released: lines that came at exit instead (never destroyed)
@@ -127,14 +128,13 @@ class LogTally:
 
     def _feed_setup(self, key, comm, line):
         detail = comm["detail"]
+        links = _LINKS.match(detail)
+        if links:
+            self.links[NVLINK if links["links"] == "full nvlink" else PCIE] += 1
+            if links["untuned"] != "eligible":
+                self.pcie_untuned += 1
         if detail.startswith("eligible"):
             self.eligible += 1
-            links = _LINKS.match(detail)
-            if links:
-                self.links[NVLINK if links["links"] == "full nvlink" else PCIE] += 1
-            tuning = _PCIE_TUNING.search(detail)
-            if tuning and tuning["tuning"] == "untuned":
-                self.pcie_untuned += 1
         elif detail.startswith("not eligible"):
             self.not_eligible[detail[len("not eligible"):].lstrip(": ") or "no reason given"] += 1
         else:
@@ -183,9 +183,6 @@ class LogTally:
                  f"{self.eligible} eligible, {sum(self.not_eligible.values())} not eligible"]
         for reason, ranks in self.not_eligible.most_common():
             lines.append(f"  not eligible ({ranks} rank(s)): {reason}")
-        if self.pcie_untuned:
-            lines.append(f"  over PCIe without a measured table ({self.pcie_untuned} rank(s)): every call went to NCCL "
-                         "(untuned); `nccl-car tune` measures this machine")
         per_kernel = ", ".join(f"{kernel} {count}" for kernel, count in self.taken.items())
         lines.append(f"  taken: {self.taken_calls} call(s)" + (f" ({per_kernel})" if per_kernel else "") +
                      f", {format_size(self.taken_bytes)} ({self.taken_bytes} bytes), counted on every rank")

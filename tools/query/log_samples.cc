@@ -52,18 +52,31 @@ std::string commName(std::uintptr_t address, int rank, int ranks) {
   return car::logText(car::formatCommName, reinterpret_cast<const void*>(address), rank, ranks);
 }
 
-// `tuned`: for a PCIe communicator (!fullNvlink), whether the choice table measured its case.
+// A PCIe communicator (!fullNvlink) is eligible where the choice table measured its case, or
+// where NCCL_CAR_ALGO forces a push kernel (`forced`, null: tuned).
 void setupEligible(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
-                   bool sameProcess, bool fullNvlink, int computeCapability, bool tuned = false) {
+                   bool sameProcess, bool fullNvlink, int computeCapability, const char* forced = nullptr) {
   const std::string links = car::logText(car::formatLinks, fullNvlink, "PXB", 0, ranks * (ranks - 1) / 2);
-  const std::string note = fullNvlink ? "" : car::logText(car::formatPcieTuning, ranks, tuned);
+  const std::string note = fullNvlink ? "" : car::logText(car::formatPcieTuning, ranks, forced == nullptr, forced);
   const std::string text = car::logText(car::formatSetupEligible, commName(comm, rank, ranks).c_str(), sameProcess,
                                         links.c_str(), computeCapability, 8ull << 20, 50337280ull, 0ull, note.c_str());
   JsonWriter& json = samples.begin("setup-eligible", process, LogLevel::Info, text);
   json.key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
   json.key("links").string(fullNvlink ? "nvlink" : "pcie").key("pcie_tuned");
   if (fullNvlink) json.null();
-  else json.boolean(tuned);
+  else json.boolean(forced == nullptr);
+  samples.end();
+}
+
+void setupNotEligible(Samples& samples, const Process& process, std::uintptr_t comm, int rank, int ranks,
+                      const std::string& reason, const char* links = nullptr) {
+  JsonWriter& json = samples.begin("setup-not-eligible", process, LogLevel::Info,
+                                   car::logText(car::formatSetupNotEligible, commName(comm, rank, ranks).c_str(),
+                                                reason.c_str()));
+  json.key("rank").number(static_cast<std::uint64_t>(rank)).key("ranks").number(static_cast<std::uint64_t>(ranks));
+  json.key("reason").string(reason).key("links");  // the case it is, where it says (PCIe untuned)
+  if (links != nullptr) json.string(links);
+  else json.null();
   samples.end();
 }
 
@@ -163,14 +176,15 @@ void writeLogSamples(JsonWriter& json) {
                   car::logText(car::formatRealNcclFound, "the next library (RTLD_NEXT)", "2.32.3"));
     samples.end();
     setupEligible(samples, kFirst, 0x55d0c0a0, 0, 2, false, true, 90);
-    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0, true);
-    setupEligible(samples, kSecond, 0x7f00bb00, 1, 4, true, false, 89, false);
+    setupEligible(samples, kSecond, 0x7f00aa00, 1, 2, true, false, 0);
+    // Over PCIe, nothing measured: not eligible, with the links it found (a PCIe case all the same).
+    const std::string pcieLinks = car::logText(car::formatLinks, false, "PXB", 0, 6);
+    setupNotEligible(samples, kSecond, 0x7f00bb00, 1, 4,
+                     car::logText(car::formatPcieUntuned, true, pcieLinks.c_str(), 89, 4), "pcie");
+    // Over PCIe, nothing measured but NCCL_CAR_ALGO forces a push kernel (how nccl-car tune times it).
+    setupEligible(samples, kSecond, 0x7f00dd00, 1, 2, true, false, 89, "1shot");
 
-    const char* reason = "ranks span 2 hosts";
-    samples.begin("setup-not-eligible", kOtherHost, LogLevel::Info,
-                  car::logText(car::formatSetupNotEligible, commName(0x1234, 1, 4).c_str(), reason))
-        .key("rank").number(1).key("ranks").number(4).key("reason").string(reason);
-    samples.end();
+    setupNotEligible(samples, kOtherHost, 0x1234, 1, 4, "ranks span 2 hosts");
 
     warning(samples, kOtherHost, commName(0x1234, 1, 4) + ": NCCL_CAR_ALGO differs between rank 0 and rank 1",
             "shim/handshake/handshake.cc", 99);
@@ -197,6 +211,10 @@ void writeLogSamples(JsonWriter& json) {
     car::CallStats untuned;  // over PCIe before nccl-car tune measured it
     for (int n = 0; n < 7; ++n) untuned.countForwarded(car::ForwardReason::Untuned);
     released(samples, kSecond, 0x7f00bb00, 1, 4, untuned);
+    car::CallStats forced;  // NCCL_CAR_ALGO=1shot over PCIe, unmeasured: what it cannot run goes to NCCL
+    for (int n = 0; n < 5; ++n) forced.countTaken(car::Algorithm::OneShotPush, 4096);
+    for (int n = 0; n < 2; ++n) forced.countForwarded(car::ForwardReason::Untuned);
+    released(samples, kSecond, 0x7f00dd00, 1, 2, forced);
     // A communicator never destroyed (JAX's), counted at exit.
     setupEligible(samples, kSecond, 0x7f00cc00, 1, 2, true, true, 90);
     car::CallStats neverDestroyed;

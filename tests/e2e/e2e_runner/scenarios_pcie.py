@@ -1,7 +1,7 @@
 """The PCIe case on the one-GPU rig. NCCL_CAR_TEST_FAULT=pcie (a test-only switch,
 shim/exports/fault_injection.h) makes every rank's set-up see its peers' GPUs over PCIe
 without NVLink (shim/handshake/topology.h), so the rig runs the library's PCIe path end to
-end: every call to NCCL until tuned, `nccl-car tune --one-gpu` writing a table of the PCIe
+end: not eligible, every call to NCCL, until tuned; `nccl-car tune --one-gpu` writing a table of the PCIe
 case, and allreduce_e2e following it with every sum exact. Nothing here is a PCIe figure: the
 ranks share one GPU, and the times tune takes are the rig's."""
 

@@ -22,26 +22,29 @@ def _checks(logs):
 
 
 def untuned(ranks, returncodes, logs):
-    """allreduce_e2e under the test topology `pcie`, no choice table: every rank eligible as
-    the PCIe case and says it is untuned (naming nccl-car tune), nothing taken, every call up
-    to the limit forwarded as untuned, those above it as too-large, every sum exact."""
+    """allreduce_e2e under the test topology `pcie`, no choice table: every rank's setup: line
+    says the PCIe case is not eligible, untuned (naming nccl-car tune), with the links it found
+    and no memory held; nothing taken, every call forwarded as untuned (those above the limit
+    too: the communicator takes nothing at all), every sum exact."""
     seen = tally(*logs)
-    reports, calls, above = _checks(logs)
-    others = forwarded_except(seen, (UNTUNED, TOO_LARGE))
-    naming = lines_with(logs, "pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune`")
+    reports, calls, _above = _checks(logs)
+    others = forwarded_except(seen, (UNTUNED,))
+    naming = [line for line in lines_with(logs, "setup: not eligible: pcie untuned (")
+              if "): every call goes to NCCL (untuned) until `nccl-car tune` has measured" in line]
+    holding = [line for line in lines_with(logs, "setup:") if " holds " in line]
     conditions = [("every rank exits 0 (every sum exact)", all_zero(returncodes)),
                   (f"{ranks} ranks report their checks", len(reports) == ranks),
-                  (f"{ranks} ranks eligible over PCIe", seen.links[PCIE] == ranks and seen.eligible == ranks),
+                  (f"{ranks} ranks found the PCIe case, none eligible",
+                   seen.links[PCIE] == ranks and seen.eligible == 0),
                   ("each says it is untuned, naming nccl-car tune", seen.pcie_untuned == ranks and len(naming) == ranks),
+                  ("none holds memory for it", not holding),
                   (f"{ranks} ranks released", seen.releases == ranks),
                   ("no call taken", seen.taken_calls == 0),
-                  (f"all {calls - above} calls up to the limit forwarded as {UNTUNED}",
-                   seen.forward_reasons[UNTUNED] == calls - above),
-                  (f"all {above} calls above it forwarded as {TOO_LARGE}", seen.forward_reasons[TOO_LARGE] == above),
+                  (f"all {calls} calls forwarded as {UNTUNED}", seen.forward_reasons[UNTUNED] == calls),
                   ("no call forwarded for another reason", not others)]
-    return judged(conditions, f"exit {codes(returncodes)}, {seen.links[PCIE]}/{ranks} ranks eligible over PCIe, "
-                              f"{seen.taken_calls} calls taken, {seen.forwarded} forwarded "
-                              f"({counts(seen.forward_reasons)})", lines_with(logs[:1], "setup:"))
+    return judged(conditions, f"exit {codes(returncodes)}, {seen.links[PCIE]}/{ranks} ranks over PCIe "
+                              f"({seen.pcie_untuned} untuned), {seen.taken_calls} calls taken, {seen.forwarded} "
+                              f"forwarded ({counts(seen.forward_reasons)})", lines_with(logs[:1], "setup:"))
 
 
 def tuned_table(returncode, output, table):

@@ -7,8 +7,8 @@ from runner_support import FAIL, PASS, info, log, released
 from e2e_runner import verdicts_pcie as verdicts
 
 LINKS = "pcie (every pair peer-to-peer, PIX at most)"
-UNTUNED_NOTE = ("; pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured 2 ranks over "
-                "PCIe on this machine")
+UNTUNED = ("not eligible: pcie untuned (ipc peers, {links}, sm_90): every call goes to NCCL (untuned) until `nccl-car "
+           "tune` has measured 2 ranks over PCIe on this machine")
 TUNED_NOTE = "; pcie tuned: the choice table's rows for 2 ranks over PCIe decide; sizes they do not cover go to NCCL"
 
 
@@ -17,14 +17,18 @@ def setup(rank, note, links=LINKS):
                 f"50337280 bytes; from call 0){note}", rank=rank)
 
 
+def untuned_setup(rank, links=LINKS):
+    return info(f"comm 0x55d0 rank {rank}/2 setup: " + UNTUNED.format(links=links), rank=rank)
+
+
 def checks(rank, wrong=0):
     return f"rank {rank}/2: 156 checks (24 above 8388608 bytes), {wrong} wrong ({wrong * 3} elements)"
 
 
-def untuned_log(rank, note=UNTUNED_NOTE, links=LINKS, taken=(0, 0, 0, 0), reasons="untuned=132 too-large=24"):
+def untuned_log(rank, setup_line=None, taken=(0, 0, 0, 0), reasons="untuned=156"):
     forwarded = sum(int(part.split("=")[1]) for part in reasons.split())
-    return log(setup(rank, note, links), checks(rank), released(rank, 2, taken=taken, forwarded=forwarded,
-                                                                  reasons=reasons))
+    return log(setup_line or untuned_setup(rank), checks(rank), released(rank, 2, taken=taken, forwarded=forwarded,
+                                                                          reasons=reasons))
 
 
 def trace(rank, nbytes, kernel, dtype="bf16"):
@@ -49,21 +53,30 @@ class UntunedTest(unittest.TestCase):
     def test_every_call_forwarded_untuned_passes(self):
         verdict = verdicts.untuned(2, [0, 0], [untuned_log(0), untuned_log(1)])
         self.assertEqual(verdict.status, PASS, verdict.detail)
-        self.assertIn("2/2 ranks eligible over PCIe, 0 calls taken, 312 forwarded", verdict.detail)
+        self.assertIn("2/2 ranks over PCIe (2 untuned), 0 calls taken, 312 forwarded", verdict.detail)
 
     def test_a_call_taken_fails(self):
-        logs = [untuned_log(0), untuned_log(1, taken=(1, 0, 0, 0), reasons="untuned=131 too-large=24")]
+        logs = [untuned_log(0), untuned_log(1, taken=(1, 0, 0, 0), reasons="untuned=155")]
         self.assertIn("not met: no call taken", verdicts.untuned(2, [0, 0], logs).detail)
 
     def test_the_nvlink_case_fails(self):
-        logs = [untuned_log(r, note="", links="full nvlink") for r in range(2)]
+        logs = [untuned_log(r, setup(r, "", links="full nvlink")) for r in range(2)]
         detail = verdicts.untuned(2, [0, 0], logs).detail
-        self.assertIn("2 ranks eligible over PCIe", detail.split("not met:")[1])
+        self.assertIn("2 ranks found the PCIe case, none eligible", detail.split("not met:")[1])
         self.assertIn("each says it is untuned", detail)
+
+    def test_an_eligible_untuned_communicator_that_holds_its_block_fails(self):
+        """The way it was before: eligible, holding its block, every call forwarded all the same."""
+        note = ("; pcie untuned: every call goes to NCCL (untuned) until `nccl-car tune` has measured 2 ranks over "
+                "PCIe on this machine")
+        logs = [untuned_log(r, setup(r, note)) for r in range(2)]
+        detail = verdicts.untuned(2, [0, 0], logs).detail
+        self.assertIn("2 ranks found the PCIe case, none eligible", detail.split("not met:")[1])
+        self.assertIn("none holds memory for it", detail)
 
     def test_a_wrong_sum_or_another_reason_fails(self):
         self.assertEqual(verdicts.untuned(2, [0, 1], [untuned_log(0), untuned_log(1)]).status, FAIL)
-        logs = [untuned_log(0), untuned_log(1, reasons="untuned=131 tuned=1 too-large=24")]
+        logs = [untuned_log(0), untuned_log(1, reasons="untuned=132 too-large=24")]
         self.assertIn("no call forwarded for another reason", verdicts.untuned(2, [0, 0], logs).detail)
 
 
@@ -106,7 +119,7 @@ class FollowingTest(unittest.TestCase):
         self.assertIn("each traced", verdicts.following(2, [0, 0], [tuned_log(0), untraced], ROWS).detail)
 
     def test_untuned_ranks_or_wrong_sums_fail(self):
-        logs = [tuned_log(0), tuned_log(1).replace(TUNED_NOTE, UNTUNED_NOTE)]
+        logs = [tuned_log(0), untuned_log(1)]
         self.assertIn("eligible over PCIe, tuned", verdicts.following(2, [0, 0], logs, ROWS).detail)
         self.assertEqual(verdicts.following(2, [0, 1], [tuned_log(0), tuned_log(1, wrong=1)], ROWS).status, FAIL)
 
