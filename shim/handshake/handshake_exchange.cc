@@ -57,12 +57,12 @@ ncclResult_t issueExchange(const RealNccl& real, HandshakeDevice& device, const 
   for (ExchangeMember* member : issuing) {
     if (!member->issued) continue;
     if (ended != ncclSuccess && ended != ncclInProgress) {
-      // NCCL gave the group up, so its sequence is as before; what it left on the stream, or
-      // still refers to, is not known (a connection to a dead peer failed inside it): the
-      // scratch and the stream are kept.
+      // NCCL took our all-gather, then gave the group up at its end (a connection to a dead
+      // peer failed inside it): the communicator is broken, not merely early. What NCCL left
+      // on the stream, or still refers to, is not known: the scratch and the stream are kept.
       member->issued = false;
-      member->refused = true;
       member->deviceBusy = true;
+      member->failure = std::string("the set-up's group failed: ") + real.getErrorString(ended);
       continue;
     }
     // Ended: on the stream now. In progress: NCCL's own thread launches it later.

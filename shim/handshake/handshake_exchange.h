@@ -31,7 +31,7 @@ struct ExchangeMember {
   cudaStream_t stream = nullptr;
   char* scratch = nullptr;
   bool issued = false;      // its all-gather went to NCCL (with its group)
-  bool refused = false;     // NCCL refused its group: nothing of it entered NCCL's sequence
+  bool refused = false;     // NCCL refused its all-gather, so the group: nothing of it entered NCCL's sequence
   bool launched = false;    // NCCL put the all-gather on the stream (nonblocking: NCCL's thread did)
   // A group that ended in progress: NCCL's calls accepted on the communicator when it ended.
   // Once NCCL accepts another, its thread has launched the group.
@@ -73,9 +73,11 @@ struct JoinedCall {
 };
 
 // Stages every member's record, then issues every member's all-gather in one NCCL group (and
-// `joined`, if given, inside it). Returns what ended the group; a member whose gate was closed,
-// or whose staging failed, has its failure set; one whose group NCCL refused (its all-gather
-// or the group's end), `refused`. Waits for nothing but our own staging copies.
+// `joined`, if given, inside it). Returns what ended the group. A member whose all-gather NCCL
+// refused (a communicator still being created: the whole group is refused with it, and
+// nothing of it entered NCCL's sequence) is `refused`; one whose gate was closed, whose
+// staging failed, or whose group NCCL gave up at its end after taking the all-gather (a
+// broken communicator) has its failure set. Waits for nothing but our own staging copies.
 ncclResult_t issueExchange(const RealNccl& real, HandshakeDevice& device, const std::vector<ExchangeMember*>& members,
                            JoinedCall* joined = nullptr);
 

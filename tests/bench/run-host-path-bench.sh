@@ -3,7 +3,7 @@
 # GPU 0 under MPS): what issue 44 holds the hook to. Prints, each from this run:
 #  - the CUDA floor: car_launch_cost_bench's "floor" step (our kernel's launch with PDL and
 #    the ordering event's record, through the driver, on a busy stream);
-#  - the host time of a call our kernels take (car_nccl_bench's isolated eager "host" rows at
+#  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
 #    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to the floor;
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library and with
 #    NCCL alone, ROUNDS times in turn, and the median difference;
@@ -22,7 +22,7 @@ floor=$(sed -n 's/^floor: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work
 
 "$root/tests/e2e/mps.sh" restart >/dev/null
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
-bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated-eager --workloads plain
+bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
        --calls 20 --samples 9)
 # "host,plain,BYTES,US,...": the host row of each size.
 host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }

@@ -257,14 +257,16 @@ TEST_CASE("exchange: an all-gather NCCL refuses refuses the group: nothing of it
   CHECK(batch.members[0].failure.empty());         // not a failure: issued again at the next call
 }
 
-TEST_CASE("exchange: a group NCCL gives up at its end is refused, its scratch kept", "[exchange]") {
+TEST_CASE("exchange: a group NCCL gives up at its end after taking the all-gather fails the communicator, its "
+          "scratch kept", "[exchange]") {
   resetNccl();
   gNccl.groupEndResult = ncclInvalidUsage;
   HostDevice device;
   Batch batch(1, 2, false);
   CHECK(issueExchange(fakeTable(), device, batch.all()) == ncclInvalidUsage);
   CHECK_FALSE(batch.members[0].issued);
-  CHECK(batch.members[0].refused);
+  CHECK_FALSE(batch.members[0].refused);  // not merely early: broken
+  CHECK(batch.members[0].failure == "the set-up's group failed: error");
   CHECK(pollExchange(device, batch.members[0]) == ExchangeProgress::Failed);
   CHECK(batch.members[0].deviceBusy);  // what NCCL left behind is not known
 }

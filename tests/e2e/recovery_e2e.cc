@@ -192,12 +192,20 @@ int ineligibleAbort(Rank& self) {
                      ", stream idle " + (idle < 0 ? "never" : seconds(idle) + " after it"));
 }
 
-// Both ranks: a taken all-reduce, then a group NCCL fails (a send to no such peer), which
-// leaves the nonblocking communicator with an asynchronous error; the next all-reduce
-// must reach NCCL and return its error.
+// Both ranks: all-reduces until ours take them (the nonblocking communicator is set up in the
+// background from its first call, and its calls go to NCCL until the ranks agree), each waited
+// for as NCCL asks; then a group NCCL fails (a send to no such peer), which leaves the
+// communicator with an asynchronous error; the next all-reduce must reach NCCL and return its
+// error.
 int asyncError(Rank& self) {
-  if (spin(self) != ncclSuccess || cudaStreamSynchronize(self.stream) != cudaSuccess) {
-    return verdict(self, false, "the first all-reduce failed");
+  constexpr int kCallsWhileSettingUp = 300;  // 1 ms apart: the set-up settles well inside it
+  for (int i = 0; i < kCallsWhileSettingUp; ++i) {
+    const ncclResult_t called = spin(self);
+    if ((called != ncclSuccess && called != ncclInProgress) || !waitInitialised(self.comm) ||
+        cudaStreamSynchronize(self.stream) != cudaSuccess) {
+      return verdict(self, false, "an all-reduce before the error failed (" + std::to_string(called) + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ncclGroupStart();
   ncclBroadcast(self.buffer, self.buffer, 1, ncclFloat32, 0, self.comm, self.stream);  // NCCL's: joins the group
