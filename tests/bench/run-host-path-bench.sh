@@ -27,7 +27,7 @@ bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes iso
 # "host,plain,BYTES,US,...": the host row of each size.
 host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
 
-LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes "4K 64K 1M" >"$work/taken.csv"
+LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken.csv"
 for round in $(seq "$rounds"); do
   LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$round.csv"
   "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$round.csv"

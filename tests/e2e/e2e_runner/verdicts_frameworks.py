@@ -224,22 +224,29 @@ def torch_watchdog_abort(returncode, seconds, log, timed_out_code):
                   f"{rank0.taken_calls} calls taken, {rank0.forwarded} forwarded")
 
 
-def ctypes_client(mode, ranks, returncodes, logs):
+def ctypes_client(mode, ranks, returncodes, logs, reached=None):
     """tests/e2e/ctypes_allreduce.py, one process per rank, brought in by `mode`: every rank's
-    sums right and, except under LD_PRELOAD (which cannot reach a ctypes handle), every rank
-    eligible and calls taken; under LD_PRELOAD no communicator may reach the library."""
+    sums right and, where the way in reaches the client's NCCL (`reached`; by default every way
+    but LD_PRELOAD, which cannot reach a ctypes handle), every rank eligible and calls taken;
+    where it does not, no communicator may reach the library, and `nccl-car run`'s summary says
+    so and names --mode audit."""
+    reached = mode != "preload" if reached is None else reached
     passed = len(lines_matching(logs, rf"^rank \d+/{ranks}: PASS"))
     seen = tally(*logs)
     conditions = [("every rank exits 0", all_zero(returncodes)), (f"all {ranks} ranks right", passed == ranks)]
-    if mode == "preload":
-        conditions.append(("no communicator set up", seen.setups == 0 and not seen.not_understood))
-    else:
+    if reached:
         conditions += accelerated(seen, ranks)[0]
+    else:
+        conditions.append(("no communicator set up", seen.setups == 0 and not seen.not_understood))
     if mode == "tool-auto":
         conditions.append(("nccl-car run chose mode audit", bool(lines_with(logs, "mode audit"))))
-    if mode.startswith("tool-"):
+    if mode.startswith("tool-") and reached:
         conditions.append(("nccl-car run's summary shows calls taken",
                            bool(lines_matching(logs, r"^  taken: [1-9][0-9]* call\(s\)"))))
+    elif mode.startswith("tool-"):
+        conditions += [("nccl-car run's summary says the library was not reached",
+                        bool(lines_with(logs, "no communicator reached the library"))),
+                       ("the summary names --mode audit", bool(lines_with(logs, "try: --mode audit")))]
     return judged(conditions, f"exit {codes(returncodes)}, results right on {passed}/{ranks} ranks, {seen.eligible} "
                               f"eligible, {seen.taken_calls} calls taken",
                   lines_matching(logs, r"WRONG|failed|NCCL-CAR WARN")[:5])

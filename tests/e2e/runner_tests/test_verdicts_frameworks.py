@@ -545,6 +545,24 @@ class CtypesClientTest(unittest.TestCase):
         reached = verdicts.ctypes_client("preload", 2, [0, 0], ctypes_logs(2))
         self.assertIn("not met: no communicator set up", reached.detail)
 
+    def test_a_way_that_cannot_reach_the_client_must_say_so(self):
+        # PyTorch imported first holds the NCCL its RPATH found: a drop-in folder cannot come
+        # before it (the one-H200 rig, 2026-12-07), and nccl-car run's summary must say so.
+        summary = ("nccl-car: no communicator reached the library: its libnccl.so.2 was first on LD_LIBRARY_PATH, "
+                   "but no NCCL call reached it\n  try: --mode audit")
+        unreached = ctypes_logs(2, eligible=None)
+        self.assertEqual(verdicts.ctypes_client("dropin-name", 2, [0, 0], unreached, reached=False).status, PASS)
+        self.assertEqual(verdicts.ctypes_client("tool-dropin", 2, [0, 0], ctypes_logs(2, eligible=None, extra=summary),
+                                                reached=False).status, PASS)
+        silent = verdicts.ctypes_client("tool-dropin", 2, [0, 0], unreached, reached=False)
+        self.assertIn("not met: nccl-car run's summary says the library was not reached, the summary names "
+                      "--mode audit", silent.detail)
+        wrong = verdicts.ctypes_client("dropin-name", 2, [0, 0], ctypes_logs(2, eligible=None, right=False),
+                                       reached=False)
+        self.assertEqual(wrong.status, FAIL)
+        self.assertIn("not met: no communicator set up",
+                      verdicts.ctypes_client("dropin-name", 2, [0, 0], ctypes_logs(2), reached=False).detail)
+
 
 def at_exit(rank, ranks, comm, calls):
     """A communicator's counts said at exit (JAX never destroys its own)."""
