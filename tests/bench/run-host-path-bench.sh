@@ -2,7 +2,7 @@
 # The host time of one eager call through the library, on the one-GPU rig (2 processes on
 # GPU 0 under MPS): what issue 44 holds the hook to. Prints, each from this run:
 #  - the CUDA floor: car_launch_cost_bench's "floor" step (our kernel's launch with PDL and
-#    the ordering event's record, through the driver, on a busy stream);
+#    the ordering event's record, through the driver, on a busy stream), under MPS as the ranks are;
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
 #    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to the floor;
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library and with
@@ -17,11 +17,11 @@ rounds=${2:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
 
-"$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor.csv"
-floor=$(sed -n 's/^floor: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
-
 "$root/tests/e2e/mps.sh" restart >/dev/null
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
+# The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
+"$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor.csv"
+floor=$(sed -n 's/^floor: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
 bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
        --calls 20 --samples 9)
 # "host,plain,BYTES,US,...": the host row of each size.
