@@ -117,7 +117,14 @@ ChildResult runDriver(int ranks, int calls, int communicators, const std::string
   if (nonblocking) run.env.push_back("NCCL_COMM_BLOCKING=0");
   run.env.insert(run.env.end(), env.begin(), env.end());
   run.timeoutSeconds = 300;
-  return runChild(run);
+  const ChildResult result = runChild(run);
+  // Every run, whatever else its test asks: no rule the stand-ins watch was broken (the
+  // sequence of collectives and launches alike on every rank, no NCCL call from our threads,
+  // no CUDA after tear-down, no device-wide wait on the program's thread).
+  INFO("driver stderr:\n" << result.err);
+  CHECK(linesWith(result.out, {"standin violations=0"}).size() == 1);
+  CHECK(linesWith(result.err, {"fake-cuda: violations=0"}).size() == 1);
+  return result;
 }
 
 // What one rank's log says about one communicator.
@@ -435,6 +442,7 @@ TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for th
       CHECK(setup[0].rfind("eligible (", 0) == 0);
     }
   }
+  checkAcrossRanks(run, asked);
 }
 
 namespace {
@@ -570,6 +578,7 @@ TEST_CASE("multi-rank: a set-up never waits for the whole device on the program'
     sizes.insert(heldBytes(setup[0]));
   }
   REQUIRE(sizes.size() == 2);  // the two communicators' blocks differ in size
+  checkAcrossRanks(run, asked);
   CHECK(violations(run.err, "fake-cuda: VIOLATION device-wide-wait").empty());
 }
 
@@ -671,7 +680,9 @@ std::vector<Traced> tracedCalls(const std::string& err) {
 void checkTunedPcieRun(const ChildResult& run, const std::string& setupHas,
                        const std::set<std::string>& allowedReasons) {
   INFO(run.out << run.err.substr(0, 6000));
-  for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(kPcieRanks))) {
+  const std::vector<Asked> asked = askedOfCleanRun(run, static_cast<std::size_t>(kPcieRanks));
+  checkAcrossRanks(run, asked);
+  for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm);
     const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
     REQUIRE(setup.size() == 1);
@@ -708,7 +719,9 @@ std::string untunedSetup(int ranks) {
 // forwarded as untuned (the too-large ones as well: the communicator takes nothing at all).
 void checkUntunedPcieRun(const ChildResult& run, int ranks, std::size_t communicators = 1) {
   INFO(run.out << run.err.substr(0, 6000));
-  for (const Asked& one : askedOfCleanRun(run, static_cast<std::size_t>(ranks) * communicators)) {
+  const std::vector<Asked> asked = askedOfCleanRun(run, static_cast<std::size_t>(ranks) * communicators);
+  checkAcrossRanks(run, asked);
+  for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
     const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
     REQUIRE(setup.size() == 1);
@@ -729,9 +742,11 @@ TEST_CASE("multi-rank: over PCIe, every call goes to NCCL (untuned) until a tabl
           "too, and the communicator holds nothing", "[shim][multi-rank][pcie]") {
   for (int ranks : {2, kPcieRanks}) {
     CAPTURE(ranks);
+    const std::string cache = freshCache();
     const ChildResult run = runDriver(ranks, 60, 1, "", false,
-                                      {"NCCL_CAR_TEST_FAULT=pcie", "XDG_CACHE_HOME=" + freshCache()});
+                                      {"NCCL_CAR_TEST_FAULT=pcie", "XDG_CACHE_HOME=" + cache});
     checkUntunedPcieRun(run, ranks);
+    std::filesystem::remove_all(cache);
   }
 }
 
@@ -762,6 +777,7 @@ TEST_CASE("multi-rank: an untuned PCIe communicator lets go of its block at its 
     block = heldBytes(setup[0]);
   }
   REQUIRE(block > 0);
+  checkAcrossRanks(forced, forcedAsked);
 
   const ChildResult run = runDriver(2, 10, 2, "second-comm", false,
                                     with(perRank, {"NCCL_CAR_GPU_MEMORY_BYTES=" + std::to_string(block)}));
