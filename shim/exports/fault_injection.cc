@@ -26,6 +26,7 @@ constexpr FaultName kNames[] = {
     {"board-throw", Fault::BoardThrow},
     {"give-up-before-agreement", Fault::GiveUpBeforeAgreement},
     {"slow-retire", Fault::SlowRetire},
+    {"slow-launcher", Fault::SlowLauncher},
     {"grow-block", Fault::GrowBlock},
     {"pcie", Fault::PcieOnly},
     {"pcie-sys", Fault::PcieAcrossSockets},

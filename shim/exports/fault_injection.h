@@ -32,6 +32,10 @@ enum class Fault {
   // slow-retire: the set-up's retirement of its block (SetUp::letGoOf) takes kSlowRetireSeconds
   // longer, as a retirement waiting for an importer in another process does.
   SlowRetire,
+  // slow-launcher: the set-up's launcher, made on the worker, reaches its communicator
+  // kSlowRetireSeconds later (SetUp::createBlockAndLauncher), as a slow allocation would: a
+  // communicator ended meanwhile meets a launcher its release could not take.
+  SlowLauncher,
   // grow-block: each set-up of a rank makes its block kGrowBlockBytes larger than that rank's
   // set-up before (as blocks of settings that changed would be): a block meets kept memory of
   // another size.

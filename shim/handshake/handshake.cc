@@ -269,7 +269,14 @@ bool SetUp::createBlockAndLauncher(std::string* problem) {
     *problem = fmt::format("could not allocate or export its buffers ({})", cudaGetErrorString(err));
     return false;  // the launcher goes here: none of its kernels ever ran
   }
-  comm.lock().installLauncher(std::move(launcher));
+  if (faultFires(Fault::SlowLauncher, comm.rank())) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSlowRetireSeconds));
+  }
+  // Released meanwhile: its release took no launcher, so this one goes here (outside the
+  // lock); the set-up's next step sees the release and lets go of the rest.
+  Holdings unused;
+  unused.launcher = comm.lock().installLauncher(std::move(launcher));
+  if (unused) letGoOf(std::move(unused));
   return true;
 }
 

@@ -190,8 +190,10 @@ void Communicator::Locked::exchangeRefused() {
   if (phase() == CommPhase::SettingUp) comm_.moveTo(CommPhase::Pending);
 }
 
-void Communicator::Locked::installLauncher(std::unique_ptr<Launcher> launcher) {
+std::unique_ptr<Launcher> Communicator::Locked::installLauncher(std::unique_ptr<Launcher> launcher) {
+  if (phase() != CommPhase::SettingUp) return launcher;
   comm_.setLauncher(std::move(launcher));
+  return nullptr;
 }
 
 bool Communicator::Locked::beginAgreeing(std::unique_ptr<BufferBlock>* block, const std::vector<void*>& bases,

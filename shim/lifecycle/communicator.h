@@ -253,7 +253,9 @@ class Communicator::Locked {
   // this rank; the next set-up point issues it again.
   void exchangeRefused();
   // The launcher the set-up made, before it concludes: from here on an abort reaches it.
-  void installLauncher(std::unique_ptr<Launcher> launcher);
+  // Only while SettingUp: one released meanwhile (its release took nothing) gets it back,
+  // for the set-up to let go of (none of its kernels ever ran).
+  [[nodiscard]] std::unique_ptr<Launcher> installLauncher(std::unique_ptr<Launcher> launcher);
   // SettingUp -> Agreeing, with the launcher attached to the block and its peers', and this
   // rank joined to the agreement on the first call taken (as of the calls so far), which it
   // follows at once. False when that cannot be (not SettingUp, or no launcher): the caller
@@ -271,8 +273,6 @@ class Communicator::Locked {
   // or what the verdict names (Verdict::forwardAs: untuned for the PCIe case nothing measured).
   bool becomeIneligible(IneligibleCause cause, const std::string& reason, Holdings* letGo,
                         ForwardReason countedAs = ForwardReason::NotEligible);
-  // What a set-up made that it can no longer hand over (released meanwhile): the launcher.
-  std::unique_ptr<Launcher> takeLauncher() { return comm_.takeLauncher(); }
 
   // ---- The release (shim/lifecycle/release.h).
   // -> Released, with everything it held. Returns the phase it left; nothing when it was

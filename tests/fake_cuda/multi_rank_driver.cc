@@ -30,6 +30,10 @@
 //    their first all-reduce (nonblocking: while their set-up waits in the background for the
 //    rank that never comes), by turns with ncclCommAbort and ncclCommDestroy, and prints "rank
 //    R end took T s".
+//  - end-at-once: every rank takes part, and ends its communicators right after their first
+//    two all-reduces (nonblocking: while their set-up goes on in the background), by turns with
+//    ncclCommAbort and ncclCommDestroy, then lives on kEndAtOnceLingerMs for the set-up
+//    worker to finish with them.
 //  - exit-in-setup: as end-in-setup, but nothing is ended: the process exits while the set-ups
 //    still wait in the background.
 //  - early-call: rank 0 makes its first all-reduce on each communicator without waiting for
@@ -83,6 +87,7 @@ enum class Mode {
   PeerNeverJoins,
   EndInSetUp,
   ExitInSetUp,
+  EndAtOnce,
   EarlyCall,
   SecondComm,
   Sequential,
@@ -96,7 +101,11 @@ struct ModeName {
 constexpr ModeName kModes[] = {{"opposite-order", Mode::OppositeOrder}, {"peer-never-joins", Mode::PeerNeverJoins},
                                {"end-in-setup", Mode::EndInSetUp},       {"exit-in-setup", Mode::ExitInSetUp},
                                {"early-call", Mode::EarlyCall},          {"second-comm", Mode::SecondComm},
-                               {"sequential", Mode::Sequential},         {"never-destroyed", Mode::NeverDestroyed}};
+                               {"sequential", Mode::Sequential},         {"never-destroyed", Mode::NeverDestroyed},
+                               {"end-at-once", Mode::EndAtOnce}};
+
+// end-at-once: longer than the library's slowest test fault (kSlowRetireSeconds, 2 s).
+constexpr int kEndAtOnceLingerMs = 3000;
 
 extern "C" ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 
@@ -336,21 +345,25 @@ void runRank(int rank, int ranks, int calls, const std::vector<ncclUniqueId>& id
       if (early) {
         earlyAllReduce(rank, comm, buffer, &asked[static_cast<std::size_t>(c)]);
       } else {
-        settle(ncclAllReduce(buffer.data(), buffer.data(), 1024, ncclFloat32, ncclSum, comm, nullptr),
-               "ncclAllReduce", rank, comm);
+        // end-at-once: a second call too, whose acceptance tells the set-up that NCCL launched
+        // its exchange, so that it goes on past it before the end.
+        for (int k = 0; k < (mode == Mode::EndAtOnce ? 2 : 1); ++k) {
+          settle(ncclAllReduce(buffer.data(), buffer.data(), 1024, ncclFloat32, ncclSum, comm, nullptr),
+                 "ncclAllReduce", rank, comm);
+        }
       }
       if (peerLeaves) std::printf("rank %d first all-reduce took %.3f s\n", rank, secondsSince(start));
       asked[static_cast<std::size_t>(c)].made = 1;
     }
   }
-  if (mode == Mode::EndInSetUp) {
+  if (mode == Mode::EndInSetUp || mode == Mode::EndAtOnce) {
     const Clock::time_point ending = Clock::now();
     for (ncclComm_t comm : comms) {
       settle(rank % 2 == 0 ? ncclCommAbort(comm) : ncclCommDestroy(comm), "ending the communicator", rank, nullptr);
     }
     std::printf("rank %d end took %.3f s\n", rank, secondsSince(ending));
     // The process lives on a while, as a program would: its set-up worker says what it let go.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(mode == Mode::EndAtOnce ? kEndAtOnceLingerMs : 300));
     return;
   }
   if (mode == Mode::ExitInSetUp) return;  // the set-ups still wait for the rank that left

@@ -556,6 +556,22 @@ TEST_CASE("multi-rank: a release board whose creation fails leaves no System V s
   CHECK(left.empty());
 }
 
+// A communicator ended while its set-up, on the worker, is making its launcher (rank 1 of
+// each: NCCL_CAR_TEST_FAULT=slow-launcher@1 makes that take 2 s): its release finds no
+// launcher to take, so the one that arrives after it must be let go of by the set-up, not
+// left on the released communicator: no event of ours alive at exit.
+TEST_CASE("multi-rank: a launcher made after its communicator was ended is let go of", "[shim][multi-rank]") {
+  const ChildResult run = runDriver(2, 10, 1, "end-at-once", true, {"NCCL_CAR_TEST_FAULT=slow-launcher@1"});
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  CHECK(linesWith(run.err, {"NCCL-CAR INFO", "released during set-up"}).size() +
+            linesWith(run.err, {"NCCL-CAR INFO", "setup: not eligible: stopped"}).size() ==
+        2);
+  CHECK(carLines(run.err, "WARN").empty());
+  CHECK(aliveAtExit(run.err, "events") == 0);  // the launcher's
+}
+
 // Finding 6, the set-up's claim: a block that meets kept memory of another size on its GPU
 // frees that memory (cudaFree, which waits for the whole device). Each rank's second block is
 // larger than its first (NCCL_CAR_TEST_FAULT=grow-block), made after the first communicator

@@ -124,11 +124,18 @@ multi_rank_scenarios=(
   "multi-rank-2-early-call|2 200 1 early-call|NCCL_COMM_BLOCKING=0"
   "multi-rank-3-advance-throw|3 200 2 second-comm|NCCL_CAR_TEST_FAULT=advance-throw@1 NCCL_CAR_SETUP_TIMEOUT_MS=3000|advance-throw"
   "multi-rank-2-grow-block|2 300 2 sequential|NCCL_CAR_TEST_FAULT=grow-block"
+  "multi-rank-2-end-at-once-slow-launcher|2 10 1 end-at-once|NCCL_COMM_BLOCKING=0 NCCL_CAR_TEST_FAULT=slow-launcher@1|released during set-up"
   "multi-rank-2-give-up-slow-retire|2 300 1|NCCL_COMM_BLOCKING=0 NCCL_CAR_TEST_FAULT=give-up-before-agreement@1,slow-retire@1|give-up-before-agreement"
 )
 for scenario in "${multi_rank_scenarios[@]}"; do
   IFS='|' read -r name args extra expect <<<"$scenario"
   run_scenario "$name" "$multi_rank_driver" "$fake_cuda_shim" "$args" "STANDIN_NCCL_EXCHANGE=1 STANDIN_NCCL_ASYNC_JOBS=1 $extra" \
     "${expect:- released: taken 1shot=[1-9]}" "multi-rank failures=0"
+  # The stand-ins' watch on the rules (tests/fake_cuda/README.md) must have seen none broken.
+  if ! grep -qx "standin violations=0" "$work/out" || ! grep -qx "fake-cuda: violations=0" "$work/err"; then
+    echo "tsan: scenario $name broke a rule the stand-ins watch:" >&2
+    grep -E "VIOLATION|violations=" "$work/out" "$work/err" | head -20 >&2
+    exit 1
+  fi
 done
 echo "tsan: $((${#scenarios[@]} + ${#multi_rank_scenarios[@]})) scenarios, no race reported (build $((built - start)) s, runs $((SECONDS - built)) s)"
