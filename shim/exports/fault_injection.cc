@@ -27,6 +27,7 @@ constexpr FaultName kNames[] = {
     {"give-up-before-agreement", Fault::GiveUpBeforeAgreement},
     {"slow-retire", Fault::SlowRetire},
     {"slow-launcher", Fault::SlowLauncher},
+    {"record-throw", Fault::RecordThrow},
     {"grow-block", Fault::GrowBlock},
     {"pcie", Fault::PcieOnly},
     {"pcie-sys", Fault::PcieAcrossSockets},

@@ -36,6 +36,9 @@ enum class Fault {
   // kSlowRetireSeconds later (SetUp::createBlockAndLauncher), as a slow allocation would: a
   // communicator ended meanwhile meets a launcher its release could not take.
   SlowLauncher,
+  // record-throw: filling this rank's handshake record throws once its board exists
+  // (SetUp::claimBoardAndRoom), as an internal error there would: the rank still sends a record.
+  RecordThrow,
   // grow-block: each set-up of a rank makes its block kGrowBlockBytes larger than that rank's
   // set-up before (as blocks of settings that changed would be): a block meets kept memory of
   // another size.

@@ -162,6 +162,33 @@ void SetUp::fillRecord() {
   }
   record.computeCapability = major * 10 + minor;
   if (record.status != RankStatus::Ready) return;
+  // Whatever throws here (the board's bookkeeping, the pool's), this rank still sends its
+  // record: its peers have their exchange in NCCL already, and would pair it with this rank's
+  // next collective.
+  try {
+    claimBoardAndRoom(&record);
+  } catch (const std::exception& error) {
+    abandonBeforeExchange(&record, error.what());
+  } catch (...) {
+    abandonBeforeExchange(&record, "an unknown exception");
+  }
+}
+
+void SetUp::abandonBeforeExchange(HandshakeRecord* record, const char* what) {
+  const Communicator& state = *exchange_.comm;
+  ownPage_ = nullptr;
+  memory_.reset();
+  board_.reset();
+  record->status = RankStatus::Failed;
+  record->boardId = -1;
+  CAR_WARN(state.device(), "{}: internal error before the set-up's exchange ({}); all-reduces go to NCCL",
+           describe(state), what);
+  warned_ = true;
+}
+
+void SetUp::claimBoardAndRoom(HandshakeRecord* recordOut) {
+  const Communicator& state = *exchange_.comm;
+  HandshakeRecord& record = *recordOut;
   std::string problem;
   board_ = SysvReleaseBoard::create(&problem);
   if (!board_) {
@@ -173,6 +200,7 @@ void SetUp::fillRecord() {
   ownPage_ = &board_->page();
   record.boardId = board_->id();
   record.boardToken = board_->token();
+  if (faultFires(Fault::RecordThrow, state.rank())) throw std::runtime_error("NCCL_CAR_TEST_FAULT record-throw");
   // Room for our block, before any rank allocates one: every rank learns from the records
   // whether all have it. Blocks kept at a release because a peer still mapped them may be
   // free by now: into the pool first, where this claim can take one. Neither waits for the

@@ -63,6 +63,8 @@ class SetUp {
   bool learnCommunicator(const RealNccl& real, const Communicator* gateHeld);
   bool openExchange(const DeviceGuard& onDevice);
   void fillRecord();
+  void claimBoardAndRoom(HandshakeRecord* record);                  // the board and the block's room
+  void abandonBeforeExchange(HandshakeRecord* record, const char* what);  // what that made, on a throw
   // NCCL refused the exchange's group: back to Pending, for the next set-up point.
   void refused();
 

@@ -33,6 +33,7 @@ enum class RankStatus : std::uint32_t {
   NoDevice = 2,       // CUDA unusable on this rank
   NoBoard = 3,        // the release board (shim/ipc/release_board.h) could not be created
   NoRoom = 4,         // one more block would exceed NCCL_CAR_GPU_MEMORY_BYTES on this rank's GPU
+  Failed = 5,         // an internal error on this rank before the exchange (its WARN says which)
 };
 
 // The records' all-gather: identity, device and settings of each rank, and where its board is.

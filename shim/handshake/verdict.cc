@@ -71,6 +71,11 @@ Verdict judgeRecords(const std::vector<HandshakeRecord>& records) {
       verdict.reason = fmt::format("rank {} could not create its release board (System V shared memory)", r);
       return verdict;
     }
+    if (record.status == RankStatus::Failed) {
+      verdict.unexpected = true;
+      verdict.reason = fmt::format("rank {} failed before the set-up's exchange (its log says why)", r);
+      return verdict;
+    }
     if (record.status == RankStatus::NoRoom) {  // the user's own bound: not a fault
       verdict.reason = fmt::format("rank {} has no room for another buffer block within its NCCL_CAR_GPU_MEMORY_BYTES", r);
       return verdict;

@@ -253,6 +253,15 @@ TEST_CASE("verdict: a rank without its release board makes every rank forward", 
   CHECK(verdict.reason.find("rank 1 could not create its release board") == 0);
 }
 
+TEST_CASE("verdict: a rank that failed before the exchange makes every rank forward", "[verdict]") {
+  std::vector<HandshakeRecord> all = records(3);
+  all[2].status = RankStatus::Failed;
+  const Verdict verdict = judgeRecords(all);
+  CHECK_FALSE(verdict.eligible);
+  CHECK(verdict.unexpected);
+  CHECK(verdict.reason == "rank 2 failed before the set-up's exchange (its log says why)");
+}
+
 TEST_CASE("verdict: a rank without room for a block under NCCL_CAR_GPU_MEMORY_BYTES makes every rank forward, "
           "without a WARN (the user's own bound)", "[verdict][budget]") {
   std::vector<HandshakeRecord> all = records(4);

@@ -556,6 +556,31 @@ TEST_CASE("multi-rank: a release board whose creation fails leaves no System V s
   CHECK(left.empty());
 }
 
+// One rank's record-filling throws (NCCL_CAR_TEST_FAULT=record-throw@1, once its board
+// exists): that rank must still make the set-up's exchange, or its peers' all-gather would
+// meet its next all-reduce in NCCL. Every rank then reaches the same verdict, and the rank
+// that threw keeps no board.
+TEST_CASE("multi-rank: a rank whose set-up throws before the exchange still takes part in it", "[shim][multi-rank]") {
+  const ChildResult run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=record-throw@1"});
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == 2);
+  for (const Asked& one : asked) {
+    INFO("rank " << one.rank);
+    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
+    REQUIRE(setup.size() == 1);
+    CHECK(setup[0] == "not eligible: rank 1 failed before the set-up's exchange (its log says why)");
+  }
+  checkAcrossRanks(run, asked);
+  CHECK(linesWith(run.err, {"NCCL-CAR WARN", "internal error before the set-up's exchange (NCCL_CAR_TEST_FAULT "
+                                             "record-throw)"}).size() == 1);
+  const int pid = driverPid(run.out);
+  REQUIRE(pid > 0);
+  CHECK(segmentsLeftBy(pid).empty());
+}
+
 // A communicator ended while its set-up, on the worker, is making its launcher (rank 1 of
 // each: NCCL_CAR_TEST_FAULT=slow-launcher@1 makes that take 2 s): its release finds no
 // launcher to take, so the one that arrives after it must be let go of by the set-up, not

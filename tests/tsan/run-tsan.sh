@@ -119,13 +119,15 @@ multi_rank_scenarios=(
   # Issue 44's: the process ends with set-ups still in the background; a rank whose first call
   # NCCL refuses (not yet created) and that makes it again; a set-up that throws on the worker,
   # then a second communicator of the same ranks; blocks of another size meeting kept memory;
-  # a rank that gives up before the agreement while the worker's let-go is slow.
+  # a rank that gives up before the agreement while the worker's let-go is slow; a rank whose
+  # record-filling throws, which must still send its record.
   "multi-rank-3-exit-in-setup|3 10 2 exit-in-setup|NCCL_COMM_BLOCKING=0|real NCCL found"
   "multi-rank-2-early-call|2 200 1 early-call|NCCL_COMM_BLOCKING=0"
   "multi-rank-3-advance-throw|3 200 2 second-comm|NCCL_CAR_TEST_FAULT=advance-throw@1 NCCL_CAR_SETUP_TIMEOUT_MS=3000|advance-throw"
   "multi-rank-2-grow-block|2 300 2 sequential|NCCL_CAR_TEST_FAULT=grow-block"
   "multi-rank-2-end-at-once-slow-launcher|2 10 1 end-at-once|NCCL_COMM_BLOCKING=0 NCCL_CAR_TEST_FAULT=slow-launcher@1|released during set-up"
   "multi-rank-2-give-up-slow-retire|2 300 1|NCCL_COMM_BLOCKING=0 NCCL_CAR_TEST_FAULT=give-up-before-agreement@1,slow-retire@1|give-up-before-agreement"
+  "multi-rank-2-record-throw|2 200 1|NCCL_CAR_TEST_FAULT=record-throw@1|failed before the set-up's exchange"
 )
 for scenario in "${multi_rank_scenarios[@]}"; do
   IFS='|' read -r name args extra expect <<<"$scenario"
