@@ -1,5 +1,7 @@
 #include "handshake/handshake_exchange.h"
 
+#include <algorithm>
+
 namespace car {
 namespace {
 
@@ -45,6 +47,15 @@ ncclResult_t issueExchange(const RealNccl& real, HandshakeDevice& device, const 
       // too, and nothing of it reaches NCCL's sequence.
       if (issued == ncclSuccess || issued == ncclInProgress) member->issued = true;
       else member->refused = true;
+    }
+    // NCCL runs none of a group one of whose calls it refused: its other members' all-gathers
+    // never entered their sequences either, so they are refused with it (back to Pending).
+    const bool anyRefused = std::any_of(issuing.begin(), issuing.end(), [](const ExchangeMember* member) { return member->refused; });
+    if (anyRefused) {
+      for (ExchangeMember* member : issuing) {
+        member->issued = false;
+        member->refused = true;
+      }
     }
     if (joined != nullptr) joined->result = joined->issue();
   } else {

@@ -91,6 +91,8 @@ bool runOneChore(Worker& self) {
     chore();
   } catch (const std::exception& error) {
     CAR_WARN(-1, "set-up worker: a chore failed ({}); what it held stays allocated", error.what());
+  } catch (...) {
+    CAR_WARN(-1, "set-up worker: a chore failed (an unknown exception); what it held stays allocated");
   }
   return endStep(self);
 }
@@ -130,13 +132,14 @@ void run() {
       if (self.exiting) return;
       round = self.active;
     }
-    while (runOneChore(self)) {
-    }
     bool anySettled = false;
     std::vector<const SetUp*> settled;
     for (const std::shared_ptr<SetUp>& setUp : round) {
       if (advanceOne(self, setUp)) settled.push_back(setUp.get());
     }
+    // One chore a round, after the set-ups: a chore's cudaFree waits for the whole device,
+    // and set-ups in flight should not wait behind it.
+    runOneChore(self);
     {
       std::lock_guard<std::mutex> lock(self.mutex);
       if (self.exiting) return;

@@ -24,6 +24,7 @@ struct FakeNccl {
   bool writeResults = true;                // the all-gather fills every rank's record
   ncclResult_t groupEndResult = ncclSuccess;
   ncclResult_t allGatherResult = ncclSuccess;
+  int refuseAllGather = 0;                 // this all-gather (1 = the first) is refused alone
   std::vector<ncclResult_t> asyncAnswers;  // ncclCommGetAsyncError, in turn; the last repeats
   std::size_t asyncCalls = 0;
   int depth = 0;
@@ -54,6 +55,7 @@ ncclResult_t fakeAllGather(const void* send, void* recv, size_t bytes, ncclDataT
   noteCall("all-gather");
   ++gNccl.allGathers;
   if (gNccl.allGatherResult != ncclSuccess) return gNccl.allGatherResult;
+  if (gNccl.allGathers == gNccl.refuseAllGather) return ncclInvalidArgument;
   const int ranks = *reinterpret_cast<const int*>(&comm);  // the tests pass the rank count as the handle
   if (gNccl.writeResults) {
     for (int r = 0; r < ranks; ++r) std::memcpy(static_cast<char*>(recv) + r * bytes, send, bytes);
@@ -126,6 +128,7 @@ void resetNccl() {
   gNccl.writeResults = true;
   gNccl.groupEndResult = ncclSuccess;
   gNccl.allGatherResult = ncclSuccess;
+  gNccl.refuseAllGather = 0;
   gNccl.asyncAnswers = {ncclSuccess};
   gNccl.asyncCalls = 0;
   gNccl.depth = 0;
@@ -255,6 +258,23 @@ TEST_CASE("exchange: an all-gather NCCL refuses refuses the group: nothing of it
   CHECK_FALSE(batch.members[0].issued);
   CHECK(joined.answer() == ncclInvalidArgument);  // the program's call is refused with it
   CHECK(batch.members[0].failure.empty());         // not a failure: issued again at the next call
+}
+
+TEST_CASE("exchange: one refused member of a batch refuses every member (NCCL runs none of the group)",
+          "[exchange]") {
+  resetNccl();
+  gNccl.refuseAllGather = 2;  // the second communicator is still in progress
+  gNccl.groupEndResult = ncclInvalidArgument;
+  HostDevice device;
+  Batch batch(3, 2, true);
+  CHECK(issueExchange(fakeTable(), device, batch.all()) == ncclInvalidArgument);
+  for (ExchangeMember& member : batch.members) {
+    CAPTURE(member.record.rank);
+    CHECK(member.refused);
+    CHECK_FALSE(member.issued);
+    CHECK_FALSE(member.deviceBusy);
+    CHECK(member.failure.empty());  // not broken: issued again at the next set-up point
+  }
 }
 
 TEST_CASE("exchange: a group NCCL gives up at its end after taking the all-gather fails the communicator, its "
