@@ -182,8 +182,7 @@ TEST_CASE("abi: every function the real NCCL exports, where the build found one,
           "LD_AUDIT and the drop-in folder", "[shim][abi][realnccl]") {
   const std::string real = realNcclLibrary();
   if (real.empty()) {
-    WARN("no real libnccl.so.2 in this build: the releases' stand-ins above must do");
-    return;
+    FAIL("no real libnccl.so.2 in this build: ctest runs this case only where the build found one");
   }
   const std::set<std::string> names = readDynamicInfo(real).exported;
   REQUIRE(names.count("ncclAllReduce") == 1);

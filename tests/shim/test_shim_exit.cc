@@ -31,7 +31,11 @@ TEST_CASE("exit: a communicator never destroyed reports its counts at exit; a de
 TEST_CASE("exit: a process that ends with _exit says nothing at exit", "[shim][exit]") {
   const ChildResult run = runDriver({"never-destroyed", "_exit"}, {"NCCL_CAR_DEBUG=INFO"});
   INFO(run.out << run.err);
-  CHECK(run.exitCode == 0);
+  REQUIRE(run.exitCode == 0);
+  // The same program as above got as far, logging: the destroyed one's line is there.
+  const Outputs outputs = parseOutputs(run.out);
+  REQUIRE(outputs.count("alive") == 1);
+  CHECK(infoAbout(run.err, outputs.at("init").get("made"), "released:").size() == 1);
   CHECK(linesWith(run.err, {"alive at exit:"}).empty());
 }
 

@@ -228,8 +228,7 @@ TEST_CASE("routes: the real NCCL, where the build found one, answers through LD_
   // Calls that need no GPU: on CI this is as far as the real library can be driven.
   const std::string real = realNcclLibrary();
   if (real.empty()) {
-    WARN("no real libnccl.so.2 in this build: the stand-in tests above must do");
-    return;
+    FAIL("no real libnccl.so.2 in this build: ctest runs this case only where the build found one");
   }
   const std::string probe =
       "import ctypes, sys\n"
