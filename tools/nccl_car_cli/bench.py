@@ -116,8 +116,7 @@ def add_arguments(parser):
     driver.add_argument("--all-reduce-perf", metavar="PATH",
                         help="nccl-tests' all_reduce_perf instead: the chain mode only (found on PATH when our "
                              "program is missing)")
-    parser.add_argument("--lib", metavar="PATH",
-                        help="libnccl-car.so (default: $NCCL_CAR_LIB, else build/shim/libnccl-car.so here)")
+    options.add_library_option(parser, "to measure")
     parser.add_argument("--nccl", metavar="PATH",
                         help="the real libnccl.so.2 every run uses, NCCL's and the library's alike (its folder first "
                              "on LD_LIBRARY_PATH; the library forwards to it through NCCL_CAR_NCCL_LIB): to compare "

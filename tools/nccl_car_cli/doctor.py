@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from . import gpu_probe, host_probe, library_query, paths, routes
+from . import gpu_probe, host_probe, library_query, options, paths, routes
 from .errors import EXIT_OK
 from .library_query import QueryUnavailable
 from .units import format_size
@@ -35,9 +35,7 @@ exit codes: 0 the report was printed (whatever it says: read the verdict or --js
 def add_arguments(parser):
     parser.description = DESCRIPTION
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--lib", metavar="PATH",
-                        help="libnccl-car.so to look for (default: $NCCL_CAR_LIB, else "
-                             f"{paths.DEFAULT_LIBRARY_HELP})")
+    options.add_library_option(parser, "to look for")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="a program to say the mode for, after --")

@@ -37,9 +37,7 @@ def add_arguments(parser):
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--lib", metavar="PATH",
-                        help="libnccl-car.so to link (default: $NCCL_CAR_LIB, else "
-                             f"{paths.DEFAULT_LIBRARY_HELP})")
+    options.add_library_option(parser, "to link")
     parser.add_argument("--nccl-lib", metavar="PATH", type=options.existing_file("the path of the real libnccl.so.2"),
                         help="the real libnccl.so.2 behind it (default: $NCCL_CAR_NCCL_LIB, else the one "
                              "nccl-car doctor finds)")

@@ -4,6 +4,7 @@ import argparse
 import os
 import shlex
 
+from . import paths
 from .units import parse_size
 
 
@@ -68,3 +69,10 @@ def command_words(text):
     if not split:
         raise argparse.ArgumentTypeError("empty command")
     return split
+
+
+def add_library_option(parser, what):
+    """The --lib option every subcommand that uses the library takes, `what` saying for what
+    (the default follows paths.library_location)."""
+    parser.add_argument("--lib", metavar="PATH",
+                        help=f"libnccl-car.so {what} (default: $NCCL_CAR_LIB, else {paths.DEFAULT_LIBRARY_HELP})")

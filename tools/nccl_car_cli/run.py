@@ -41,9 +41,7 @@ def add_arguments(parser):
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--lib", metavar="PATH",
-                        help="libnccl-car.so to load (default: $NCCL_CAR_LIB, else "
-                             f"{paths.DEFAULT_LIBRARY_HELP})")
+    options.add_library_option(parser, "to load")
     parser.add_argument("--mode", choices=routes.MODES, default="auto",
                         help="how the library gets into the program (default: auto)")
     # Values are checked by the library itself (library.refuse_ignored), not here.

@@ -90,8 +90,7 @@ def add_arguments(parser):
     parser.add_argument("--output", metavar="PATH",
                         help="where the table goes (default: this machine's in the cache folder, where the "
                              "library looks)")
-    parser.add_argument("--lib", metavar="PATH",
-                        help="libnccl-car.so (default: $NCCL_CAR_LIB, else the one built or installed here)")
+    options.add_library_option(parser, "to measure")
     parser.add_argument("--car-nccl-bench", metavar="PATH",
                         help="the benchmark program (default: the one built or installed with the library)")
     parser.add_argument("--nccl", metavar="PATH",
