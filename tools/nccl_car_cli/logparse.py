@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from .tune_table import NVLINK, PCIE
 from .units import format_size
 
 # search, not match: launchers may prefix each line ("[1,0]<stderr>:" from mpirun).
@@ -39,7 +40,6 @@ _REASON = re.compile(r"([A-Za-z0-9-]+)=(\d+)")
 # or a PCIe communicator's that no choice table measured, which is not eligible ("not
 # eligible: pcie untuned (ipc peers, pcie (...), sm_90): ..."): a PCIe case all the same.
 _LINKS = re.compile(r"(?P<untuned>not eligible: pcie untuned|eligible) \([a-z-]+ peers, (?P<links>full nvlink|pcie)\b")
-NVLINK, PCIE = "nvlink", "pcie"
 
 _WARN_EXAMPLES = 5
 
