@@ -29,7 +29,7 @@ def recovery(context, scenario):
         finished = context.run_ranks(scenario, 2, lambda rank, id_file: [program, scenario, str(rank), id_file],
                                      env_of, limit=_LIMITS.get(scenario, 60))
     returncodes, logs = outcomes(finished)
-    yield scenario, verdicts.recovery(scenario, returncodes, logs[0])
+    yield scenario, verdicts.recovery(scenario, returncodes, logs[0], logs[1])
 
 
 def release_processes(context):

@@ -121,9 +121,11 @@ def sanitizer(returncodes, logs):
                   lines_with(logs, " checks ("))
 
 
-def recovery(scenario, returncodes, log0):
+def recovery(scenario, returncodes, log0, log1=None):
     """recovery_e2e SCENARIO on two ranks: both pass, rank 0's log shows our side's part, and
-    the all-reduce the recovery call ended was ours (RECOVERY_FORWARDS)."""
+    the all-reduce the recovery call ended was ours (RECOVERY_FORWARDS). Where both ranks make
+    the same calls (RECOVERY_ANY_TAKEN), rank 1's log (`log1`) must count them as rank 0's does:
+    the ranks agreed on the first call ours took."""
     verdict_line = next(iter(lines_with([log0], f"{scenario}:")), "no verdict line")
     if returncodes[0] == CANNOT_RUN_HERE:
         return Verdict(SKIPPED, verdict_line)
@@ -138,6 +140,10 @@ def recovery(scenario, returncodes, log0):
                         seen.releases >= 1 and seen.taken_calls >= 1 and
                         seen.taken_bytes == seen.taken_calls * RECOVERY_BYTES),
                        ("forwarded only while not ready", set(reasons) <= {NOT_READY})]
+        other = tally(log1 or "")
+        conditions.append(("rank 1 took and forwarded the same calls (the ranks agreed)",
+                           (other.taken_calls, other.taken_bytes, +other.forward_reasons) ==
+                           (seen.taken_calls, seen.taken_bytes, +seen.forward_reasons)))
     elif forwards is not None:
         conditions += [(f"rank 0's all-reduce of {RECOVERY_BYTES} bytes taken by our kernel",
                         seen.releases >= 1 and seen.taken_calls == 1 and seen.taken_bytes == RECOVERY_BYTES),

@@ -165,16 +165,21 @@ def recovery_log(scenario, evidence=True, taken=1, forwards=None):
     return log(*lines)
 
 
+def judge_recovery(scenario, returncodes, log0, log1=None):
+    """The verdict on recovery_e2e's two ranks; rank 1's log is rank 0's unless given."""
+    return verdicts.recovery(scenario, returncodes, log0, log0 if log1 is None else log1)
+
+
 class RecoveryTest(unittest.TestCase):
     def test_each_scenario_needs_its_evidence_in_rank_0s_log(self):
         for scenario in verdicts.RECOVERY_EVIDENCE:
             with self.subTest(scenario=scenario):
-                verdict = verdicts.recovery(scenario, [0, 0], recovery_log(scenario))
+                verdict = judge_recovery(scenario, [0, 0], recovery_log(scenario))
                 self.assertEqual(verdict.status, PASS, verdict.detail)
                 self.assertIn(f"rank 0: {scenario}: PASS control back", verdict.detail)
-                self.assertEqual(verdicts.recovery(scenario, [0, 0], recovery_log(scenario, evidence=False)).status,
+                self.assertEqual(judge_recovery(scenario, [0, 0], recovery_log(scenario, evidence=False)).status,
                                  FAIL)
-                self.assertEqual(verdicts.recovery(scenario, [0, 1], recovery_log(scenario)).status, FAIL)
+                self.assertEqual(judge_recovery(scenario, [0, 1], recovery_log(scenario)).status, FAIL)
 
     def test_an_all_reduce_that_was_not_ours_fails(self):
         # "our kernels told to stop" comes whenever the communicator has an engine, and the
@@ -186,37 +191,47 @@ class RecoveryTest(unittest.TestCase):
             with self.subTest(scenario=scenario):
                 text = recovery_log(scenario, taken=0, forwards={**forwards, "too-large": 1})
                 self.assertIn(verdicts.RECOVERY_EVIDENCE[scenario], text)  # all the old verdict read
-                verdict = verdicts.recovery(scenario, [0, 0], text)
+                verdict = judge_recovery(scenario, [0, 0], text)
                 self.assertEqual(verdict.status, FAIL)
                 wanted = ("rank 0's all-reduces taken by our kernel" if scenario in verdicts.RECOVERY_ANY_TAKEN
                           else f"rank 0's all-reduce of {verdicts.RECOVERY_BYTES} bytes taken by our kernel")
                 self.assertIn(wanted, verdict.detail)
 
     def test_what_went_to_nccl_after_it_must_be_what_the_scenario_forwards(self):
-        verdict = verdicts.recovery("shrink-abort", [0, 0], recovery_log("shrink-abort", forwards={"ineligible-comm": 1}))
+        verdict = judge_recovery("shrink-abort", [0, 0], recovery_log("shrink-abort", forwards={"ineligible-comm": 1}))
         self.assertIn("not met: forwarded after it: none", verdict.detail)
         # async-error: calls made while the set-up ran go to NCCL as not ready, none for another reason.
-        self.assertEqual(verdicts.recovery("async-error", [0, 0],
+        self.assertEqual(judge_recovery("async-error", [0, 0],
                                            recovery_log("async-error", taken=250, forwards={"comm-not-ready": 50})).status,
                          PASS)
-        verdict = verdicts.recovery("async-error", [0, 0], recovery_log("async-error", forwards={"ineligible-comm": 1}))
+        verdict = judge_recovery("async-error", [0, 0], recovery_log("async-error", forwards={"ineligible-comm": 1}))
         self.assertIn("not met: forwarded only while not ready", verdict.detail)
 
     def test_setup_abort_never_set_up_has_no_released_line(self):
         self.assertNotIn("released:", recovery_log("setup-abort"))
-        self.assertEqual(verdicts.recovery("setup-abort", [0, 0], recovery_log("setup-abort")).status, PASS)
+        self.assertEqual(judge_recovery("setup-abort", [0, 0], recovery_log("setup-abort")).status, PASS)
 
     def test_revoke_counts_nothing_nccl_refused_after_it(self):
         # The all-reduce after the revoke goes to NCCL, which refuses it: not counted.
         self.assertIn("(262144 bytes) forwarded 0", recovery_log("revoke"))
         line = released(0, 2, taken=(1, 0, 0, 0), nbytes=262144, forwarded=1, reasons="ineligible-comm=1")
         evidence = info(f"comm 0x55d0 rank 0/2 {verdicts.RECOVERY_EVIDENCE['revoke']}")
-        verdict = verdicts.recovery("revoke", [0, 0], log(evidence, line))
+        verdict = judge_recovery("revoke", [0, 0], log(evidence, line))
         self.assertIn("not met: forwarded after it: none", verdict.detail)
+
+    def test_async_error_needs_rank_1_to_count_as_rank_0_does(self):
+        # Both ranks make the same calls: one that took its first call later disagreed.
+        rank0 = recovery_log("async-error", taken=250, forwards={"comm-not-ready": 50})
+        self.assertEqual(judge_recovery("async-error", [0, 0], rank0).status, PASS)
+        rank1 = recovery_log("async-error", taken=249, forwards={"comm-not-ready": 51})
+        verdict = judge_recovery("async-error", [0, 0], rank0, rank1)
+        self.assertEqual(verdict.status, FAIL)
+        self.assertIn("not met: rank 1 took and forwarded the same calls", verdict.detail)
+        self.assertEqual(judge_recovery("async-error", [0, 0], rank0, "").status, FAIL)
 
     def test_a_nccl_without_the_call_skips(self):
         text = log("rank 0: shrink-abort: SKIPPED (NCCL 22703 lacks the call; 22800 needed)")
-        verdict = verdicts.recovery("shrink-abort", [77, 0], text)
+        verdict = judge_recovery("shrink-abort", [77, 0], text)
         self.assertEqual(verdict.status, SKIPPED)
         self.assertIn("lacks the call", verdict.detail)
 
