@@ -244,22 +244,21 @@ TEST_CASE("verdict: a peer's text fields must end inside the record", "[verdict]
   CHECK(fieldText(all[1].busId).size() == sizeof(all[1].busId) - 1);
 }
 
-TEST_CASE("verdict: a rank without its release board makes every rank forward", "[verdict]") {
-  std::vector<HandshakeRecord> all = records(3);
-  all[1].status = RankStatus::NoBoard;
-  const Verdict verdict = judgeRecords(all);
-  CHECK_FALSE(verdict.eligible);
-  CHECK(verdict.unexpected);
-  CHECK(verdict.reason.find("rank 1 could not create its release board") == 0);
-}
-
-TEST_CASE("verdict: a rank that failed before the exchange makes every rank forward", "[verdict]") {
-  std::vector<HandshakeRecord> all = records(3);
-  all[2].status = RankStatus::Failed;
-  const Verdict verdict = judgeRecords(all);
-  CHECK_FALSE(verdict.eligible);
-  CHECK(verdict.unexpected);
-  CHECK(verdict.reason == "rank 2 failed before the set-up's exchange (its log says why)");
+TEST_CASE("verdict: a rank without its release board, or that failed before the exchange, makes every rank forward",
+          "[verdict]") {
+  const std::vector<std::pair<RankStatus, std::string>> cases = {
+      {RankStatus::NoBoard, "rank 1 could not create its release board"},
+      {RankStatus::Failed, "rank 1 failed before the set-up's exchange (its log says why)"},
+  };
+  for (const auto& [status, reason] : cases) {
+    CAPTURE(reason);
+    std::vector<HandshakeRecord> all = records(3);
+    all[1].status = status;
+    const Verdict verdict = judgeRecords(all);
+    CHECK_FALSE(verdict.eligible);
+    CHECK(verdict.unexpected);
+    CHECK(verdict.reason.rfind(reason, 0) == 0);
+  }
 }
 
 TEST_CASE("verdict: a rank without room for a block under NCCL_CAR_GPU_MEMORY_BYTES makes every rank forward, "
