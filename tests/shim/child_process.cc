@@ -27,12 +27,6 @@ std::string readFile(const fs::path& path) {
   return text.str();
 }
 
-fs::path makeTempDir() {
-  std::string pattern = (fs::temp_directory_path() / "car-shim-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return pattern;
-}
-
 const char* fromEnvironment(const char* name, const char* built) {
   const char* value = std::getenv(name);
   return value != nullptr && value[0] != '\0' ? value : built;
@@ -79,7 +73,7 @@ std::string frontLibrary() {
 }
 
 ChildResult runChild(const ChildRun& run) {
-  const fs::path dir = makeTempDir();
+  const fs::path dir = makeTempDir("car-shim");
   const fs::path outPath = dir / "stdout", errPath = dir / "stderr", logPath = dir / "calls.log";
 
   std::vector<std::string> argv = {run.program};
@@ -143,6 +137,12 @@ ChildResult runDriver(const std::vector<std::string>& args, const std::vector<st
   run.env.insert(run.env.end(), env.begin(), env.end());
   run.preload = preload;
   return runChild(run);
+}
+
+std::string makeTempDir(const std::string& prefix) {
+  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + pattern);
+  return pattern;
 }
 
 }  // namespace shimtest

@@ -55,6 +55,9 @@ struct ChildResult {
 
 ChildResult runChild(const ChildRun& run);
 
+// A new empty folder under the temporary directory, named PREFIX-XXXXXX; throws if none can be made.
+std::string makeTempDir(const std::string& prefix);
+
 // shim_driver <args...> with the given extra environment.
 ChildResult runDriver(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                       bool preload = true);

@@ -26,9 +26,7 @@ std::string standinCopy() {
   struct Copy {
     fs::path folder;
     Copy() {
-      std::string pattern = (fs::temp_directory_path() / "car-standin-copy-XXXXXX").string();
-      if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-      folder = pattern;
+      folder = makeTempDir("car-standin-copy");
       fs::copy_file(standinLibrary(), folder / "libnccl.so.2");
     }
     ~Copy() {
@@ -54,8 +52,7 @@ std::string dropinFolderFor(const std::string& real) {
   std::lock_guard<std::mutex> lock(folders.mutex);
   auto it = folders.made.find(real);
   if (it != folders.made.end()) return it->second.string();
-  std::string pattern = (fs::temp_directory_path() / "car-dropin-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  const std::string pattern = makeTempDir("car-dropin");
   ChildRun make;
   make.program = pythonProgram();
   make.args = {toolProgram(), "dropin", "--lib", shimLibrary(), "--nccl-lib", real, pattern};

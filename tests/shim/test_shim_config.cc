@@ -126,8 +126,7 @@ std::string fileText(const std::string& path) {
 }  // namespace
 
 TEST_CASE("config: NCCL_CAR_DEBUG_FILE takes every line, with %h and %p expanded", "[shim][config]") {
-  char folder[] = "/tmp/car-debug-file-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
+  const std::string folder = makeTempDir("car-debug-file");
   const ChildResult run = runDriver(
       {"lifecycle"}, {"NCCL_CAR_DEBUG=INFO", std::string("NCCL_CAR_DEBUG_FILE=") + folder + "/car.%h.%p.log"});
   REQUIRE(run.exitCode == 0);
@@ -146,7 +145,7 @@ TEST_CASE("config: NCCL_CAR_DEBUG_FILE takes every line, with %h and %p expanded
   const std::string pid = prefix.substr(prefix.find(':') + 1);
   CHECK(files[0] == "car." + host + "." + pid + ".log");
   std::remove((std::string(folder) + "/" + files[0]).c_str());
-  rmdir(folder);
+  rmdir(folder.c_str());
 }
 
 TEST_CASE("config: a NCCL_CAR_DEBUG_FILE that cannot be opened WARNs once, and stderr keeps the lines",
@@ -168,8 +167,7 @@ namespace {
 struct ScratchFile {
   std::string folder, path;
   explicit ScratchFile(const std::string& text) {
-    char pattern[] = "/tmp/car-config-XXXXXX";
-    folder = mkdtemp(pattern);
+    folder = makeTempDir("car-config");
     path = folder + "/table";
     std::ofstream(path) << text;
   }

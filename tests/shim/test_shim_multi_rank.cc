@@ -694,9 +694,7 @@ constexpr std::size_t kPcieTwoShotUpTo = 4 << 20;  // 2shot up to here, NCCL abo
 
 // A fresh folder for XDG_CACHE_HOME: the library looks for this machine's table there.
 std::string freshCache() {
-  char folder[] = "/tmp/car-pcie-cache-XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
-  return folder;
+  return makeTempDir("car-pcie-cache");
 }
 
 struct Traced {

@@ -127,9 +127,8 @@ TEST_CASE("no NCCL: over NCCL 2.12, every function added since returns ncclInval
 
 TEST_CASE("no NCCL: a set-gid program does not take NCCL_CAR_NCCL_LIB from its environment", "[shim][nonccl]") {
   // Making a set-gid copy of the driver needs root and a file system that honours the bit.
-  char folder[] = "/tmp/nccl-car-setgid.XXXXXX";
-  REQUIRE(mkdtemp(folder) != nullptr);
-  const std::string copy = std::string(folder) + "/shim_nolib_driver";
+  const std::string folder = makeTempDir("nccl-car-setgid");
+  const std::string copy = folder + "/shim_nolib_driver";
   {
     std::ifstream in(nolibDriverProgram(), std::ios::binary);
     std::ofstream out(copy, std::ios::binary);
@@ -157,5 +156,5 @@ TEST_CASE("no NCCL: a set-gid program does not take NCCL_CAR_NCCL_LIB from its e
     CHECK(linesWith(plain.err, {"real NCCL found as NCCL_CAR_NCCL_LIB"}).size() == 1);
   }
   std::remove(copy.c_str());
-  rmdir(folder);
+  rmdir(folder.c_str());
 }
