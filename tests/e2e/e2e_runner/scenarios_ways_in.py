@@ -27,9 +27,15 @@ def import_torch(context):
         yield way, verdicts.torch_imported(way, run.returncode, run.text)
 
 
+# pip's PyTorch finds its NCCL through libtorch_cuda.so's RPATH, which comes before
+# LD_LIBRARY_PATH: a drop-in folder cannot reach it (design.md, "Three ways in").
+TORCH_UNREACHED = ("dropin", "tool-dropin")
+
+
 def torch_two_ranks(context):
     """torch_e2e.py under torchrun, 2 ranks on GPU 0, by every way in but LD_PRELOAD alone
-    (torch-2ranks is that one)."""
+    (torch-2ranks is that one): accelerated where the way reaches PyTorch's NCCL, right and
+    said to be unreached where it cannot."""
     base = dict(context.rig_env(), NCCL_CAR_DEBUG="INFO", NCCL_CAR_MAX_BLOCKS=str(context.rig_blocks(2)),
                 PYTHONUNBUFFERED="1")
     for way in ways_in.WAYS[1:]:
@@ -37,13 +43,16 @@ def torch_two_ranks(context):
         with context.mps():
             context.restart_mps()
             run = context.run_one(f"torch-{way}-n2", argv, env, 400)
-        yield way, verdicts.torch_ranks(2, run.returncode, run.text)
+        if way in TORCH_UNREACHED:
+            yield way, verdicts.torch_unreached(way, 2, run.returncode, run.text)
+        else:
+            yield way, verdicts.torch_ranks(2, run.returncode, run.text)
 
 
 CTYPES_TORCH_MODES = ("audit-name", "audit-path", "dropin-name", "tool-audit", "tool-dropin", "tool-auto", "preload")
-# The ways that cannot reach this client: LD_PRELOAD never reaches a ctypes handle, and PyTorch's
-# wheel loads its NCCL at import through an RPATH, which a drop-in folder cannot come before; the
-# client's later dlopen by name then gets that NCCL (design.md, "Three ways in").
+# The ways that cannot reach this client: LD_PRELOAD never reaches a ctypes handle, and the drop-in
+# folder comes after the NCCL PyTorch loaded at import (TORCH_UNREACHED): the client's later
+# dlopen by name gets that one.
 CTYPES_TORCH_UNREACHED = ("preload", "dropin-name", "tool-dropin")
 
 

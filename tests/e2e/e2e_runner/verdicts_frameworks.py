@@ -224,6 +224,29 @@ def torch_watchdog_abort(returncode, seconds, log, timed_out_code):
                   f"{rank0.taken_calls} calls taken, {rank0.forwarded} forwarded")
 
 
+def _not_reached(way, seen, logs):
+    """What a way in that cannot reach the program must show: no communicator of ours, and
+    under `nccl-car run` a summary that says so and names --mode audit."""
+    conditions = [("no communicator set up", seen.setups == 0 and not seen.not_understood)]
+    if way.startswith("tool-"):
+        conditions += [("nccl-car run's summary says the library was not reached",
+                        bool(lines_with(logs, "no communicator reached the library"))),
+                       ("the summary names --mode audit", bool(lines_with(logs, "try: --mode audit")))]
+    return conditions
+
+
+def torch_unreached(way, ranks, returncode, log):
+    """torch_e2e.py by a way in that cannot reach pip's PyTorch (a drop-in folder: its
+    libtorch_cuda.so finds its NCCL through an RPATH first): every rank passes on NCCL alone,
+    and the way in says it was not reached."""
+    passed = len(lines_matching([log], rf"^rank \d+/{ranks}: PASS"))
+    seen = tally(log)
+    return judged([("exit 0", returncode == 0), (f"all {ranks} ranks pass", passed == ranks)]
+                  + _not_reached(way, seen, [log]),
+                  f"exit {returncode}, {passed}/{ranks} ranks passed on NCCL alone, {seen.setups} set-ups",
+                  lines_matching([log], r"phase .*FAIL|WRONG|^nccl-car: no communicator")[:5])
+
+
 def ctypes_client(mode, ranks, returncodes, logs, reached=None):
     """tests/e2e/ctypes_allreduce.py, one process per rank, brought in by `mode`: every rank's
     sums right and, where the way in reaches the client's NCCL (`reached`; by default every way
@@ -234,19 +257,15 @@ def ctypes_client(mode, ranks, returncodes, logs, reached=None):
     passed = len(lines_matching(logs, rf"^rank \d+/{ranks}: PASS"))
     seen = tally(*logs)
     conditions = [("every rank exits 0", all_zero(returncodes)), (f"all {ranks} ranks right", passed == ranks)]
-    if reached:
-        conditions += accelerated(seen, ranks)[0]
-    else:
-        conditions.append(("no communicator set up", seen.setups == 0 and not seen.not_understood))
     if mode == "tool-auto":
         conditions.append(("nccl-car run chose mode audit", bool(lines_with(logs, "mode audit"))))
-    if mode.startswith("tool-") and reached:
-        conditions.append(("nccl-car run's summary shows calls taken",
-                           bool(lines_matching(logs, r"^  taken: [1-9][0-9]* call\(s\)"))))
-    elif mode.startswith("tool-"):
-        conditions += [("nccl-car run's summary says the library was not reached",
-                        bool(lines_with(logs, "no communicator reached the library"))),
-                       ("the summary names --mode audit", bool(lines_with(logs, "try: --mode audit")))]
+    if not reached:
+        conditions += _not_reached(mode, seen, logs)
+    else:
+        conditions += accelerated(seen, ranks)[0]
+        if mode.startswith("tool-"):
+            conditions.append(("nccl-car run's summary shows calls taken",
+                               bool(lines_matching(logs, r"^  taken: [1-9][0-9]* call\(s\)"))))
     return judged(conditions, f"exit {codes(returncodes)}, results right on {passed}/{ranks} ranks, {seen.eligible} "
                               f"eligible, {seen.taken_calls} calls taken",
                   lines_matching(logs, r"WRONG|failed|NCCL-CAR WARN")[:5])

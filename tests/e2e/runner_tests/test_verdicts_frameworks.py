@@ -448,6 +448,20 @@ class TorchTest(unittest.TestCase):
         self.assertIn("not met: no communicator of 2 or more ranks refused", verdict.detail)
         self.assertIn("forwarded for other reasons: ineligible-comm=81", verdict.notes)
 
+    def test_a_way_that_cannot_reach_pip_s_pytorch_must_run_right_and_say_so(self):
+        # A drop-in folder comes after the NCCL libtorch_cuda.so's RPATH finds (the one-H100
+        # rig, 2026-12-07): right on NCCL alone, and nccl-car run's summary says so.
+        summary = ("nccl-car: no communicator reached the library: its libnccl.so.2 was first on LD_LIBRARY_PATH, "
+                   "but no NCCL call reached it\n  try: --mode audit")
+        on_nccl = "\n".join(f"rank {rank}/2: PASS" for rank in range(2))
+        self.assertEqual(verdicts.torch_unreached("dropin", 2, 0, on_nccl).status, PASS)
+        self.assertEqual(verdicts.torch_unreached("tool-dropin", 2, 0, on_nccl + "\n" + summary).status, PASS)
+        silent = verdicts.torch_unreached("tool-dropin", 2, 0, on_nccl)
+        self.assertIn("not met: nccl-car run's summary says the library was not reached", silent.detail)
+        self.assertIn("not met: no communicator set up", verdicts.torch_unreached("dropin", 2, 0, torch_log(2)).detail)
+        self.assertIn("not met: all 2 ranks pass", verdicts.torch_unreached("dropin", 2, 0, "rank 0/2: PASS").detail)
+        self.assertEqual(verdicts.torch_unreached("dropin", 2, 1, on_nccl).status, FAIL)
+
     def test_calls_before_the_ranks_agree_go_to_nccl_as_not_ready(self):
         # A nonblocking communicator's first calls go to NCCL while its set-up runs in the
         # background: as many as come before the ranks agree.
