@@ -134,6 +134,13 @@ std::vector<std::string> infoAbout(const std::string& err, const std::string& co
   return found;
 }
 
+std::string onlyInfo(const std::string& err, const std::string& comm, const std::string& what) {
+  const std::vector<std::string> found = infoAbout(err, comm, what);
+  INFO("comm " << comm << " said '" << what << "' " << found.size() << " time(s)");
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
+
 std::vector<std::string> madeComms(const Outputs& outputs, const std::string& label) {
   const auto output = outputs.find(label);
   return output == outputs.end() ? std::vector<std::string>{} : split(output->second.get("made"), ',');

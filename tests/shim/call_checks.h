@@ -43,6 +43,9 @@ std::vector<std::string> carLines(const std::string& err, const std::string& lev
 // the text after `what` of each such line.
 std::vector<std::string> infoAbout(const std::string& err, const std::string& comm, const std::string& what);
 
+// The one such line's text; requires exactly one (a set-up's verdict, a release's counts).
+std::string onlyInfo(const std::string& err, const std::string& comm, const std::string& what);
+
 // The communicator(s) a step produced, as the driver printed them.
 std::vector<std::string> madeComms(const Outputs& outputs, const std::string& label);
 

@@ -43,9 +43,8 @@ TEST_CASE("allreduce: every op, type, size and alignment is forwarded unchanged"
         std::vector<std::string>{prefix + count + " (ineligible-comm=" + count + ")"});
   if (kind == "initall") CHECK(infoAbout(run.err, comms[1], "released:") == std::vector<std::string>{prefix + "0"});
   for (const std::string& comm : comms) {
-    const std::vector<std::string> reasons = infoAbout(run.err, comm, "setup: not eligible:");
-    REQUIRE(reasons.size() == 1);
-    CHECK_FALSE(reasons[0].empty());
+    const std::string reasons = onlyInfo(run.err, comm, "setup: not eligible:");
+    CHECK_FALSE(reasons.empty());
   }
   if (kind == "rank1") CHECK(carLines(run.err, "WARN").empty());
 }

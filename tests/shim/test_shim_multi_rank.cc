@@ -192,15 +192,13 @@ ChildResult runRanks(const Ranks& shape) {
 void checkOneRank(const Asked& one, const std::string& err, const std::set<std::string>& allowedReasons,
                   bool nonblocking, const char* summary = "released:") {
   INFO("rank " << one.rank << " comm " << one.comm);
-  const std::vector<std::string> setup = infoAbout(err, one.comm, "setup:");
-  REQUIRE(setup.size() == 1);
-  CHECK(setup[0].rfind("eligible (", 0) == 0);
-  const std::vector<std::string> released = infoAbout(err, one.comm, summary);
-  REQUIRE(released.size() == 1);
+  const std::string setup = onlyInfo(err, one.comm, "setup:");
+  CHECK(setup.rfind("eligible (", 0) == 0);
+  const std::string released = onlyInfo(err, one.comm, summary);
   const std::string other = std::string(summary) == "released:" ? "alive at exit:" : "released:";
   CHECK(infoAbout(err, one.comm, other).empty());
   std::map<std::string, int> byReason;
-  const int forwarded = forwardedIn(released[0], &byReason);
+  const int forwarded = forwardedIn(released, &byReason);
   REQUIRE(forwarded >= 0);
   int counted = 0;
   for (const auto& [reason, count] : byReason) {
@@ -212,8 +210,8 @@ void checkOneRank(const Asked& one, const std::string& err, const std::set<std::
   // A nonblocking communicator's calls past 8 MiB may go as grouped or not yet ready instead.
   CHECK(byReason["too-large"] + (nonblocking ? byReason["nonblocking-group"] + byReason["comm-not-ready"] : 0) >=
         one.above8MiB);
-  CHECK(takenIn(released[0]) + forwarded == one.allReduces);
-  CHECK(takenIn(released[0]) > 0);
+  CHECK(takenIn(released) + forwarded == one.allReduces);
+  CHECK(takenIn(released) > 0);
 }
 
 void checkRanks(const Ranks& shape) {
@@ -304,14 +302,12 @@ void checkPeerNeverJoins(bool nonblocking) {
   }
   for (const Asked& one : askedOf(run.out)) {
     INFO("rank " << one.rank << " comm " << one.comm);
-    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
-    CHECK(setup[0].rfind("not eligible: the set-up did not complete", 0) == 0);
-    const std::vector<std::string> released = infoAbout(run.err, one.comm, "released:");
-    REQUIRE(released.size() == 1);
-    CHECK(takenIn(released[0]) == 0);
+    const std::string setup = onlyInfo(run.err, one.comm, "setup:");
+    CHECK(setup.rfind("not eligible: the set-up did not complete", 0) == 0);
+    const std::string released = onlyInfo(run.err, one.comm, "released:");
+    CHECK(takenIn(released) == 0);
     std::map<std::string, int> byReason;
-    CHECK(forwardedIn(released[0], &byReason) == one.allReduces);
+    CHECK(forwardedIn(released, &byReason) == one.allReduces);
   }
 }
 
@@ -417,9 +413,8 @@ TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for th
   REQUIRE(sized.exitCode == 0);
   const std::vector<Asked> sizedAsked = askedOf(sized.out);
   REQUIRE_FALSE(sizedAsked.empty());
-  const std::vector<std::string> sizedSetup = infoAbout(sized.err, sizedAsked[0].comm, "setup:");
-  REQUIRE(sizedSetup.size() == 1);
-  const std::size_t block = heldBytes(sizedSetup[0]);
+  const std::string sizedSetup = onlyInfo(sized.err, sizedAsked[0].comm, "setup:");
+  const std::size_t block = heldBytes(sizedSetup);
   REQUIRE(block > 0);
 
   const ChildResult run = runDriver(
@@ -433,13 +428,12 @@ TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for th
   REQUIRE(asked.size() == 4);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
-    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
+    const std::string setup = onlyInfo(run.err, one.comm, "setup:");
     if (one.index == 0) {
-      REQUIRE(setup[0].rfind("not eligible: ", 0) == 0);  // the ranks never agreed
-      if (one.rank == "0") REQUIRE(setup[0].find("another rank gave up") != std::string::npos);
+      REQUIRE(setup.rfind("not eligible: ", 0) == 0);  // the ranks never agreed
+      if (one.rank == "0") REQUIRE(setup.find("another rank gave up") != std::string::npos);
     } else {
-      CHECK(setup[0].rfind("eligible (", 0) == 0);
+      CHECK(setup.rfind("eligible (", 0) == 0);
     }
   }
   checkAcrossRanks(run, asked);
@@ -569,9 +563,8 @@ TEST_CASE("multi-rank: a rank whose set-up throws before the exchange still take
   REQUIRE(asked.size() == 2);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank);
-    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
-    CHECK(setup[0] == "not eligible: rank 1 failed before the set-up's exchange (its log says why)");
+    const std::string setup = onlyInfo(run.err, one.comm, "setup:");
+    CHECK(setup == "not eligible: rank 1 failed before the set-up's exchange (its log says why)");
   }
   checkAcrossRanks(run, asked);
   CHECK(linesWith(run.err, {"NCCL-CAR WARN", "internal error before the set-up's exchange (NCCL_CAR_TEST_FAULT "
@@ -613,10 +606,9 @@ TEST_CASE("multi-rank: a set-up never waits for the whole device on the program'
   std::set<std::size_t> sizes;
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
-    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
-    REQUIRE(setup[0].rfind("eligible (", 0) == 0);
-    sizes.insert(heldBytes(setup[0]));
+    const std::string setup = onlyInfo(run.err, one.comm, "setup:");
+    REQUIRE(setup.rfind("eligible (", 0) == 0);
+    sizes.insert(heldBytes(setup));
   }
   REQUIRE(sizes.size() == 2);  // the two communicators' blocks differ in size
   checkAcrossRanks(run, asked);
@@ -642,9 +634,8 @@ TEST_CASE("multi-rank: a program's call does not wait behind the worker's let-go
     if (one.rank == "1") {
       // The fault fired. (Rank 0's set-up may not get further before its release: the one
       // worker is held by rank 1's retirement.)
-      const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-      REQUIRE(setup.size() == 1);
-      REQUIRE(setup[0].find("give-up-before-agreement") != std::string::npos);
+      const std::string setup = onlyInfo(run.err, one.comm, "setup:");
+      REQUIRE(setup.find("give-up-before-agreement") != std::string::npos);
     }
     CHECK(one.slowest < 0.5);
   }
@@ -723,26 +714,24 @@ void checkTunedPcieRun(const ChildResult& run, const std::string& setupHas,
   checkAcrossRanks(run, asked);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm);
-    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
-    CHECK(setup[0].rfind("eligible (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90", 0) == 0);
-    CHECK(setup[0].find(setupHas) != std::string::npos);
-    const std::vector<std::string> released = infoAbout(run.err, one.comm, "released:");
-    REQUIRE(released.size() == 1);
+    const std::string setup = onlyInfo(run.err, one.comm, "setup:");
+    CHECK(setup.rfind("eligible (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90", 0) == 0);
+    CHECK(setup.find(setupHas) != std::string::npos);
+    const std::string released = onlyInfo(run.err, one.comm, "released:");
     std::map<std::string, int> byReason;
-    const int forwarded = forwardedIn(released[0], &byReason);
+    const int forwarded = forwardedIn(released, &byReason);
     for (const auto& [reason, count] : byReason) {
       INFO("forwarded as " << reason);
       CHECK(allowedReasons.count(reason) == 1);
     }
     CHECK(byReason["too-large"] == one.above8MiB);
-    CHECK(takenIn(released[0]) == one.allReduces - forwarded);
-    CHECK(takenIn(released[0]) > 0);
+    CHECK(takenIn(released) == one.allReduces - forwarded);
+    CHECK(takenIn(released) > 0);
     for (const std::string& reason : allowedReasons) {
       INFO("forwarded as " << reason);
       CHECK(byReason[reason] > 0);  // each way to NCCL the table leads to was seen
     }
-    CHECK(released[0].find(" 1stage=0 2stage=0") != std::string::npos);  // never a pull kernel
+    CHECK(released.find(" 1stage=0 2stage=0") != std::string::npos);  // never a pull kernel
   }
 }
 
@@ -762,14 +751,12 @@ void checkUntunedPcieRun(const ChildResult& run, int ranks, std::size_t communic
   checkAcrossRanks(run, asked);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
-    const std::vector<std::string> setup = infoAbout(run.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
-    CHECK(setup[0] == untunedSetup(ranks));
-    const std::vector<std::string> released = infoAbout(run.err, one.comm, "released:");
-    REQUIRE(released.size() == 1);
-    CHECK(released[0].find("taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes)") == 0);
+    const std::string setup = onlyInfo(run.err, one.comm, "setup:");
+    CHECK(setup == untunedSetup(ranks));
+    const std::string released = onlyInfo(run.err, one.comm, "released:");
+    CHECK(released.find("taken 1shot=0 2shot=0 allgather=0 reducescatter=0 1stage=0 2stage=0 (0 bytes)") == 0);
     std::map<std::string, int> byReason;
-    CHECK(forwardedIn(released[0], &byReason) == one.allReduces);
+    CHECK(forwardedIn(released, &byReason) == one.allReduces);
     CHECK(byReason == std::map<std::string, int>{{"untuned", one.allReduces}});
   }
   CHECK(linesWith(run.err, {"setup: eligible ("}).empty());
@@ -807,13 +794,12 @@ TEST_CASE("multi-rank: an untuned PCIe communicator lets go of its block at its 
   REQUIRE(forcedAsked.size() == 2);
   std::size_t block = 0;
   for (const Asked& one : forcedAsked) {
-    const std::vector<std::string> setup = infoAbout(forced.err, one.comm, "setup:");
-    REQUIRE(setup.size() == 1);
-    CHECK(setup[0].rfind("eligible (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90", 0) == 0);
-    CHECK(setup[0].find("); pcie forced: NCCL_CAR_ALGO=1shot takes the all-reduces it can run; every other call goes "
+    const std::string setup = onlyInfo(forced.err, one.comm, "setup:");
+    CHECK(setup.rfind("eligible (same-process peers, pcie (every pair peer-to-peer, PIX at most), sm_90", 0) == 0);
+    CHECK(setup.find("); pcie forced: NCCL_CAR_ALGO=1shot takes the all-reduces it can run; every other call goes "
                         "to NCCL (untuned) until `nccl-car tune` has measured 2 ranks over PCIe on this machine") !=
           std::string::npos);
-    block = heldBytes(setup[0]);
+    block = heldBytes(setup);
   }
   REQUIRE(block > 0);
   checkAcrossRanks(forced, forcedAsked);
