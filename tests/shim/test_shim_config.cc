@@ -144,7 +144,7 @@ TEST_CASE("config: NCCL_CAR_DEBUG_FILE takes every line, with %h and %p expanded
   const std::string host = prefix.substr(0, prefix.find(':'));
   const std::string pid = prefix.substr(prefix.find(':') + 1);
   CHECK(files[0] == "car." + host + "." + pid + ".log");
-  std::remove((std::string(folder) + "/" + files[0]).c_str());
+  std::remove((folder + "/" + files[0]).c_str());
   rmdir(folder.c_str());
 }
 
