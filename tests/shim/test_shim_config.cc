@@ -135,7 +135,7 @@ TEST_CASE("config: NCCL_CAR_DEBUG_FILE takes every line, with %h and %p expanded
 
   const std::vector<std::string> files = filesIn(folder);
   REQUIRE(files.size() == 1);
-  const std::string log = fileText(std::string(folder) + "/" + files[0]);
+  const std::string log = fileText(folder + "/" + files[0]);
   INFO(log);
   CHECK_FALSE(carLines(log, "INFO").empty());
   CHECK_FALSE(linesWith(log, {"NCCL-CAR INFO", "setup:"}).empty());
