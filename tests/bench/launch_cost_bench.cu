@@ -128,6 +128,31 @@ double timeStep(Rig& rig, int calls, int samples, bool busy, const std::function
   return medianOf(perCall);
 }
 
+// As car_nccl_bench times a call: each timed step alone, right after an untimed launch of
+// another kernel (the bench writes the call's input first), summed over the calls.
+double timeOneByOne(Rig& rig, int calls, int samples, const std::function<void()>& before,
+                    const std::function<void()>& step) {
+  for (int i = 0; i < calls; ++i) {
+    before();
+    step();
+  }
+  BENCH_OK(cudaDeviceSynchronize() == cudaSuccess, "warm-up");
+  std::vector<double> perCall;
+  for (int s = 0; s < samples; ++s) {
+    spinKernel<<<1, 1, 0, rig.stream>>>(calls * 50000ull);
+    double micros = 0;
+    for (int i = 0; i < calls; ++i) {
+      before();
+      const auto start = std::chrono::steady_clock::now();
+      step();
+      micros += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    }
+    perCall.push_back(micros / calls);
+    BENCH_OK(cudaDeviceSynchronize() == cudaSuccess, "a sample");
+  }
+  return medianOf(perCall);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,6 +236,23 @@ int main(int argc, char** argv) {
   for (const Step& step : steps) {
     std::printf("%s,%.3f\n", step.name, timeStep(rig, calls, samples, step.busy, step.body));
   }
+  // The floor and a staging copy as a call of car_nccl_bench's isolated mode meets them.
+  const auto otherLaunch = [&] { emptyKernelSmall<<<1, 128, 0, rig.stream>>>(argsOnDevice); };
+  std::printf("one by one: busy: cuLaunchKernelEx PDL + cuEventRecord,%.3f\n",
+              timeOneByOne(rig, calls, samples, otherLaunch, [&] {
+                launchDriver(rig);
+                car::recordEvent(rig.event, rig.stream);
+              }));
+  constexpr std::size_t kCopyBytes = 1 << 20;
+  void* copyFrom = nullptr;
+  void* copyTo = nullptr;
+  BENCH_OK(cudaMalloc(&copyFrom, kCopyBytes) == cudaSuccess && cudaMalloc(&copyTo, kCopyBytes) == cudaSuccess,
+           "cudaMalloc");
+  std::printf("one by one: busy: cudaMemcpyAsync 1 MiB device to device,%.3f\n",
+              timeOneByOne(rig, calls, samples, otherLaunch, [&] {
+                cudaMemcpyAsync(copyTo, copyFrom, kCopyBytes, cudaMemcpyDeviceToDevice, rig.stream);
+              }));
+  BENCH_OK(cudaFree(copyFrom) == cudaSuccess && cudaFree(copyTo) == cudaSuccess, "cudaFree");
   BENCH_OK(cudaGetLastError() == cudaSuccess, "the steps");
   ncclCommDestroy(rig.comm);
   for (ncclComm_t comm : pair) {

@@ -3,10 +3,12 @@
 # GPU 0 under MPS): what issue 44 holds the hook to. Prints, each from this run:
 #  - the CUDA floor: car_launch_cost_bench's "floor" step (our kernel's launch with PDL and
 #    the ordering event's record, through the driver, on a busy stream), under MPS as the ranks are;
+#    and the same launch and record timed one by one, each after another kernel's launch, as
+#    car_nccl_bench times a call; and a 1 MiB staging copy timed the same way;
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
-#    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to the floor;
+#    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor;
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library and with
-#    NCCL alone, ROUNDS times in turn, and the median difference;
+#    NCCL alone, ROUNDS times, each going first in turn, and the median difference;
 #  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
 #    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
 # Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS]
@@ -22,21 +24,29 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tm
 # The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
 "$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor.csv"
 floor=$(sed -n 's/^floor: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
+# The same launch and record timed as car_nccl_bench times a call: alone, after another launch.
+one_by_one=$(sed -n 's/^one by one: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
+copy=$(sed -n 's/^one by one: busy: cudaMemcpyAsync 1 MiB device to device,//p' "$work/floor.csv")
 bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
        --calls 20 --samples 9)
 # "host,plain,BYTES,US,...": the host row of each size.
 host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
 
 LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken.csv"
+# The two take turns going first: a host's state drifts within a run.
+forwarded_with_library() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
+forwarded_alone() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
 for round in $(seq "$rounds"); do
-  LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$round.csv"
-  "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$round.csv"
+  if ((round % 2)); then forwarded_with_library "$round"; forwarded_alone "$round"
+  else forwarded_alone "$round"; forwarded_with_library "$round"; fi
 done
 
 echo "floor (cuLaunchKernelEx PDL + cuEventRecord, busy stream): $floor us"
+echo "the same, timed one by one after another launch: $one_by_one us"
+echo "a 1 MiB cudaMemcpyAsync device to device (the staging copy above NCCL_CAR_COPY_IN_KERNEL_BYTES), one by one: $copy us"
 for bytes in 4096 65536 1048576; do
   taken=$(host_us "$work/taken.csv" "$bytes")
-  echo "taken, $bytes bytes: $taken us host, $(python3 -c "print(f'{$taken / $floor:.2f}')")x the floor"
+  echo "taken, $bytes bytes: $taken us host, $(python3 -c "print(f'{$taken / $floor:.2f}x the floor, {$taken / $one_by_one:.2f}x one by one')")"
 done
 diffs=()
 for round in $(seq "$rounds"); do
