@@ -7,8 +7,9 @@
 #    car_nccl_bench times a call; and a 1 MiB staging copy timed the same way;
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
 #    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor;
-#  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library and with
-#    NCCL alone, ROUNDS times, each going first in turn, and the median difference;
+#  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library, with
+#    NCCL alone and with the library switched off, ROUNDS times in changing order, and the
+#    median differences to NCCL alone;
 #  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
 #    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
 # Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS]
@@ -33,12 +34,17 @@ bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes iso
 host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
 
 LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken.csv"
-# The two take turns going first: a host's state drifts within a run.
-forwarded_with_library() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
-forwarded_alone() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
+# Three arms, each round in another order (a host's state drifts within a run): the library;
+# NCCL alone; the library switched off (NCCL_CAR_DISABLE=1: the hook forwards every call at
+# its first check and sets nothing up), which parts the hook from what our set-up leaves.
+forwarded_car() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
+forwarded_nccl() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
+forwarded_off() {
+  NCCL_CAR_DISABLE=1 LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-off-$1.csv"
+}
+orders=("car nccl off" "nccl off car" "off car nccl")
 for round in $(seq "$rounds"); do
-  if ((round % 2)); then forwarded_with_library "$round"; forwarded_alone "$round"
-  else forwarded_alone "$round"; forwarded_with_library "$round"; fi
+  for arm in ${orders[$((round % 3))]}; do "forwarded_$arm" "$round"; done
 done
 
 echo "floor (cuLaunchKernelEx PDL + cuEventRecord, busy stream): $floor us"
@@ -49,12 +55,16 @@ for bytes in 4096 65536 1048576; do
   echo "taken, $bytes bytes: $taken us host, $(python3 -c "print(f'{$taken / $floor:.2f}x the floor, {$taken / $one_by_one:.2f}x one by one')")"
 done
 diffs=()
+off_diffs=()
 for round in $(seq "$rounds"); do
   car=$(host_us "$work/forwarded-car-$round.csv" 16777216)
   nccl=$(host_us "$work/forwarded-nccl-$round.csv" 16777216)
-  echo "forwarded 16 MiB, round $round: library $car us, NCCL alone $nccl us"
+  off=$(host_us "$work/forwarded-off-$round.csv" 16777216)
+  echo "forwarded 16 MiB, round $round: library $car us, NCCL alone $nccl us, library switched off $off us"
   diffs+=("$(python3 -c "print($car - $nccl)")")
+  off_diffs+=("$(python3 -c "print($off - $nccl)")")
 done
-echo "forwarded 16 MiB: median added host time $(printf '%s\n' "${diffs[@]}" | sort -g | sed -n "$(( (rounds + 1) / 2 ))p") us"
+median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+echo "forwarded 16 MiB: median added host time $(median "${diffs[@]}") us; switched off: $(median "${off_diffs[@]}") us"
 echo "hook alone, over a libnccl.so.2 that does nothing: $(LD_LIBRARY_PATH="$build/tests/null-nccl" \
   LD_PRELOAD="$build/shim/libnccl-car.so" "$build/tests/hook_cost_bench" --calls 200000 --samples 15 2>/dev/null)"
