@@ -216,6 +216,21 @@ class TextReportTest(unittest.TestCase):
         self.assertIn("with every rank on this host", report["verdict_note"])
         self.assertTrue(report["accelerates"])
 
+    def test_the_table_line_says_a_forced_kernel_takes_the_all_reduces(self):
+        # The library's planCall: NCCL_CAR_ALGO chooses every all-reduce's kernel, the table
+        # only the other collectives'; the line must not say the table decides everything.
+        cli_support.query_program(self)
+        with mock.patch("nccl_car_cli.gpu_probe.probe_gpus", return_value=machine(2)):
+            report = doctor.collect(argparse.Namespace(lib=None), clean_env(NCCL_CAR_ALGO="2shot"))
+        report["choice_table"] = {"path": "/cache/m.table", "used": True, "why": None, "rows": 3, "digest": "ab12"}
+        self.assertIn("\ntable:     /cache/m.table (3 rows, digest ab12): the library follows it for the all-gathers "
+                      "and reduce-scatters; NCCL_CAR_ALGO=2shot chooses every all-reduce's kernel instead; the "
+                      "verdict below does the same\n", doctor.render_text(report))
+        self.assertEqual(doctor.table_line(report["choice_table"], {"NCCL_CAR_ALGO": "auto"}),
+                         "table:     /cache/m.table (3 rows, digest ab12): the library follows it; the verdict below does")
+        self.assertEqual(doctor.table_line({"used": False, "why": "no table for this machine"}, None),
+                         "table:     no table for this machine")
+
     def test_the_transcript_in_cli_md_is_the_library_s_verdict(self):
         # docs/cli.md shows doctor on 4 GPUs with NVLink and the defaults: its verdict lines are
         # what this build's policy says there, word for word.

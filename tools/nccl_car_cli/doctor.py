@@ -261,12 +261,18 @@ def machine_case(candidates, table_rows):
     return {"name": name, "line": "case:      " + "; ".join(parts)}
 
 
-def table_line(table):
-    """The report's line on the choice table (library_query.applicable_table's answer)."""
-    if table["used"]:
-        return (f"table:     {table['path']} ({table['rows']} rows, digest {table['digest']}): the library "
-                "follows it; the verdict below does")
-    return f"table:     {table['why']}"
+def table_line(table, effective=None):
+    """The report's line on the choice table (library_query.applicable_table's answer), under
+    the settings the library would run with (`effective`, None when not known): a kernel
+    forced by NCCL_CAR_ALGO takes the all-reduces from the table (policy.cc, planCall)."""
+    if not table["used"]:
+        return f"table:     {table['why']}"
+    line = f"table:     {table['path']} ({table['rows']} rows, digest {table['digest']}): the library follows it"
+    forced = (effective or {}).get("NCCL_CAR_ALGO")
+    if forced and forced != "auto":
+        return (f"{line} for the all-gathers and reduce-scatters; NCCL_CAR_ALGO={forced} chooses every all-reduce's "
+                "kernel instead; the verdict below does the same")
+    return f"{line}; the verdict below does"
 
 
 def routes_report(library_path, command):
@@ -414,7 +420,7 @@ def render_text(report):
 
     if report["case"]:
         lines.append(report["case"]["line"])
-    lines.append(table_line(report["choice_table"]))
+    lines.append(table_line(report["choice_table"], report["settings"]["effective"]))
     lines.append(report["verdict"])
     if report["accelerates"]:
         lines.extend(communicator_line(candidate) for candidate in report["communicators"])
