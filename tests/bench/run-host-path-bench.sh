@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The host time of one eager call through the library, on the one-GPU rig (2 processes on
-# GPU 0 under MPS): what issue 44 holds the hook to. Prints, each from this run:
+# GPU 0 under MPS): what issue 44 holds the hook to. Prints, for each of ROUNDS rounds and as
+# medians over them (each ratio taken within its round):
 #  - the CUDA floor: car_launch_cost_bench's "floor" step (our kernel's launch with PDL and
 #    the ordering event's record, through the driver, on a busy stream), under MPS as the ranks are;
 #    and the same launch and record timed one by one, each after another kernel's launch, as
@@ -8,8 +9,8 @@
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
 #    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor;
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library, with
-#    NCCL alone and with the library switched off, ROUNDS times in changing order, and the
-#    median differences to NCCL alone;
+#    NCCL alone and with the library switched off, and the differences to NCCL alone;
+# and once:
 #  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
 #    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
 # Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS]
@@ -22,21 +23,20 @@ trap 'rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXI
 
 "$root/tests/e2e/mps.sh" restart >/dev/null
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
-# The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
-"$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor.csv"
-floor=$(sed -n 's/^floor: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
-# The same launch and record timed as car_nccl_bench times a call: alone, after another launch.
-one_by_one=$(sed -n 's/^one by one: busy: cuLaunchKernelEx PDL + cuEventRecord,//p' "$work/floor.csv")
-copy=$(sed -n 's/^one by one: busy: cudaMemcpyAsync 1 MiB device to device,//p' "$work/floor.csv")
 bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
        --calls 20 --samples 9)
 # "host,plain,BYTES,US,...": the host row of each size.
 host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
+step_us() { sed -n "s/^$2,//p" "$1"; }
+median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
 
-LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken.csv"
-# Three arms, each round in another order (a host's state drifts within a run): the library;
-# NCCL alone; the library switched off (NCCL_CAR_DISABLE=1: the hook forwards every call at
-# its first check and sets nothing up), which parts the hook from what our set-up leaves.
+# Every round times the floor, the taken calls and the three forwarded arms, so that each
+# ratio compares figures minutes apart at most: this host's own figures drift by more than
+# the goals' margins within a run. The forwarded arms: the library; NCCL alone; the library
+# switched off (NCCL_CAR_DISABLE=1: the hook forwards every call at its first check and sets
+# nothing up), which parts the hook from what our set-up leaves. They go in another order
+# each round.
 forwarded_car() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
 forwarded_nccl() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
 forwarded_off() {
@@ -44,27 +44,45 @@ forwarded_off() {
 }
 orders=("car nccl off" "nccl off car" "off car nccl")
 for round in $(seq "$rounds"); do
+  # The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
+  "$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor-$round.csv"
+  LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken-$round.csv"
   for arm in ${orders[$((round % 3))]}; do "forwarded_$arm" "$round"; done
 done
 
-echo "floor (cuLaunchKernelEx PDL + cuEventRecord, busy stream): $floor us"
-echo "the same, timed one by one after another launch: $one_by_one us"
-echo "a 1 MiB cudaMemcpyAsync device to device (the staging copy above NCCL_CAR_COPY_IN_KERNEL_BYTES), one by one: $copy us"
-for bytes in 4096 65536 1048576; do
-  taken=$(host_us "$work/taken.csv" "$bytes")
-  echo "taken, $bytes bytes: $taken us host, $(python3 -c "print(f'{$taken / $floor:.2f}x the floor, {$taken / $one_by_one:.2f}x one by one')")"
-done
-diffs=()
-off_diffs=()
+floors=() one_by_ones=() diffs=() off_diffs=()
 for round in $(seq "$rounds"); do
+  floor=$(step_us "$work/floor-$round.csv" "floor: busy: cuLaunchKernelEx PDL + cuEventRecord")
+  # The same launch and record timed as car_nccl_bench times a call: alone, after another launch.
+  one_by_one=$(step_us "$work/floor-$round.csv" "one by one: busy: cuLaunchKernelEx PDL + cuEventRecord")
+  copy=$(step_us "$work/floor-$round.csv" "one by one: busy: cudaMemcpyAsync 1 MiB device to device")
+  floors+=("$floor") one_by_ones+=("$one_by_one")
+  echo "round $round: floor $floor us (cuLaunchKernelEx PDL + cuEventRecord, busy stream), one by one after" \
+       "another launch $one_by_one us, a 1 MiB cudaMemcpyAsync one by one $copy us"
+  for bytes in 4096 65536 1048576; do
+    taken=$(host_us "$work/taken-$round.csv" "$bytes")
+    echo "$taken $(python3 -c "print($taken / $floor, $taken / $one_by_one)")" >>"$work/ratios-$bytes"
+    echo "round $round: taken, $bytes bytes: $taken us host," \
+         "$(python3 -c "print(f'{$taken / $floor:.2f}x the floor, {$taken / $one_by_one:.2f}x one by one')")"
+  done
   car=$(host_us "$work/forwarded-car-$round.csv" 16777216)
   nccl=$(host_us "$work/forwarded-nccl-$round.csv" 16777216)
   off=$(host_us "$work/forwarded-off-$round.csv" 16777216)
-  echo "forwarded 16 MiB, round $round: library $car us, NCCL alone $nccl us, library switched off $off us"
-  diffs+=("$(python3 -c "print($car - $nccl)")")
-  off_diffs+=("$(python3 -c "print($off - $nccl)")")
+  echo "round $round: forwarded 16 MiB: library $car us, NCCL alone $nccl us, library switched off $off us"
+  diffs+=("$(python3 -c "print(round($car - $nccl, 3))")")
+  off_diffs+=("$(python3 -c "print(round($off - $nccl, 3))")")
 done
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
-echo "forwarded 16 MiB: median added host time $(median "${diffs[@]}") us; switched off: $(median "${off_diffs[@]}") us"
+
+echo "floor: median $(median "${floors[@]}") us ($(range "${floors[@]}")); one by one: median" \
+     "$(median "${one_by_ones[@]}") us ($(range "${one_by_ones[@]}"))"
+for bytes in 4096 65536 1048576; do
+  mapfile -t taken < <(cut -d' ' -f1 "$work/ratios-$bytes")
+  mapfile -t to_floor < <(cut -d' ' -f2 "$work/ratios-$bytes" | xargs printf '%.2f\n')
+  mapfile -t to_one_by_one < <(cut -d' ' -f3 "$work/ratios-$bytes" | xargs printf '%.2f\n')
+  echo "taken, $bytes bytes: median $(median "${taken[@]}") us host; per round $(median "${to_floor[@]}")x the floor" \
+       "($(range "${to_floor[@]}")), $(median "${to_one_by_one[@]}")x one by one ($(range "${to_one_by_one[@]}"))"
+done
+echo "forwarded 16 MiB, library less NCCL alone: median $(median "${diffs[@]}") us ($(range "${diffs[@]}"));" \
+     "switched off less NCCL alone: median $(median "${off_diffs[@]}") us ($(range "${off_diffs[@]}"))"
 echo "hook alone, over a libnccl.so.2 that does nothing: $(LD_LIBRARY_PATH="$build/tests/null-nccl" \
   LD_PRELOAD="$build/shim/libnccl-car.so" "$build/tests/hook_cost_bench" --calls 200000 --samples 15 2>/dev/null)"
