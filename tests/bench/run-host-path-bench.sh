@@ -9,17 +9,20 @@
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
 #    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor;
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library, with
-#    NCCL alone and with the library switched off, and the differences to NCCL alone;
+#    NCCL alone, with the library switched off and with a set-up that fails after its exchange,
+#    and the differences to NCCL alone;
 # and once:
 #  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
 #    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
-# Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS]
+# Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS] [KEEP_DIR]
+#   KEEP_DIR: where every bench's own output is copied at the end (per-sample figures).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: run-host-path-bench.sh BUILD [ROUNDS]}" && pwd)
 rounds=${2:-5}
+keep=${3:-}
 work=$(mktemp -d)
-trap 'rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
+trap '[ -z "$keep" ] || { mkdir -p "$keep" && cp "$work"/* "$keep"/; }; rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
 
 "$root/tests/e2e/mps.sh" restart >/dev/null
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
@@ -31,26 +34,33 @@ step_us() { sed -n "s/^$2,//p" "$1"; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
 
-# Every round times the floor, the taken calls and the three forwarded arms, so that each
+# Every round times the floor, the taken calls and the four forwarded arms, so that each
 # ratio compares figures minutes apart at most: this host's own figures drift by more than
 # the goals' margins within a run. The forwarded arms: the library; NCCL alone; the library
 # switched off (NCCL_CAR_DISABLE=1: the hook forwards every call at its first check and sets
-# nothing up), which parts the hook from what our set-up leaves. They go in another order
-# each round.
+# nothing up), which parts the hook from what our set-up leaves; and a set-up whose exchange
+# went through NCCL but which then fails for want of memory (the test-only fault no-buffers:
+# no block, no launcher, no mapping; the communicator is ineligible), which parts NCCL's own
+# connections for our exchange from the memory and mappings a set-up keeps. They go in
+# another order each round.
 forwarded_car() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
 forwarded_nccl() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
 forwarded_off() {
   NCCL_CAR_DISABLE=1 LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-off-$1.csv"
 }
-orders=("car nccl off" "nccl off car" "off car nccl")
+forwarded_refused() {
+  NCCL_CAR_TEST_FAULT=no-buffers LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M \
+    >"$work/forwarded-refused-$1.csv"
+}
+orders=("car nccl off refused" "nccl off refused car" "off refused car nccl" "refused car nccl off")
 for round in $(seq "$rounds"); do
   # The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
   "$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor-$round.csv"
   LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken-$round.csv"
-  for arm in ${orders[$((round % 3))]}; do "forwarded_$arm" "$round"; done
+  for arm in ${orders[$((round % 4))]}; do "forwarded_$arm" "$round"; done
 done
 
-floors=() one_by_ones=() diffs=() off_diffs=()
+floors=() one_by_ones=() diffs=() off_diffs=() refused_diffs=()
 for round in $(seq "$rounds"); do
   floor=$(step_us "$work/floor-$round.csv" "floor: busy: cuLaunchKernelEx PDL + cuEventRecord")
   # The same launch and record timed as car_nccl_bench times a call: alone, after another launch.
@@ -68,9 +78,12 @@ for round in $(seq "$rounds"); do
   car=$(host_us "$work/forwarded-car-$round.csv" 16777216)
   nccl=$(host_us "$work/forwarded-nccl-$round.csv" 16777216)
   off=$(host_us "$work/forwarded-off-$round.csv" 16777216)
-  echo "round $round: forwarded 16 MiB: library $car us, NCCL alone $nccl us, library switched off $off us"
+  refused=$(host_us "$work/forwarded-refused-$round.csv" 16777216)
+  echo "round $round: forwarded 16 MiB: library $car us, NCCL alone $nccl us, library switched off $off us," \
+       "set-up failed after its exchange $refused us"
   diffs+=("$(python3 -c "print(round($car - $nccl, 3))")")
   off_diffs+=("$(python3 -c "print(round($off - $nccl, 3))")")
+  refused_diffs+=("$(python3 -c "print(round($refused - $nccl, 3))")")
 done
 
 echo "floor: median $(median "${floors[@]}") us ($(range "${floors[@]}")); one by one: median" \
@@ -83,6 +96,8 @@ for bytes in 4096 65536 1048576; do
        "($(range "${to_floor[@]}")), $(median "${to_one_by_one[@]}")x one by one ($(range "${to_one_by_one[@]}"))"
 done
 echo "forwarded 16 MiB, library less NCCL alone: median $(median "${diffs[@]}") us ($(range "${diffs[@]}"));" \
-     "switched off less NCCL alone: median $(median "${off_diffs[@]}") us ($(range "${off_diffs[@]}"))"
+     "switched off less NCCL alone: median $(median "${off_diffs[@]}") us ($(range "${off_diffs[@]}"));" \
+     "set-up failed after its exchange less NCCL alone: median $(median "${refused_diffs[@]}") us" \
+     "($(range "${refused_diffs[@]}"))"
 echo "hook alone, over a libnccl.so.2 that does nothing: $(LD_LIBRARY_PATH="$build/tests/null-nccl" \
   LD_PRELOAD="$build/shim/libnccl-car.so" "$build/tests/hook_cost_bench" --calls 200000 --samples 15 2>/dev/null)"
