@@ -12,7 +12,7 @@ constexpr const char* kUsage =
     "usage: car_nccl_bench [--ranks N] [--one-gpu] [--collective NAME] [--type NAME] [--op NAME]\n"
     "                      [--sizes LIST | --min-bytes B --max-bytes B] [--modes LIST] [--workloads LIST]\n"
     "                      [--layers N] [--gemm MxNxK] [--calls N] [--samples N] [--large-bytes B]\n"
-    "                      [--symmetric] [--probe]\n"
+    "                      [--symmetric] [--probe] [--first-all-gather B]\n"
     "  --ranks N      ranks, one process each (default: one per visible GPU; --gpus N is the same)\n"
     "  --one-gpu      every rank on GPU 0, for the one-GPU rig: run it under MPS\n"
     "  --collective   all-reduce, all-gather, reduce-scatter (default all-reduce)\n"
@@ -30,7 +30,9 @@ constexpr const char* kUsage =
     "  --samples N    timed samples per row (default 15)\n"
     "  --large-bytes  after-large: the call before each timed one (default 8M)\n"
     "  --symmetric    buffers registered as NCCL symmetric windows (nccl-tests -R 2)\n"
-    "  --probe        one checked call per size, nothing timed\n";
+    "  --probe        one checked call per size, nothing timed\n"
+    "  --first-all-gather B  first, an all-gather of B bytes per rank on a stream of its own (as the\n"
+    "                 library's set-up exchanges its records): what that leaves in NCCL\n";
 
 [[noreturn]] void usage(const std::string& problem) {
   if (!problem.empty()) std::fprintf(stderr, "car_nccl_bench: %s\n", problem.c_str());
@@ -168,6 +170,7 @@ Options parseOptions(int argc, char** argv) {
     else if (arg == "--calls") options.calls = parseCount(value, "--calls", 1, 1000);
     else if (arg == "--samples") options.samples = parseCount(value, "--samples", 1, 100);
     else if (arg == "--large-bytes") options.largeBytes = parseBytes(value, "--large-bytes");
+    else if (arg == "--first-all-gather") options.firstAllGatherBytes = parseBytes(value, "--first-all-gather");
     else usage("unknown option: " + arg);
   }
   if (options.layers % 2 != 0) usage("--layers: must be even (the layers take turns with two buffers)");

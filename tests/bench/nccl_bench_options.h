@@ -53,6 +53,10 @@ struct Options {
   std::size_t largeBytes = 8 << 20;  // after-large: the size of the call before each one timed
   bool symmetric = false;
   bool probe = false;  // one checked call per size, nothing timed (for NCCL's tuning log)
+  // Before anything else: an all-gather of this many bytes per rank on a stream of its own, the
+  // communicator's first collective, as our set-up's exchange is (0: none). With NCCL alone it
+  // shows what that exchange alone does to NCCL's later calls.
+  std::size_t firstAllGatherBytes = 0;
 };
 
 Options parseOptions(int argc, char** argv);

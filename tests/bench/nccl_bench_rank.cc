@@ -18,6 +18,17 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
+void RankBench::allGatherFirst(std::size_t bytes) {
+  cudaStream_t own = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+  void* send = deviceMemory(bytes);
+  void* recv = deviceMemory(bytes * ranks_);
+  CUDA_OK(cudaMemsetAsync(send, rank_, bytes, own));
+  NCCL_OK(ncclAllGather(send, recv, bytes, ncclUint8, comm_, own));
+  CUDA_OK(cudaStreamSynchronize(own));
+  CUDA_OK(cudaStreamDestroy(own));
+}
+
 Pattern RankBench::upload(const std::vector<unsigned char>& table, const TypeInfo& type, int ranks) {
   void* device = deviceMemory(table.size());
   CUDA_OK(cudaMemcpy(device, table.data(), table.size(), cudaMemcpyHostToDevice));
@@ -29,6 +40,7 @@ RankBench::RankBench(const Options& options, int rank, int ranks, int device, co
   const TypeInfo& type = *options.type;
   CUDA_OK(cudaSetDevice(device));
   NCCL_OK(ncclCommInitRank(&comm_, ranks, id, rank));
+  if (options.firstAllGatherBytes > 0) allGatherFirst(options.firstAllGatherBytes);
   CUDA_OK(cudaStreamCreateWithFlags(&main_, cudaStreamNonBlocking));
   CUDA_OK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
   for (cudaEvent_t* event : {&start_, &stop_}) CUDA_OK(cudaEventCreate(event));

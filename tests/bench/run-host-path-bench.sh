@@ -9,8 +9,8 @@
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
 #    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor;
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library, with
-#    NCCL alone, with the library switched off and with a set-up that fails after its exchange,
-#    and the differences to NCCL alone;
+#    NCCL alone, with the library switched off, with a set-up that fails after its exchange, and
+#    with NCCL alone after an all-gather like that exchange; and the differences to NCCL alone;
 # and once:
 #  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
 #    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
@@ -34,14 +34,16 @@ step_us() { sed -n "s/^$2,//p" "$1"; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
 
-# Every round times the floor, the taken calls and the four forwarded arms, so that each
+# Every round times the floor, the taken calls and the five forwarded arms, so that each
 # ratio compares figures minutes apart at most: this host's own figures drift by more than
 # the goals' margins within a run. The forwarded arms: the library; NCCL alone; the library
 # switched off (NCCL_CAR_DISABLE=1: the hook forwards every call at its first check and sets
 # nothing up), which parts the hook from what our set-up leaves; and a set-up whose exchange
 # went through NCCL but which then fails for want of memory (the test-only fault no-buffers:
 # no block, no launcher, no mapping; the communicator is ineligible), which parts NCCL's own
-# connections for our exchange from the memory and mappings a set-up keeps. They go in
+# connections for our exchange from the memory and mappings a set-up keeps; and NCCL alone
+# after one all-gather of a handshake record (280 bytes) per rank on a stream of its own, as
+# the communicator's first collective, which is what that exchange is to NCCL. They go in
 # another order each round.
 forwarded_car() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
 forwarded_nccl() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
@@ -52,15 +54,16 @@ forwarded_refused() {
   NCCL_CAR_TEST_FAULT=no-buffers LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M \
     >"$work/forwarded-refused-$1.csv"
 }
-orders=("car nccl off refused" "nccl off refused car" "off refused car nccl" "refused car nccl off")
+forwarded_exchanged() { "${bench[@]}" --sizes 16M --first-all-gather 280 >"$work/forwarded-exchanged-$1.csv"; }
+arms=(car nccl off refused exchanged)
 for round in $(seq "$rounds"); do
   # The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
   "$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor-$round.csv"
   LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken-$round.csv"
-  for arm in ${orders[$((round % 4))]}; do "forwarded_$arm" "$round"; done
+  for i in "${!arms[@]}"; do "forwarded_${arms[$(( (i + round) % ${#arms[@]} ))]}" "$round"; done
 done
 
-floors=() one_by_ones=() diffs=() off_diffs=() refused_diffs=()
+floors=() one_by_ones=() diffs=() off_diffs=() refused_diffs=() exchanged_diffs=()
 for round in $(seq "$rounds"); do
   floor=$(step_us "$work/floor-$round.csv" "floor: busy: cuLaunchKernelEx PDL + cuEventRecord")
   # The same launch and record timed as car_nccl_bench times a call: alone, after another launch.
@@ -79,11 +82,13 @@ for round in $(seq "$rounds"); do
   nccl=$(host_us "$work/forwarded-nccl-$round.csv" 16777216)
   off=$(host_us "$work/forwarded-off-$round.csv" 16777216)
   refused=$(host_us "$work/forwarded-refused-$round.csv" 16777216)
+  exchanged=$(host_us "$work/forwarded-exchanged-$round.csv" 16777216)
   echo "round $round: forwarded 16 MiB: library $car us, NCCL alone $nccl us, library switched off $off us," \
-       "set-up failed after its exchange $refused us"
+       "set-up failed after its exchange $refused us, NCCL alone after an exchange-like all-gather $exchanged us"
   diffs+=("$(python3 -c "print(round($car - $nccl, 3))")")
   off_diffs+=("$(python3 -c "print(round($off - $nccl, 3))")")
   refused_diffs+=("$(python3 -c "print(round($refused - $nccl, 3))")")
+  exchanged_diffs+=("$(python3 -c "print(round($exchanged - $nccl, 3))")")
 done
 
 echo "floor: median $(median "${floors[@]}") us ($(range "${floors[@]}")); one by one: median" \
@@ -98,6 +103,7 @@ done
 echo "forwarded 16 MiB, library less NCCL alone: median $(median "${diffs[@]}") us ($(range "${diffs[@]}"));" \
      "switched off less NCCL alone: median $(median "${off_diffs[@]}") us ($(range "${off_diffs[@]}"));" \
      "set-up failed after its exchange less NCCL alone: median $(median "${refused_diffs[@]}") us" \
-     "($(range "${refused_diffs[@]}"))"
+     "($(range "${refused_diffs[@]}")); NCCL alone after an exchange-like all-gather less NCCL alone: median" \
+     "$(median "${exchanged_diffs[@]}") us ($(range "${exchanged_diffs[@]}"))"
 echo "hook alone, over a libnccl.so.2 that does nothing: $(LD_LIBRARY_PATH="$build/tests/null-nccl" \
   LD_PRELOAD="$build/shim/libnccl-car.so" "$build/tests/hook_cost_bench" --calls 200000 --samples 15 2>/dev/null)"
