@@ -18,7 +18,7 @@
 #   KEEP_DIR: where every bench's own output is copied at the end (per-sample figures).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$(cd "${1:?usage: run-host-path-bench.sh BUILD [ROUNDS]}" && pwd)
+build=$(cd "${1:?usage: run-host-path-bench.sh BUILD [ROUNDS] [KEEP_DIR]}" && pwd)
 rounds=${2:-5}
 keep=${3:-}
 work=$(mktemp -d)
@@ -42,9 +42,9 @@ range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/
 # went through NCCL but which then fails for want of memory (the test-only fault no-buffers:
 # no block, no launcher, no mapping; the communicator is ineligible), which parts NCCL's own
 # connections for our exchange from the memory and mappings a set-up keeps; and NCCL alone
-# after one all-gather of a handshake record (280 bytes) per rank on a stream of its own, as
-# the communicator's first collective, which is what that exchange is to NCCL. They go in
-# another order each round.
+# after one all-gather of a handshake record (280 bytes: shim/handshake/handshake_record.h)
+# per rank on a stream of its own, as the communicator's first collective, which is what that
+# exchange is to NCCL. They go in another order each round.
 forwarded_car() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
 forwarded_nccl() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
 forwarded_off() {
