@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Why a forwarded call costs more on a communicator our set-up ran on (docs/benchmarks.md, "The
+# eager host path against the CUDA floor"), on the one-GPU rig (2 processes on GPU 0 under MPS,
+# a NCCL_HOSTID each: NCCL's calls go over sockets). Prints:
+#  - what NCCL chose, from one untimed 16 MiB all-reduce with NCCL_DEBUG=INFO: for NCCL alone,
+#    the library, and NCCL alone after an all-gather like our exchange (car_nccl_bench
+#    --first-all-gather): each collective's algorithm and protocol, the transports, and how many
+#    send connections were made;
+#  - the host time of the forwarded 16 MiB call, NCCL alone against the library, with NCCL's
+#    runtime connection off (NCCL_RUNTIME_CONNECT=0: every connection made at init, whatever the
+#    first collective) and with PAT off (NCCL_PAT_ENABLE=0), ROUNDS rounds each.
+# Usage: tests/bench/run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$(cd "${1:?usage: run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]}" && pwd)
+rounds=${2:-3}
+keep=${3:-}
+work=$(mktemp -d)
+trap '[ -z "$keep" ] || { mkdir -p "$keep" && cp "$work"/* "$keep"/; }; rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
+
+"$root/tests/e2e/mps.sh" restart >/dev/null
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
+bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
+       --calls 20 --samples 9 --sizes 16M)
+library="LD_PRELOAD=$build/shim/libnccl-car.so"
+host_us() { awk -F, '$1 == "host" && $3 == 16777216 {print $4}' "$1"; }
+
+debug=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING)
+env "${debug[@]}" "${bench[@]}" --probe >"$work/choices-alone.txt" 2>&1
+env "${debug[@]}" "$library" "${bench[@]}" --probe >"$work/choices-library.txt" 2>&1
+env "${debug[@]}" "${bench[@]}" --probe --first-all-gather 280 >"$work/choices-exchanged.txt" 2>&1
+for arm in alone library exchanged; do
+  echo "NCCL's choices, $arm:"
+  grep -hoE "(AllReduce|AllGather): [0-9]+ Bytes -> Algo [A-Z_]+ proto [A-Z0-9_]+|via [A-Z0-9]+/[A-Za-z0-9/_]+" \
+    "$work/choices-$arm.txt" | sort | uniq -c
+  echo "  send connections: $(grep -c '\[send\] via' "$work/choices-$arm.txt" || true)"
+done
+
+for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0; do
+  name=${setting%%=*}
+  for round in $(seq "$rounds"); do
+    env "$setting" "${bench[@]}" >"$work/$name-alone-$round.csv"
+    env "$setting" "$library" "${bench[@]}" >"$work/$name-library-$round.csv"
+    alone=$(host_us "$work/$name-alone-$round.csv")
+    with=$(host_us "$work/$name-library-$round.csv")
+    echo "$setting, round $round: forwarded 16 MiB, NCCL alone $alone us, library $with us," \
+         "library less NCCL alone $(python3 -c "print(round($with - $alone, 3))") us"
+  done
+done
