@@ -25,7 +25,7 @@ bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes iso
 library="LD_PRELOAD=$build/shim/libnccl-car.so"
 host_us() { awk -F, '$1 == "host" && $3 == 16777216 {print $4}' "$1"; }
 
-debug=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING)
+debug=(NCCL_DEBUG=INFO "NCCL_DEBUG_SUBSYS=INIT,NET,TUNING")
 env "${debug[@]}" "${bench[@]}" --probe >"$work/choices-alone.txt" 2>&1
 env "${debug[@]}" "$library" "${bench[@]}" --probe >"$work/choices-library.txt" 2>&1
 env "${debug[@]}" "${bench[@]}" --probe --first-all-gather 280 >"$work/choices-exchanged.txt" 2>&1
