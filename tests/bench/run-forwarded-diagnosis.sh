@@ -11,19 +11,11 @@
 #    first collective) and with PAT off (NCCL_PAT_ENABLE=0), ROUNDS rounds each.
 # Usage: tests/bench/run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$(cd "${1:?usage: run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]}" && pwd)
-rounds=${2:-3}
-keep=${3:-}
-work=$(mktemp -d)
-trap '[ -z "$keep" ] || { mkdir -p "$keep" && cp "$work"/* "$keep"/; }; rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
-
-"$root/tests/e2e/mps.sh" restart >/dev/null
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
-bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
-       --calls 20 --samples 9 --sizes 16M)
+DEFAULT_ROUNDS=3
+# shellcheck source=SCRIPTDIR/rig-bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rig-bench-common.sh"
+bench+=(--sizes 16M)
 library="LD_PRELOAD=$build/shim/libnccl-car.so"
-host_us() { awk -F, '$1 == "host" && $3 == 16777216 {print $4}' "$1"; }
 
 debug=(NCCL_DEBUG=INFO "NCCL_DEBUG_SUBSYS=INIT,NET,TUNING")
 env "${debug[@]}" "${bench[@]}" --probe >"$work/choices-alone.txt" 2>&1
@@ -41,8 +33,8 @@ for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0; do
   for round in $(seq "$rounds"); do
     env "$setting" "${bench[@]}" >"$work/$name-alone-$round.csv"
     env "$setting" "$library" "${bench[@]}" >"$work/$name-library-$round.csv"
-    alone=$(host_us "$work/$name-alone-$round.csv")
-    with=$(host_us "$work/$name-library-$round.csv")
+    alone=$(host_us "$work/$name-alone-$round.csv" 16777216)
+    with=$(host_us "$work/$name-library-$round.csv" 16777216)
     echo "$setting, round $round: forwarded 16 MiB, NCCL alone $alone us, library $with us," \
          "library less NCCL alone $(python3 -c "print(round($with - $alone, 3))") us"
   done

@@ -17,19 +17,9 @@
 # Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS] [KEEP_DIR]
 #   KEEP_DIR: where every bench's own output is copied at the end (per-sample figures).
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$(cd "${1:?usage: run-host-path-bench.sh BUILD [ROUNDS] [KEEP_DIR]}" && pwd)
-rounds=${2:-5}
-keep=${3:-}
-work=$(mktemp -d)
-trap '[ -z "$keep" ] || { mkdir -p "$keep" && cp "$work"/* "$keep"/; }; rm -rf "$work"; "$root/tests/e2e/mps.sh" stop >/dev/null 2>&1 || true' EXIT
-
-"$root/tests/e2e/mps.sh" restart >/dev/null
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/nccl-car-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/nccl-car-mps-log
-bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes isolated --workloads plain
-       --calls 20 --samples 9)
-# "host,plain,BYTES,US,...": the host row of each size.
-host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
+DEFAULT_ROUNDS=5
+# shellcheck source=SCRIPTDIR/rig-bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rig-bench-common.sh"
 step_us() { sed -n "s/^$2,//p" "$1"; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
