@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "call_floor.h"
 #include "dispatch.cuh"
 #include "driver_calls.h"
 #include "stream_calls.h"
@@ -188,6 +189,8 @@ int main(int argc, char** argv) {
   rig.function = car::driverFunctionOf(reinterpret_cast<const void*>(&emptyKernel));
   BENCH_OK(rig.function != nullptr, "car::driverFunctionOf");
   const car::LaunchArgs* argsOnDevice = nullptr;
+  const bench::CallFloor floor;
+  BENCH_OK(floor.ok(), "the CUDA floor's driver entry points");
 
   struct Step {
     const char* name;
@@ -227,10 +230,7 @@ int main(int argc, char** argv) {
       {"busy: enqueue through the driver", [&] { enqueueThroughDriver(rig); }, true},
       // The floor a call of ours is held to (tests/bench/run-host-path-bench.sh): the launch
       // with PDL and the ordering event's record, as the library makes them, on a busy stream.
-      {"floor: busy: cuLaunchKernelEx PDL + cuEventRecord", [&] {
-         launchDriver(rig);
-         car::recordEvent(rig.event, rig.stream);
-       }, true},
+      {"floor: busy: cuLaunchKernelEx PDL + cuEventRecord", [&] { floor.enqueue(rig.stream); }, true},
   };
   std::printf("# car_launch_cost_bench: %d calls per sample, median of %d samples\nstep,median_us\n", calls, samples);
   for (const Step& step : steps) {
@@ -239,10 +239,7 @@ int main(int argc, char** argv) {
   // The floor and a staging copy as a call of car_nccl_bench's isolated mode meets them.
   const auto otherLaunch = [&] { emptyKernelSmall<<<1, 128, 0, rig.stream>>>(argsOnDevice); };
   std::printf("one by one: busy: cuLaunchKernelEx PDL + cuEventRecord,%.3f\n",
-              timeOneByOne(rig, calls, samples, otherLaunch, [&] {
-                launchDriver(rig);
-                car::recordEvent(rig.event, rig.stream);
-              }));
+              timeOneByOne(rig, calls, samples, otherLaunch, [&] { floor.enqueue(rig.stream); }));
   constexpr std::size_t kCopyBytes = 1 << 20;
   void* copyFrom = nullptr;
   void* copyTo = nullptr;

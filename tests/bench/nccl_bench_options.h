@@ -57,6 +57,9 @@ struct Options {
   // communicator's first collective, as our set-up's exchange is (0: none). With NCCL alone it
   // shows what that exchange alone does to NCCL's later calls.
   std::size_t firstAllGatherBytes = 0;
+  // Isolated mode also times the CUDA floor of a call (call_floor.h) in place of each call, as
+  // it times the call: the row "floor", beside "host".
+  bool floor = false;
 };
 
 Options parseOptions(int argc, char** argv);

@@ -45,6 +45,10 @@ RankBench::RankBench(const Options& options, int rank, int ranks, int device, co
   CUDA_OK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
   for (cudaEvent_t* event : {&start_, &stop_}) CUDA_OK(cudaEventCreate(event));
   for (cudaEvent_t* event : {&fork_, &join_}) CUDA_OK(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
+  if (options.floor) {
+    floor_ = std::make_unique<CallFloor>();
+    BENCH_CHECK(floor_->ok(), "the CUDA floor's driver entry points (--floor)");
+  }
 
   for (std::size_t size : options.sizes) maxCount_ = std::max(maxCount_, size / type.bytes);
   maxCount_ = rounded(std::max<std::size_t>(maxCount_, ranks));
@@ -390,6 +394,30 @@ std::vector<Row> RankBench::timeForm(const Plan& plan, bool graph) {
   return rows;
 }
 
+// The floor of the isolated eager row: the same step, each call replaced by CallFloor's
+// launch and record, host time per call as the host row takes it (the mean over a sample's
+// calls, the largest over ranks, the median over samples). No output: nothing checked.
+Row RankBench::timeFloor(const Plan& plan) {
+  const int samples = options_.samples;
+  std::vector<double> perCall(samples, 0.0);
+  for (int s = -2; s < samples; ++s) {  // two warm-up steps
+    barrier();
+    double micros = 0;
+    for (int call = 0; call < plan.callsPerStep; ++call) {
+      CUDA_OK(writePattern(const_cast<void*>(sendOf(plan, call)), inputCount(plan.count), input_,
+                           Seed{seedCounter_, static_cast<unsigned long long>(call)}, main_));
+      const auto issued = std::chrono::steady_clock::now();
+      BENCH_CHECK(floor_->enqueue(main_), "the CUDA floor's launch and record");
+      micros += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count();
+    }
+    CUDA_OK(cudaStreamSynchronize(main_));
+    if (s >= 0) perCall[s] = micros / plan.callsPerStep;
+  }
+  Row row{"floor", plan.workload, plan.count * options_.type->bytes, 0, 0, 0, largestOverRanks(perCall)};
+  row.us = median(row.samples);
+  return row;
+}
+
 std::vector<Row> RankBench::measure(Mode mode, Workload workload, std::size_t count) {
   if ((mode == Mode::Chain && workload == Workload::InPlace) ||
       (workload == Workload::AfterLarge && mode != Mode::Isolated)) {
@@ -398,6 +426,7 @@ std::vector<Row> RankBench::measure(Mode mode, Workload workload, std::size_t co
   const Plan plan{mode, workload, count, mode == Mode::Model ? options_.layers : options_.calls};
   std::vector<Row> rows = timeForm(plan, true);
   for (Row& row : timeForm(plan, false)) rows.push_back(std::move(row));
+  if (floor_ && mode == Mode::Isolated) rows.push_back(timeFloor(plan));
   return rows;
 }
 

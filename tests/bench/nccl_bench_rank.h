@@ -11,16 +11,18 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench_kernels.h"
+#include "call_floor.h"
 #include "nccl_bench_options.h"
 
 namespace bench {
 
 // One printed row: its form (model-graph, model-eager, isolated-graph, isolated-eager,
-// chain-graph, chain-eager, host, probe), per-call microseconds (median over the samples of
+// chain-graph, chain-eager, host, floor, probe), per-call microseconds (median over the samples of
 // the largest over ranks), and how it was checked.
 struct Row {
   std::string mode;
@@ -82,6 +84,7 @@ class RankBench {
   void checkLastCall(const Plan& plan, unsigned long long sampleSeed);
   unsigned long long hostChecked(const void* output, std::size_t count, unsigned long long seed);
   std::vector<Row> timeForm(const Plan& plan, bool graph);
+  Row timeFloor(const Plan& plan);
   void barrier();
   std::vector<double> largestOverRanks(const std::vector<double>& values);
   double elapsedMicros();
@@ -93,6 +96,7 @@ class RankBench {
   cudaStream_t main_ = nullptr, side_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr, fork_ = nullptr, join_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  std::unique_ptr<CallFloor> floor_;  // with --floor
   struct Allocation {
     void* pointer;
     ncclWindow_t window;  // null where nothing was registered

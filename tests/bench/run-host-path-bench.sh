@@ -7,7 +7,9 @@
 #    and the same launch and record timed one by one, each after another kernel's launch, as
 #    car_nccl_bench times a call; and a 1 MiB staging copy timed the same way;
 #  - the host time of a call our kernels take (car_nccl_bench's "host" rows of its isolated mode at
-#    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor;
+#    4 KiB, 64 KiB and 1 MiB, bf16) and its ratio to each floor, and to the floor the same
+#    processes time in place of each call (car_nccl_bench --floor: the same launch and record,
+#    timed as a call, the largest over the ranks as the host row is);
 #  - a call forwarded by the plan (16 MiB, above NCCL_CAR_MAX_BYTES) with the library, with
 #    NCCL alone, with the library switched off, with a set-up that fails after its exchange, and
 #    with NCCL alone after an all-gather like that exchange; and the differences to NCCL alone;
@@ -49,7 +51,7 @@ arms=(car nccl off refused exchanged)
 for round in $(seq "$rounds"); do
   # The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
   "$build/tests/car_launch_cost_bench" --calls 400 --samples 9 >"$work/floor-$round.csv"
-  LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M >"$work/taken-$round.csv"
+  LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 4K,64K,1M --floor >"$work/taken-$round.csv"
   for i in "${!arms[@]}"; do "forwarded_${arms[$(( (i + round) % ${#arms[@]} ))]}" "$round"; done
 done
 
@@ -64,9 +66,11 @@ for round in $(seq "$rounds"); do
        "another launch $one_by_one us, a 1 MiB cudaMemcpyAsync one by one $copy us"
   for bytes in 4096 65536 1048576; do
     taken=$(host_us "$work/taken-$round.csv" "$bytes")
-    echo "$taken $(python3 -c "print($taken / $floor, $taken / $one_by_one)")" >>"$work/ratios-$bytes"
+    as_call=$(awk -F, -v bytes="$bytes" '$1 == "floor" && $3 == bytes {print $4}' "$work/taken-$round.csv")
+    echo "$taken $(python3 -c "print($taken / $floor, $taken / $one_by_one, $taken / $as_call)")" >>"$work/ratios-$bytes"
     echo "round $round: taken, $bytes bytes: $taken us host," \
-         "$(python3 -c "print(f'{$taken / $floor:.2f}x the floor, {$taken / $one_by_one:.2f}x one by one')")"
+         "$(python3 -c "print(f'{$taken / $floor:.2f}x the floor, {$taken / $one_by_one:.2f}x one by one')")," \
+         "$(python3 -c "print(f'{$taken / $as_call:.2f}x the floor timed in its place ($as_call us)')")"
   done
   car=$(host_us "$work/forwarded-car-$round.csv" 16777216)
   nccl=$(host_us "$work/forwarded-nccl-$round.csv" 16777216)
@@ -87,8 +91,10 @@ for bytes in 4096 65536 1048576; do
   mapfile -t taken < <(cut -d' ' -f1 "$work/ratios-$bytes")
   mapfile -t to_floor < <(cut -d' ' -f2 "$work/ratios-$bytes" | xargs printf '%.2f\n')
   mapfile -t to_one_by_one < <(cut -d' ' -f3 "$work/ratios-$bytes" | xargs printf '%.2f\n')
+  mapfile -t to_as_call < <(cut -d' ' -f4 "$work/ratios-$bytes" | xargs printf '%.2f\n')
   echo "taken, $bytes bytes: median $(median "${taken[@]}") us host; per round $(median "${to_floor[@]}")x the floor" \
-       "($(range "${to_floor[@]}")), $(median "${to_one_by_one[@]}")x one by one ($(range "${to_one_by_one[@]}"))"
+       "($(range "${to_floor[@]}")), $(median "${to_one_by_one[@]}")x one by one ($(range "${to_one_by_one[@]}"))," \
+       "$(median "${to_as_call[@]}")x the floor timed in its place ($(range "${to_as_call[@]}"))"
 done
 echo "forwarded 16 MiB, library less NCCL alone: median $(median "${diffs[@]}") us ($(range "${diffs[@]}"));" \
      "switched off less NCCL alone: median $(median "${off_diffs[@]}") us ($(range "${off_diffs[@]}"));" \
