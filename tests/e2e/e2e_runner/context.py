@@ -20,11 +20,14 @@ class Skip(Exception):
 
 
 class Context:
-    def __init__(self, build, machine, logs, say=print, mps_script=MPS_SCRIPT):
+    def __init__(self, build, machine, logs, say=print, mps_script=MPS_SCRIPT, runs=None):
         self.build = build
         self.machine = machine
         self.logs = logs
         self.say = say
+        # A shell pattern: an every-op scenario makes only its runs whose log name matches
+        # (run_e2e.py --runs), to finish one a call's time cut short.
+        self.runs = runs
         self._mps_script = mps_script
         self._kernels = None
         self._dropin = None

@@ -34,6 +34,9 @@ def _arguments(argv):
                              "all_gather_perf and reduce_scatter_perf are looked for beside it (ALL_GATHER_PERF, "
                              "REDUCE_SCATTER_PERF name others)")
     parser.add_argument("--label", help="only scenarios with this ctest label (e2e, gpu, multi-gpu)")
+    parser.add_argument("--runs", metavar="PATTERN",
+                        help="the every-op scenarios (nccl-tests-*-all-ops-*, -all-types-*): only the runs whose "
+                             "log name matches, a shell pattern such as 'nt-ops-n4-unaligned-*'")
     parser.add_argument("--list", action="store_true", help="list the scenarios, their labels and what they need")
     parser.add_argument("--ctest-list", action="store_true", help=argparse.SUPPRESS)  # NAME LIMIT LABEL,LABEL
     return parser.parse_args(argv)
@@ -100,7 +103,7 @@ def main(argv=None):
     build = Build(args.build)
     logs = args.logs or os.environ.get("E2E_LOGS") or os.path.join(build.folder, "e2e-logs")
     machine = Machine(all_reduce_perf=args.all_reduce_perf)
-    statuses = [run_scenario(scenario, machine, build, logs) for scenario in chosen]
+    statuses = [run_scenario(scenario, machine, build, logs, runs=args.runs) for scenario in chosen]
     if len(chosen) > 1:
         counts = {status: statuses.count(status) for status in (PASS, FAIL, SKIPPED)}
         _say(f"e2e: {counts[PASS]} passed, {counts[FAIL]} failed, {counts[SKIPPED]} skipped")

@@ -6,6 +6,7 @@ type at odd sizes, on the rig and on 2 GPUs. ALL_REDUCE_PERF names an MPI build 
 all_reduce_perf; the others are found beside it, or by ALL_GATHER_PERF and
 REDUCE_SCATTER_PERF (Machine.nccl_tests_path)."""
 
+import fnmatch
 import functools
 import os
 import sys
@@ -199,12 +200,19 @@ def _sweeps(context, perf):
 
 def every_op_runs(context, perf, launcher, name):
     """Each sweep with each built-in op (all_gather_perf: once, without one) over every type
-    (-d all): one run each, as (sweep, op or None, run name, argv)."""
+    (-d all): one run each, as (sweep, op or None, run name, argv); only those whose name
+    matches context.runs where it is set, which the scenario says first."""
     program = context.machine.nccl_tests_program(perf.program)
+    runs = []
     for sweep in _sweeps(context, perf):
         for op in perf.ops or (None,):
             argv = launcher + [program] + sweep.arguments + ["-d", "all"] + perf.op_arguments(op) + _ONCE
-            yield sweep, op, "-".join(part for part in (name, sweep.name, op) if part), argv
+            runs.append((sweep, op, "-".join(part for part in (name, sweep.name, op) if part), argv))
+    if context.runs:
+        chosen = [run for run in runs if fnmatch.fnmatchcase(run[2], context.runs)]
+        context.say(f"  only the runs matching {context.runs}: {len(chosen)} of {len(runs)}")
+        runs = chosen
+    yield from runs
 
 
 def _every_op_verdict(context, perf, run, sweep, op, ranks):

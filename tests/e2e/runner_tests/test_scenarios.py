@@ -266,6 +266,25 @@ class ScenarioTest(unittest.TestCase):
         self.assertIn("2 ranks, odd sizes, sum: FAIL", "\n".join(self.said))
         self.assertIn("reduce-scatter calls taken by reducescatter", "\n".join(self.said))
 
+    def test_an_every_op_scenario_runs_only_the_runs_asked_for(self):
+        machine = self.launching_machine(1, FAKE_REASONS="too-large=12")
+        status = run_scenario(SCENARIOS["nccl-tests-reduce-scatter-all-ops-2ranks"], machine, self.build, self.logs,
+                              say=self.said.append, mps_script=self.mps_script, runs="nt-ops-n2-unaligned-m*")
+        self.assertEqual(status, PASS)
+        said = "\n".join(self.said)
+        for op in ("max", "min"):
+            self.assertIn(f"nccl-tests-reduce-scatter-all-ops-2ranks: 2 ranks, unaligned sizes, {op}: PASS", said)
+        self.assertNotIn("odd sizes", said)
+        self.assertNotIn("small sizes", said)
+        self.assertNotIn("unaligned sizes, sum", said)
+        self.assertIn("only the runs matching nt-ops-n2-unaligned-m*: 2 of 15", said)
+        self.assertEqual(self.mps_actions(), ["start"] + ["restart"] * 2 + ["stop"])
+        self.said.clear()
+        status = run_scenario(SCENARIOS["nccl-tests-reduce-scatter-all-ops-2ranks"], machine, self.build, self.logs,
+                              say=self.said.append, mps_script=self.mps_script, runs="nt-ops-n4-*")
+        self.assertEqual(status, FAIL)
+        self.assertIn("only the runs matching nt-ops-n4-*: 0 of 15", "\n".join(self.said))
+
     def test_all_gather_perf_every_type_on_two_gpus(self):
         self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-gather-all-types",
                                            machine=self.launching_machine(2)), PASS)
