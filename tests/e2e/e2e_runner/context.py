@@ -28,6 +28,7 @@ class Context:
         # A shell pattern: an every-op scenario makes only its runs whose log name matches
         # (run_e2e.py --runs), to finish one a call's time cut short.
         self.runs = runs
+        self.runs_chosen = False  # set by a scenario that chose its runs by `runs`
         self._mps_script = mps_script
         self._kernels = None
         self._dropin = None

@@ -211,6 +211,7 @@ def every_op_runs(context, perf, launcher, name):
     if context.runs:
         chosen = [run for run in runs if fnmatch.fnmatchcase(run[2], context.runs)]
         context.say(f"  only the runs matching {context.runs}: {len(chosen)} of {len(runs)}")
+        context.runs_chosen = True
         runs = chosen
     yield from runs
 

@@ -285,6 +285,14 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(status, FAIL)
         self.assertIn("only the runs matching nt-ops-n4-*: 0 of 15", "\n".join(self.said))
 
+    def test_a_scenario_without_runs_to_choose_says_it_made_them_all(self):
+        machine = FakeMachine(env=dict(os.environ, CUDA_DEVICE_MAX_CONNECTIONS="32"))
+        status = run_scenario(SCENARIOS["allreduce-2ranks"], machine, self.build, self.logs, say=self.said.append,
+                              mps_script=self.mps_script, runs="nt-ops-*")
+        self.assertEqual(status, PASS)
+        self.assertIn("allreduce-2ranks: --runs nt-ops-* does not apply here (only to the every-op scenarios): "
+                      "every run was made", "\n".join(self.said))
+
     def test_all_gather_perf_every_type_on_two_gpus(self):
         self.assertEqual(self.run_scenario("multi-gpu-nccl-tests-all-gather-all-types",
                                            machine=self.launching_machine(2)), PASS)
