@@ -5,6 +5,8 @@
 #   bench:   car_nccl_bench's command for 2 ranks on GPU 0, bf16, isolated, plain, 20 calls a
 #            sample, median of 9 samples (add --sizes)
 #   host_us: FILE BYTES -> the "host" row's us of that size in a car_nccl_bench output
+#   record_bytes: one rank's part of our set-up's exchange, a HandshakeRecord
+#            (shim/handshake/handshake_record.h asserts its size), for --first-all-gather
 # shellcheck shell=bash disable=SC2034  # these are for the scripts that source this one
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: $(basename "$0") BUILD [ROUNDS] [KEEP_DIR]}" && pwd)
@@ -19,3 +21,4 @@ bench=("$build/tests/car_nccl_bench" --ranks 2 --one-gpu --type bf16 --modes iso
        --calls 20 --samples 9)
 # "host,plain,BYTES,US,...": the host row of each size.
 host_us() { awk -F, -v bytes="$2" '$1 == "host" && $3 == bytes {print $4}' "$1"; }
+record_bytes=280

@@ -20,7 +20,7 @@ library="LD_PRELOAD=$build/shim/libnccl-car.so"
 debug=(NCCL_DEBUG=INFO "NCCL_DEBUG_SUBSYS=INIT,NET,TUNING")
 env "${debug[@]}" "${bench[@]}" --probe >"$work/choices-alone.txt" 2>&1
 env "${debug[@]}" "$library" "${bench[@]}" --probe >"$work/choices-library.txt" 2>&1
-env "${debug[@]}" "${bench[@]}" --probe --first-all-gather 280 >"$work/choices-exchanged.txt" 2>&1
+env "${debug[@]}" "${bench[@]}" --probe --first-all-gather "$record_bytes" >"$work/choices-exchanged.txt" 2>&1
 for arm in alone library exchanged; do
   echo "NCCL's choices, $arm:"
   grep -hoE "(AllReduce|AllGather): [0-9]+ Bytes -> Algo [A-Z_]+ proto [A-Z0-9_]+|via [A-Z0-9]+/[A-Za-z0-9/_]+" \

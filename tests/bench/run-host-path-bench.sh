@@ -34,9 +34,9 @@ range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/
 # went through NCCL but which then fails for want of memory (the test-only fault no-buffers:
 # no block, no launcher, no mapping; the communicator is ineligible), which parts NCCL's own
 # connections for our exchange from the memory and mappings a set-up keeps; and NCCL alone
-# after one all-gather of a handshake record (280 bytes: shim/handshake/handshake_record.h)
-# per rank on a stream of its own, as the communicator's first collective, which is what that
-# exchange is to NCCL. They go in another order each round.
+# after one all-gather of a handshake record (record_bytes) per rank on a stream of its own,
+# as the communicator's first collective, which is what that exchange is to NCCL. They go in
+# another order each round.
 forwarded_car() { LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M >"$work/forwarded-car-$1.csv"; }
 forwarded_nccl() { "${bench[@]}" --sizes 16M >"$work/forwarded-nccl-$1.csv"; }
 forwarded_off() {
@@ -46,7 +46,7 @@ forwarded_refused() {
   NCCL_CAR_TEST_FAULT=no-buffers LD_PRELOAD="$build/shim/libnccl-car.so" "${bench[@]}" --sizes 16M \
     >"$work/forwarded-refused-$1.csv"
 }
-forwarded_exchanged() { "${bench[@]}" --sizes 16M --first-all-gather 280 >"$work/forwarded-exchanged-$1.csv"; }
+forwarded_exchanged() { "${bench[@]}" --sizes 16M --first-all-gather "$record_bytes" >"$work/forwarded-exchanged-$1.csv"; }
 arms=(car nccl off refused exchanged)
 for round in $(seq "$rounds"); do
   # The floor under MPS too, as the ranks' calls are: an MPS client's launch costs more.
