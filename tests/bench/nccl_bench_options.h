@@ -57,6 +57,12 @@ struct Options {
   // communicator's first collective, as our set-up's exchange is (0: none). With NCCL alone it
   // shows what that exchange alone does to NCCL's later calls.
   std::size_t firstAllGatherBytes = 0;
+  // Before anything else: a second communicator of the same ranks (split from the first) and
+  // small all-reduces on it, kept to the end. Under the library it is set up and its calls
+  // taken, so this process holds a set-up's block, mappings, boards and launcher; with
+  // NCCL_CAR_GPU_MEMORY_BYTES of one block the timed communicator then has no room and every
+  // call on it is NCCL's. Parts what a set-up keeps from how a set-up communicator's calls go.
+  bool setUpAnotherFirst = false;
   // Isolated mode also times the CUDA floor of a call (call_floor.h) in place of each call, as
   // it times the call: the row "floor", beside "host".
   bool floor = false;

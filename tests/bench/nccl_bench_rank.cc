@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "nccl_bench_check.h"
 
@@ -29,6 +30,27 @@ void RankBench::allGatherFirst(std::size_t bytes) {
   CUDA_OK(cudaStreamDestroy(own));
 }
 
+void RankBench::setUpAnotherFirst() {
+  NCCL_OK(ncclCommSplit(comm_, 0, rank_, &another_, nullptr));
+  constexpr std::size_t kCount = 1024;  // 4 KiB of float: a call the library takes
+  constexpr int kCalls = 50;
+  cudaStream_t own = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+  float* buffer = static_cast<float*>(deviceMemory(kCount * sizeof(float)));
+  std::vector<float> ones(kCount, 1.0f), sums(kCount);
+  for (int call = 0; call < kCalls; ++call) {
+    CUDA_OK(cudaMemcpyAsync(buffer, ones.data(), kCount * sizeof(float), cudaMemcpyHostToDevice, own));
+    NCCL_OK(ncclAllReduce(buffer, buffer, kCount, ncclFloat32, ncclSum, another_, own));
+    CUDA_OK(cudaMemcpyAsync(sums.data(), buffer, kCount * sizeof(float), cudaMemcpyDeviceToHost, own));
+    CUDA_OK(cudaStreamSynchronize(own));
+    const bool right = std::all_of(sums.begin(), sums.end(), [&](float sum) { return sum == static_cast<float>(ranks_); });
+    BENCH_CHECK(right, "--set-up-another-first: an all-reduce on the second communicator summed wrong");
+    // The library's set-up advances on its own thread between the calls.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  CUDA_OK(cudaStreamDestroy(own));
+}
+
 Pattern RankBench::upload(const std::vector<unsigned char>& table, const TypeInfo& type, int ranks) {
   void* device = deviceMemory(table.size());
   CUDA_OK(cudaMemcpy(device, table.data(), table.size(), cudaMemcpyHostToDevice));
@@ -40,6 +62,7 @@ RankBench::RankBench(const Options& options, int rank, int ranks, int device, co
   const TypeInfo& type = *options.type;
   CUDA_OK(cudaSetDevice(device));
   NCCL_OK(ncclCommInitRank(&comm_, ranks, id, rank));
+  if (options.setUpAnotherFirst) setUpAnotherFirst();
   if (options.firstAllGatherBytes > 0) allGatherFirst(options.firstAllGatherBytes);
   CUDA_OK(cudaStreamCreateWithFlags(&main_, cudaStreamNonBlocking));
   CUDA_OK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
@@ -105,6 +128,7 @@ RankBench::~RankBench() {
     if (allocation.fromNccl) ncclMemFree(allocation.pointer);
     else cudaFree(allocation.pointer);
   }
+  if (another_ != nullptr) ncclCommDestroy(another_);
   ncclCommDestroy(comm_);
 }
 

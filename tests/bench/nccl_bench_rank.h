@@ -62,6 +62,7 @@ class RankBench {
   void* allocate(std::size_t bytes);      // a collective's buffer: a symmetric window with --symmetric
   void* deviceMemory(std::size_t bytes);  // anything else
   void allGatherFirst(std::size_t bytes);  // Options::firstAllGatherBytes
+  void setUpAnotherFirst();                 // Options::setUpAnotherFirst
   Pattern upload(const std::vector<unsigned char>& table, const TypeInfo& type, int ranks);
   // `count` is always the whole message (nccl_bench_options.h), a multiple of the ranks but
   // for all-reduce; a rank's input and output are the parts of it its collective gives it.
@@ -93,6 +94,7 @@ class RankBench {
   int rank_, ranks_;
   std::size_t maxCount_ = 0, largeCount_ = 0;
   ncclComm_t comm_ = nullptr;
+  ncclComm_t another_ = nullptr;  // with --set-up-another-first
   cudaStream_t main_ = nullptr, side_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr, fork_ = nullptr, join_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

@@ -8,7 +8,13 @@
 #    send connections were made;
 #  - the host time of the forwarded 16 MiB call, NCCL alone against the library, with NCCL's
 #    runtime connection off (NCCL_RUNTIME_CONNECT=0: every connection made at init, whatever the
-#    first collective) and with PAT off (NCCL_PAT_ENABLE=0), ROUNDS rounds each.
+#    first collective), with PAT off (NCCL_PAT_ENABLE=0), and with NCCL's registration of user
+#    buffers off (NCCL_LOCAL_REGISTER=0, NCCL_GRAPH_REGISTER=0), ROUNDS rounds each;
+#  - what a set-up keeps, parted from how calls go on a set-up communicator: the forwarded call
+#    timed on a communicator the library refused for want of room (NCCL_CAR_GPU_MEMORY_BYTES
+#    of one block) while another communicator of the same processes holds a set-up that
+#    succeeded (car_nccl_bench --set-up-another-first), against NCCL alone with the same second
+#    communicator, and the library and NCCL alone as they are; in another order each round.
 # Usage: tests/bench/run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]
 set -euo pipefail
 DEFAULT_ROUNDS=3
@@ -28,7 +34,7 @@ for arm in alone library exchanged; do
   echo "  send connections: $(grep -c '\[send\] via' "$work/choices-$arm.txt" || true)"
 done
 
-for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0; do
+for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0; do
   name=${setting%%=*}
   for round in $(seq "$rounds"); do
     env "$setting" "${bench[@]}" >"$work/$name-alone-$round.csv"
@@ -38,4 +44,30 @@ for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0; do
     echo "$setting, round $round: forwarded 16 MiB, NCCL alone $alone us, library $with us," \
          "library less NCCL alone $(python3 -c "print(round($with - $alone, 3))") us"
   done
+done
+
+# One default block (shim/ipc: 50,337,280 bytes on the rig) fits under this bound, two do not.
+one_block_bound=75000000
+kept_alone() { "${bench[@]}" >"$work/kept-alone-$1.csv"; }
+kept_alone_another() { "${bench[@]}" --set-up-another-first >"$work/kept-alone-another-$1.csv"; }
+kept_library() { env "$library" "${bench[@]}" >"$work/kept-library-$1.csv"; }
+kept_refused_beside() {
+  env NCCL_CAR_DEBUG=INFO NCCL_CAR_GPU_MEMORY_BYTES=$one_block_bound "$library" "${bench[@]}" \
+    --set-up-another-first >"$work/kept-refused-beside-$1.csv" 2>"$work/kept-refused-beside-$1.log"
+}
+kept_arms=(alone alone_another library refused_beside)
+for round in $(seq "$rounds"); do
+  for i in "${!kept_arms[@]}"; do "kept_${kept_arms[$(( (i + round) % ${#kept_arms[@]} ))]}" "$round"; done
+  alone=$(host_us "$work/kept-alone-$round.csv" 16777216)
+  alone_another=$(host_us "$work/kept-alone-another-$round.csv" 16777216)
+  with=$(host_us "$work/kept-library-$round.csv" 16777216)
+  beside=$(host_us "$work/kept-refused-beside-$round.csv" 16777216)
+  # Both must show on every rank: the second communicator set up, the timed one refused for room.
+  eligible=$(grep -c "setup: eligible" "$work/kept-refused-beside-$round.log" || true)
+  refused=$(grep -c "no room for another buffer block" "$work/kept-refused-beside-$round.log" || true)
+  echo "kept, round $round: forwarded 16 MiB: NCCL alone $alone us, NCCL alone with a second communicator" \
+       "$alone_another us, library $with us, library on a communicator refused for room beside a set-up one" \
+       "$beside us ($eligible log lines say a communicator was set up, $refused that one had no room); less NCCL alone: library" \
+       "$(python3 -c "print(round($with - $alone, 3))"), refused beside a set-up one" \
+       "$(python3 -c "print(round($beside - $alone_another, 3))") (against NCCL alone with a second communicator)"
 done
