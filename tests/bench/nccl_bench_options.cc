@@ -12,7 +12,8 @@ constexpr const char* kUsage =
     "usage: car_nccl_bench [--ranks N] [--one-gpu] [--collective NAME] [--type NAME] [--op NAME]\n"
     "                      [--sizes LIST | --min-bytes B --max-bytes B] [--modes LIST] [--workloads LIST]\n"
     "                      [--layers N] [--gemm MxNxK] [--calls N] [--samples N] [--large-bytes B]\n"
-    "                      [--symmetric] [--probe] [--first-all-gather B] [--set-up-another-first] [--floor]\n"
+    "                      [--symmetric] [--probe] [--first-all-gather B] [--set-up-another-first]\n"
+    "                      [--nccl-barrier] [--floor]\n"
     "  --ranks N      ranks, one process each (default: one per visible GPU; --gpus N is the same)\n"
     "  --one-gpu      every rank on GPU 0, for the one-GPU rig: run it under MPS\n"
     "  --collective   all-reduce, all-gather, reduce-scatter (default all-reduce)\n"
@@ -36,6 +37,7 @@ constexpr const char* kUsage =
     "  --set-up-another-first  first, a second communicator of the same ranks and 50 checked 4 KiB\n"
     "                 all-reduces on it, kept to the end (under the library: a set-up that\n"
     "                 succeeded, beside the communicator timed)\n"
+    "  --nccl-barrier the bench's own barrier and reductions through pncclAllReduce (never hooked)\n"
     "  --floor        isolated: also the row floor, our kernel's launch and event record alone in\n"
     "                 place of each call, timed as the host row times a call (nothing to check)\n";
 
@@ -154,6 +156,7 @@ Options parseOptions(int argc, char** argv) {
     if (arg == "--probe") { options.probe = true; continue; }
     if (arg == "--floor") { options.floor = true; continue; }
     if (arg == "--set-up-another-first") { options.setUpAnotherFirst = true; continue; }
+    if (arg == "--nccl-barrier") { options.ncclBarrier = true; continue; }
     if (i + 1 >= argc) usage("unknown option or missing value: " + arg);
     const std::string value = argv[++i];
     if (arg == "--ranks" || arg == "--gpus") options.ranks = parseCount(value, arg.c_str(), 2, 64);

@@ -63,6 +63,11 @@ struct Options {
   // NCCL_CAR_GPU_MEMORY_BYTES of one block the timed communicator then has no room and every
   // call on it is NCCL's. Parts what a set-up keeps from how a set-up communicator's calls go.
   bool setUpAnotherFirst = false;
+  // The bench's own all-reduces (the barrier before each sample, the largest over the ranks)
+  // through NCCL's pncclAllReduce, which the library does not hook: then they go over NCCL in
+  // every arm, and the ranks start each sample as far apart as NCCL leaves them, with or
+  // without the library. By default they are ncclAllReduce, as the program's calls are.
+  bool ncclBarrier = false;
   // Isolated mode also times the CUDA floor of a call (call_floor.h) in place of each call, as
   // it times the call: the row "floor", beside "host".
   bool floor = false;

@@ -6,6 +6,10 @@
 
 #include "nccl_bench_check.h"
 
+// NCCL's own name for ncclAllReduce (its profiling alias), which the library does not hook.
+extern "C" ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+
 namespace bench {
 namespace {
 
@@ -489,8 +493,13 @@ bool RankBench::checkerSeesErrors() {
 }
 
 // Every rank starts a sample together: a tiny all-reduce, then wait for it.
+void RankBench::reduceMax(void* buffer, std::size_t count, ncclDataType_t type) {
+  if (options_.ncclBarrier) NCCL_OK(pncclAllReduce(buffer, buffer, count, type, ncclMax, comm_, main_));
+  else NCCL_OK(ncclAllReduce(buffer, buffer, count, type, ncclMax, comm_, main_));
+}
+
 void RankBench::barrier() {
-  NCCL_OK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclMax, comm_, main_));
+  reduceMax(scratch_, 1, ncclFloat32);
   CUDA_OK(cudaStreamSynchronize(main_));
 }
 
@@ -498,7 +507,7 @@ std::vector<double> RankBench::largestOverRanks(const std::vector<double>& value
   BENCH_CHECK(values.size() * sizeof(double) <= kScratchBytes, "largestOverRanks: too many values");
   std::vector<double> result(values);
   CUDA_OK(cudaMemcpyAsync(scratch_, result.data(), result.size() * sizeof(double), cudaMemcpyHostToDevice, main_));
-  NCCL_OK(ncclAllReduce(scratch_, scratch_, result.size(), ncclFloat64, ncclMax, comm_, main_));
+  reduceMax(scratch_, result.size(), ncclFloat64);
   CUDA_OK(cudaMemcpyAsync(result.data(), scratch_, result.size() * sizeof(double), cudaMemcpyDeviceToHost, main_));
   CUDA_OK(cudaStreamSynchronize(main_));
   return result;

@@ -87,6 +87,7 @@ class RankBench {
   std::vector<Row> timeForm(const Plan& plan, bool graph);
   Row timeFloor(const Plan& plan);
   void barrier();
+  void reduceMax(void* buffer, std::size_t count, ncclDataType_t type);  // the bench's own all-reduce
   std::vector<double> largestOverRanks(const std::vector<double>& values);
   double elapsedMicros();
 
