@@ -34,9 +34,8 @@ constexpr const char* kUsage =
     "  --probe        one checked call per size, nothing timed\n"
     "  --first-all-gather B  first, an all-gather of B bytes per rank on a stream of its own (as the\n"
     "                 library's set-up exchanges its records): what that leaves in NCCL\n"
-    "  --set-up-another-first  first, a second communicator of the same ranks and 50 checked 4 KiB\n"
-    "                 all-reduces on it, kept to the end (under the library: a set-up that\n"
-    "                 succeeded, beside the communicator timed)\n"
+    "  --set-up-another-first  first, another communicator of the same ranks and 50 checked 4 KiB\n"
+    "                 all-reduces on it, kept to the end; the one timed is split from it\n"
     "  --nccl-barrier the bench's own barrier and reductions through pncclAllReduce (never hooked)\n"
     "  --floor        isolated: also the row floor, our kernel's launch and event record alone in\n"
     "                 place of each call, timed as the host row times a call (nothing to check)\n";

@@ -57,11 +57,11 @@ struct Options {
   // communicator's first collective, as our set-up's exchange is (0: none). With NCCL alone it
   // shows what that exchange alone does to NCCL's later calls.
   std::size_t firstAllGatherBytes = 0;
-  // Before anything else: a second communicator of the same ranks (split from the first) and
-  // small all-reduces on it, kept to the end. Under the library it is set up and its calls
-  // taken, so this process holds a set-up's block, mappings, boards and launcher; with
-  // NCCL_CAR_GPU_MEMORY_BYTES of one block the timed communicator then has no room and every
-  // call on it is NCCL's. Parts what a set-up keeps from how a set-up communicator's calls go.
+  // Another communicator of the same ranks first, with 50 small all-reduces on it (the library
+  // takes them), kept to the end; the one timed is split from it. With the library and
+  // NCCL_CAR_GPU_MEMORY_BYTES of one block, the other holds a set-up that succeeded (block,
+  // mappings, boards, launcher) and the one timed has no room, so every call on it is NCCL's:
+  // what a set-up keeps, parted from how a set-up communicator's calls go.
   bool setUpAnotherFirst = false;
   // The bench's own all-reduces (the barrier before each sample, the largest over the ranks)
   // through NCCL's pncclAllReduce, which the library does not hook: then they go over NCCL in

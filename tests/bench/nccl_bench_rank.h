@@ -62,7 +62,7 @@ class RankBench {
   void* allocate(std::size_t bytes);      // a collective's buffer: a symmetric window with --symmetric
   void* deviceMemory(std::size_t bytes);  // anything else
   void allGatherFirst(std::size_t bytes);  // Options::firstAllGatherBytes
-  void setUpAnotherFirst();                 // Options::setUpAnotherFirst
+  void createCommunicators(const ncclUniqueId& id);  // comm_, and another_ with Options::setUpAnotherFirst
   Pattern upload(const std::vector<unsigned char>& table, const TypeInfo& type, int ranks);
   // `count` is always the whole message (nccl_bench_options.h), a multiple of the ranks but
   // for all-reduce; a rank's input and output are the parts of it its collective gives it.

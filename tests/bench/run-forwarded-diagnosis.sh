@@ -6,18 +6,19 @@
 #    the library, and NCCL alone after an all-gather like our exchange (car_nccl_bench
 #    --first-all-gather): each collective's algorithm and protocol, the transports, and how many
 #    send connections were made;
-#  - the host time of the forwarded 16 MiB call, NCCL alone against the library, with NCCL's
-#    runtime connection off (NCCL_RUNTIME_CONNECT=0: every connection made at init, whatever the
-#    first collective), with PAT off (NCCL_PAT_ENABLE=0), and with NCCL's registration of user
-#    buffers off (NCCL_LOCAL_REGISTER=0, NCCL_GRAPH_REGISTER=0), ROUNDS rounds each;
-#  - what a set-up keeps, parted from how calls go on a set-up communicator: the forwarded call
-#    timed on a communicator the library refused for want of room (NCCL_CAR_GPU_MEMORY_BYTES
-#    of one block) while another communicator of the same processes holds a set-up that
-#    succeeded (car_nccl_bench --set-up-another-first), against NCCL alone with the same second
-#    communicator, and the library and NCCL alone as they are; and the library and NCCL alone
-#    with the bench's own barrier and reductions through NCCL in both (--nccl-barrier: with the
-#    library they are otherwise our kernels, which start both ranks' samples at once on the one
-#    GPU, where NCCL's socket barrier leaves them apart); in another order each round.
+#  - what a set-up keeps, parted from how calls go on a set-up communicator: the forwarded
+#    16 MiB call timed on a communicator the library refused for want of room
+#    (NCCL_CAR_GPU_MEMORY_BYTES of one block) while another communicator of the same processes
+#    holds a set-up that succeeded (car_nccl_bench --set-up-another-first: the timed one is
+#    split from the other), against NCCL alone made the same way; the library and NCCL alone
+#    as they are; and both with the bench's own barrier and reductions through NCCL
+#    (--nccl-barrier: with the library they are otherwise our kernels, which start both ranks'
+#    samples at once on the one GPU, where NCCL's socket barrier leaves them apart); ROUNDS
+#    rounds, in another order each round;
+#  - the same call, NCCL alone against the library, with NCCL's runtime connection off
+#    (NCCL_RUNTIME_CONNECT=0: every connection made at init, whatever the first collective),
+#    with PAT off (NCCL_PAT_ENABLE=0), and with NCCL's registration of user buffers off
+#    (NCCL_LOCAL_REGISTER=0, NCCL_GRAPH_REGISTER=0), ROUNDS rounds each.
 # Usage: tests/bench/run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]
 set -euo pipefail
 DEFAULT_ROUNDS=3
@@ -39,8 +40,13 @@ done
 
 # One default block (shim/ipc: 50,337,280 bytes on the rig) fits under this bound, two do not.
 one_block_bound=75000000
+# FIGURE FIGURE -> their difference, rounded; stops the script when a bench gave no figure.
+less() { python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 3))" "${1:?no figure}" "${2:?no figure}"; }
 kept_alone() { "${bench[@]}" >"$work/kept-alone-$1.csv"; }
-kept_alone_another() { "${bench[@]}" --set-up-another-first >"$work/kept-alone-another-$1.csv"; }
+# With the exchange's like on the timed communicator, as the library's arm has its exchange.
+kept_alone_another() {
+  "${bench[@]}" --set-up-another-first --first-all-gather "$record_bytes" >"$work/kept-alone-another-$1.csv"
+}
 kept_library() { env "$library" "${bench[@]}" >"$work/kept-library-$1.csv"; }
 kept_refused_beside() {
   env NCCL_CAR_DEBUG=INFO NCCL_CAR_GPU_MEMORY_BYTES=$one_block_bound "$library" "${bench[@]}" \
@@ -48,6 +54,16 @@ kept_refused_beside() {
 }
 kept_alone_nccl_barrier() { "${bench[@]}" --nccl-barrier >"$work/kept-alone-nccl-barrier-$1.csv"; }
 kept_library_nccl_barrier() { env "$library" "${bench[@]}" --nccl-barrier >"$work/kept-library-nccl-barrier-$1.csv"; }
+# LOG -> how many ranks' timed communicators the library refused for room, and how many ranks'
+# other communicators it set up (car_nccl_bench names both on stderr).
+kept_as_meant() {
+  local refused=0 set_up=0 timed other
+  while read -r timed other; do
+    grep -q "comm $timed .*no room for another buffer block" "$1" && refused=$((refused + 1))
+    grep -q "comm $other .*setup: eligible" "$1" && set_up=$((set_up + 1))
+  done < <(sed -n 's/^car_nccl_bench rank [0-9]*: timed communicator \(0x[0-9a-f]*\), the other \(0x[0-9a-f]*\)$/\1 \2/p' "$1")
+  echo "timed communicator refused for room on $refused ranks, the other set up on $set_up"
+}
 kept_arms=(alone alone_another library refused_beside alone_nccl_barrier library_nccl_barrier)
 for round in $(seq "$rounds"); do
   for i in "${!kept_arms[@]}"; do "kept_${kept_arms[$(( (i + round) % ${#kept_arms[@]} ))]}" "$round"; done
@@ -57,16 +73,14 @@ for round in $(seq "$rounds"); do
   beside=$(host_us "$work/kept-refused-beside-$round.csv" 16777216)
   alone_nb=$(host_us "$work/kept-alone-nccl-barrier-$round.csv" 16777216)
   with_nb=$(host_us "$work/kept-library-nccl-barrier-$round.csv" 16777216)
-  # Both must show on every rank: the second communicator set up, the timed one refused for room.
-  eligible=$(grep -c "setup: eligible" "$work/kept-refused-beside-$round.log" || true)
-  refused=$(grep -c "no room for another buffer block" "$work/kept-refused-beside-$round.log" || true)
-  echo "kept, round $round: forwarded 16 MiB: NCCL alone $alone us, NCCL alone with a second communicator" \
-       "$alone_another us, library $with us, library on a communicator refused for room beside a set-up one" \
-       "$beside us ($eligible log lines say a communicator was set up, $refused that one had no room); less NCCL alone: library" \
-       "$(python3 -c "print(round($with - $alone, 3))"), refused beside a set-up one" \
-       "$(python3 -c "print(round($beside - $alone_another, 3))") (against NCCL alone with a second communicator)"
+  library_less=$(less "$with" "$alone")
+  beside_less=$(less "$beside" "$alone_another")
+  nb_less=$(less "$with_nb" "$alone_nb")
+  echo "kept, round $round: forwarded 16 MiB: NCCL alone $alone us, library $with us (less NCCL alone" \
+       "$library_less); NCCL alone on a communicator split from another $alone_another us, library there" \
+       "beside another set up $beside us (less $beside_less; $(kept_as_meant "$work/kept-refused-beside-$round.log"))"
   echo "barrier through NCCL, round $round: forwarded 16 MiB: NCCL alone $alone_nb us, library $with_nb us," \
-       "library less NCCL alone $(python3 -c "print(round($with_nb - $alone_nb, 3))") us"
+       "library less NCCL alone $nb_less us"
 done
 
 for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0; do
