@@ -13,7 +13,7 @@ constexpr const char* kUsage =
     "                      [--sizes LIST | --min-bytes B --max-bytes B] [--modes LIST] [--workloads LIST]\n"
     "                      [--layers N] [--gemm MxNxK] [--calls N] [--samples N] [--large-bytes B]\n"
     "                      [--symmetric] [--probe] [--first-all-gather B] [--set-up-another-first]\n"
-    "                      [--nccl-barrier] [--floor]\n"
+    "                      [--nccl-barrier] [--floor] [--paired-direct]\n"
     "  --ranks N      ranks, one process each (default: one per visible GPU; --gpus N is the same)\n"
     "  --one-gpu      every rank on GPU 0, for the one-GPU rig: run it under MPS\n"
     "  --collective   all-reduce, all-gather, reduce-scatter (default all-reduce)\n"
@@ -38,7 +38,9 @@ constexpr const char* kUsage =
     "                 all-reduces on it, kept to the end; the one timed is split from it\n"
     "  --nccl-barrier the bench's own barrier and reductions through pncclAllReduce (never hooked)\n"
     "  --floor        isolated: also the row floor, our kernel's launch and event record alone in\n"
-    "                 place of each call, timed as the host row times a call (nothing to check)\n";
+    "                 place of each call, timed as the host row times a call (nothing to check)\n"
+    "  --paired-direct isolated: also the rows paired-hook and paired-direct, each call through the\n"
+    "                 hook and through NCCL's own pnccl* entry point, sample by sample in turn\n";
 
 [[noreturn]] void usage(const std::string& problem) {
   if (!problem.empty()) std::fprintf(stderr, "car_nccl_bench: %s\n", problem.c_str());
@@ -156,6 +158,7 @@ Options parseOptions(int argc, char** argv) {
     if (arg == "--floor") { options.floor = true; continue; }
     if (arg == "--set-up-another-first") { options.setUpAnotherFirst = true; continue; }
     if (arg == "--nccl-barrier") { options.ncclBarrier = true; continue; }
+    if (arg == "--paired-direct") { options.pairedDirect = true; continue; }
     if (i + 1 >= argc) usage("unknown option or missing value: " + arg);
     const std::string value = argv[++i];
     if (arg == "--ranks" || arg == "--gpus") options.ranks = parseCount(value, arg.c_str(), 2, 64);

@@ -71,6 +71,11 @@ struct Options {
   // Isolated mode also times the CUDA floor of a call (call_floor.h) in place of each call, as
   // it times the call: the row "floor", beside "host".
   bool floor = false;
+  // Isolated mode also times each call through the hook and through NCCL's own entry point
+  // (pnccl*, never hooked) sample by sample in turn: the rows paired-hook and paired-direct.
+  // For a call the library forwards, their per-sample difference is what the hook adds, with
+  // everything else (process, communicator, set-up, barrier) the same.
+  bool pairedDirect = false;
 };
 
 Options parseOptions(int argc, char** argv);

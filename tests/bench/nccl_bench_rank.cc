@@ -182,16 +182,22 @@ void RankBench::collective(const void* send, void* recv, std::size_t count, bool
     CUDA_OK(cudaStreamWaitEvent(side_, fork_, 0));
     stream = side_;
   }
+  const ncclDataType_t type = options_.type->type;
+  const ncclRedOp_t op = options_.op->op;
   const auto issued = std::chrono::steady_clock::now();
+  // Direct: NCCL's own entry points (its pnccl aliases), which the library does not hook.
   switch (options_.collective) {
     case Collective::AllReduce:
-      NCCL_OK(ncclAllReduce(send, recv, count, options_.type->type, options_.op->op, comm_, stream));
+      if (direct_) NCCL_OK(pncclAllReduce(send, recv, count, type, op, comm_, stream));
+      else NCCL_OK(ncclAllReduce(send, recv, count, type, op, comm_, stream));
       break;
     case Collective::AllGather:
-      NCCL_OK(ncclAllGather(send, recv, count / ranks_, options_.type->type, comm_, stream));
+      if (direct_) NCCL_OK(pncclAllGather(send, recv, count / ranks_, type, comm_, stream));
+      else NCCL_OK(ncclAllGather(send, recv, count / ranks_, type, comm_, stream));
       break;
     case Collective::ReduceScatter:
-      NCCL_OK(ncclReduceScatter(send, recv, count / ranks_, options_.type->type, options_.op->op, comm_, stream));
+      if (direct_) NCCL_OK(pncclReduceScatter(send, recv, count / ranks_, type, op, comm_, stream));
+      else NCCL_OK(ncclReduceScatter(send, recv, count / ranks_, type, op, comm_, stream));
       break;
   }
   if (hostMicros != nullptr) {
@@ -450,6 +456,43 @@ Row RankBench::timeFloor(const Plan& plan) {
   return row;
 }
 
+// Host time per call through the hook and through NCCL's own entry point, on the same
+// communicator and buffers, sample by sample in turn (which goes first alternates), each sample
+// as the host row times one (the largest over the ranks) and its last call checked: the rows
+// paired-hook and paired-direct, whose per-sample difference is what the hook adds to a call.
+std::vector<Row> RankBench::timePaired(const Plan& plan) {
+  const int samples = options_.samples;
+  std::vector<double> times(2 * samples, 0.0);  // through the hook, then direct
+  CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
+  hostWrong_ = 0;
+  for (int s = -2; s < samples; ++s) {  // two warm-up samples
+    for (int turn = 0; turn < 2; ++turn) {
+      direct_ = (turn == 1) != (s % 2 != 0);
+      const unsigned long long sampleSeed = seedBase_;
+      barrier();
+      const double perCall = runStep(plan, true, nullptr) / plan.callsPerStep;
+      checkLastCall(plan, sampleSeed);
+      if (s >= 0) times[(direct_ ? samples : 0) + s] = perCall;
+    }
+  }
+  direct_ = false;
+  unsigned long long deviceWrong = 0;
+  CUDA_OK(cudaMemcpyAsync(&deviceWrong, wrong_, sizeof deviceWrong, cudaMemcpyDeviceToHost, main_));
+  CUDA_OK(cudaStreamSynchronize(main_));
+  std::vector<double> shared = times;
+  shared.push_back(static_cast<double>(deviceWrong + hostWrong_));
+  shared = largestOverRanks(shared);
+  const std::size_t bytes = plan.count * options_.type->bytes;
+  std::vector<Row> rows;
+  for (int form = 0; form < 2; ++form) {
+    Row row{form == 0 ? "paired-hook" : "paired-direct", plan.workload, bytes, 0, 2 * samples, shared.back(), {}};
+    row.samples.assign(shared.begin() + form * samples, shared.begin() + (form + 1) * samples);
+    row.us = median(row.samples);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 std::vector<Row> RankBench::measure(Mode mode, Workload workload, std::size_t count) {
   if ((mode == Mode::Chain && workload == Workload::InPlace) ||
       (workload == Workload::AfterLarge && mode != Mode::Isolated)) {
@@ -459,6 +502,9 @@ std::vector<Row> RankBench::measure(Mode mode, Workload workload, std::size_t co
   std::vector<Row> rows = timeForm(plan, true);
   for (Row& row : timeForm(plan, false)) rows.push_back(std::move(row));
   if (floor_ && mode == Mode::Isolated) rows.push_back(timeFloor(plan));
+  if (options_.pairedDirect && mode == Mode::Isolated) {
+    for (Row& row : timePaired(plan)) rows.push_back(std::move(row));
+  }
   return rows;
 }
 

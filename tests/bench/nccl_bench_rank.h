@@ -22,7 +22,7 @@
 namespace bench {
 
 // One printed row: its form (model-graph, model-eager, isolated-graph, isolated-eager,
-// chain-graph, chain-eager, host, floor, probe), per-call microseconds (median over the samples of
+// chain-graph, chain-eager, host, floor, paired-hook, paired-direct, probe), per-call microseconds (median over the samples of
 // the largest over ranks), and how it was checked.
 struct Row {
   std::string mode;
@@ -86,6 +86,7 @@ class RankBench {
   unsigned long long hostChecked(const void* output, std::size_t count, unsigned long long seed);
   std::vector<Row> timeForm(const Plan& plan, bool graph);
   Row timeFloor(const Plan& plan);
+  std::vector<Row> timePaired(const Plan& plan);  // Options::pairedDirect
   void barrier();
   void reduceMax(void* buffer, std::size_t count, ncclDataType_t type);  // the bench's own all-reduce
   std::vector<double> largestOverRanks(const std::vector<double>& values);
@@ -100,6 +101,7 @@ class RankBench {
   cudaEvent_t start_ = nullptr, stop_ = nullptr, fork_ = nullptr, join_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::unique_ptr<CallFloor> floor_;  // with --floor
+  bool direct_ = false;               // collective() calls NCCL's own entry point (timePaired)
   struct Allocation {
     void* pointer;
     ncclWindow_t window;  // null where nothing was registered

@@ -13,8 +13,10 @@
 #    split from the other), against NCCL alone made the same way; the library and NCCL alone
 #    as they are; and both with the bench's own barrier and reductions through NCCL
 #    (--nccl-barrier: with the library they are otherwise our kernels, which start both ranks'
-#    samples at once on the one GPU, where NCCL's socket barrier leaves them apart); ROUNDS
-#    rounds, in another order each round;
+#    samples at once on the one GPU, where NCCL's socket barrier leaves them apart); and, in the
+#    same processes, the call through the hook against NCCL's own pncclAllReduce, sample by
+#    sample in turn (--paired-direct: all else the same); ROUNDS rounds, in another order each
+#    round;
 #  - the same call, NCCL alone against the library, with NCCL's runtime connection off
 #    (NCCL_RUNTIME_CONNECT=0: every connection made at init, whatever the first collective),
 #    with PAT off (NCCL_PAT_ENABLE=0), and with NCCL's registration of user buffers off
@@ -64,7 +66,20 @@ kept_as_meant() {
   done < <(sed -n 's/^car_nccl_bench rank [0-9]*: timed communicator \(0x[0-9a-f]*\), the other \(0x[0-9a-f]*\)$/\1 \2/p' "$1")
   echo "timed communicator refused for room on $refused ranks, the other set up on $set_up"
 }
-kept_arms=(alone alone_another library refused_beside alone_nccl_barrier library_nccl_barrier)
+kept_paired() { env "$library" "${bench[@]}" --paired-direct >"$work/kept-paired-$1.csv"; }
+# FILE -> the median over samples of paired-hook less paired-direct at 16 MiB, and its range.
+paired_added() {
+  python3 - "$1" <<'PY'
+import csv, statistics, sys
+rows = {r["mode"]: r for r in csv.DictReader(line for line in open(sys.argv[1]) if not line.startswith("#"))
+        if r["bytes"] == "16777216"}
+hook, direct = ([float(v) for v in rows[m]["samples_us"].split(";")] for m in ("paired-hook", "paired-direct"))
+added = [h - d for h, d in zip(hook, direct)]
+print(f"{statistics.median(added):.3f} us (per sample {min(added):.3f} to {max(added):.3f}; through the hook "
+      f"{statistics.median(hook):.3f}, direct {statistics.median(direct):.3f})")
+PY
+}
+kept_arms=(alone alone_another library refused_beside alone_nccl_barrier library_nccl_barrier paired)
 for round in $(seq "$rounds"); do
   for i in "${!kept_arms[@]}"; do "kept_${kept_arms[$(( (i + round) % ${#kept_arms[@]} ))]}" "$round"; done
   alone=$(host_us "$work/kept-alone-$round.csv" 16777216)
@@ -81,6 +96,8 @@ for round in $(seq "$rounds"); do
        "beside another set up $beside us (less $beside_less; $(kept_as_meant "$work/kept-refused-beside-$round.log"))"
   echo "barrier through NCCL, round $round: forwarded 16 MiB: NCCL alone $alone_nb us, library $with_nb us," \
        "library less NCCL alone $nb_less us"
+  echo "paired, round $round: forwarded 16 MiB through the hook less through pncclAllReduce, same processes:" \
+       "$(paired_added "$work/kept-paired-$round.csv")"
 done
 
 for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0; do
