@@ -458,34 +458,41 @@ Row RankBench::timeFloor(const Plan& plan) {
 
 // Host time per call through the hook and through NCCL's own entry point, on the same
 // communicator and buffers, sample by sample in turn (which goes first alternates), each sample
-// as the host row times one (the largest over the ranks) and its last call checked: the rows
-// paired-hook and paired-direct, whose per-sample difference is what the hook adds to a call.
+// as the host row times one (the largest over the ranks) and its last call checked, warm-ups
+// included: the rows paired-hook and paired-direct, whose per-sample difference is what the
+// hook adds to a call. With --after-large, the call before each timed one goes the same way.
 std::vector<Row> RankBench::timePaired(const Plan& plan) {
   const int samples = options_.samples;
+  constexpr int kWarmUps = 2;
   std::vector<double> times(2 * samples, 0.0);  // through the hook, then direct
-  CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
-  hostWrong_ = 0;
-  for (int s = -2; s < samples; ++s) {  // two warm-up samples
+  double wrong[2] = {0, 0};                     // the same order
+  for (int s = -kWarmUps; s < samples; ++s) {
     for (int turn = 0; turn < 2; ++turn) {
-      direct_ = (turn == 1) != (s % 2 != 0);
+      direct_ = (turn == 1) != (s % 2 != 0);  // s % 2 is -1 for odd negative s
       const unsigned long long sampleSeed = seedBase_;
       barrier();
       const double perCall = runStep(plan, true, nullptr) / plan.callsPerStep;
+      CUDA_OK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), main_));
+      hostWrong_ = 0;
       checkLastCall(plan, sampleSeed);
+      unsigned long long deviceWrong = 0;
+      CUDA_OK(cudaMemcpyAsync(&deviceWrong, wrong_, sizeof deviceWrong, cudaMemcpyDeviceToHost, main_));
+      CUDA_OK(cudaStreamSynchronize(main_));
+      wrong[direct_ ? 1 : 0] += static_cast<double>(deviceWrong + hostWrong_);
       if (s >= 0) times[(direct_ ? samples : 0) + s] = perCall;
     }
   }
   direct_ = false;
-  unsigned long long deviceWrong = 0;
-  CUDA_OK(cudaMemcpyAsync(&deviceWrong, wrong_, sizeof deviceWrong, cudaMemcpyDeviceToHost, main_));
-  CUDA_OK(cudaStreamSynchronize(main_));
+  hostWrong_ = 0;
   std::vector<double> shared = times;
-  shared.push_back(static_cast<double>(deviceWrong + hostWrong_));
+  shared.push_back(wrong[0]);
+  shared.push_back(wrong[1]);
   shared = largestOverRanks(shared);
   const std::size_t bytes = plan.count * options_.type->bytes;
   std::vector<Row> rows;
   for (int form = 0; form < 2; ++form) {
-    Row row{form == 0 ? "paired-hook" : "paired-direct", plan.workload, bytes, 0, 2 * samples, shared.back(), {}};
+    Row row{form == 0 ? "paired-hook" : "paired-direct", plan.workload, bytes, 0, samples + kWarmUps,
+            shared[2 * samples + form], {}};
     row.samples.assign(shared.begin() + form * samples, shared.begin() + (form + 1) * samples);
     row.us = median(row.samples);
     rows.push_back(std::move(row));

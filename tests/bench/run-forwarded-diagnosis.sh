@@ -66,17 +66,27 @@ kept_as_meant() {
   done < <(sed -n 's/^car_nccl_bench rank [0-9]*: timed communicator \(0x[0-9a-f]*\), the other \(0x[0-9a-f]*\)$/\1 \2/p' "$1")
   echo "timed communicator refused for room on $refused ranks, the other set up on $set_up"
 }
-kept_paired() { env "$library" "${bench[@]}" --paired-direct >"$work/kept-paired-$1.csv"; }
-# FILE -> the median over samples of paired-hook less paired-direct at 16 MiB, and its range.
+# An even number of samples: as many with the hook's call first as with NCCL's own first.
+kept_paired() {
+  env NCCL_CAR_DEBUG=INFO "$library" "${bench[@]}" --samples 10 --paired-direct >"$work/kept-paired-$1.csv" \
+    2>"$work/kept-paired-$1.log"
+}
+# CSV -> the median over samples of paired-hook less paired-direct at 16 MiB, overall and by
+# which went first; stops the script when a row is missing.
 paired_added() {
   python3 - "$1" <<'PY'
 import csv, statistics, sys
 rows = {r["mode"]: r for r in csv.DictReader(line for line in open(sys.argv[1]) if not line.startswith("#"))
-        if r["bytes"] == "16777216"}
+        if r["bytes"] == "16777216" and r["workload"] == "plain"}
+missing = [m for m in ("paired-hook", "paired-direct") if m not in rows]
+if missing:
+    sys.exit(f"{sys.argv[1]}: no {', '.join(missing)} row at 16 MiB")
 hook, direct = ([float(v) for v in rows[m]["samples_us"].split(";")] for m in ("paired-hook", "paired-direct"))
 added = [h - d for h, d in zip(hook, direct)]
-print(f"{statistics.median(added):.3f} us (per sample {min(added):.3f} to {max(added):.3f}; through the hook "
-      f"{statistics.median(hook):.3f}, direct {statistics.median(direct):.3f})")
+print(f"{statistics.median(added):.3f} us (hook first {statistics.median(added[0::2]):.3f}, NCCL's first "
+      f"{statistics.median(added[1::2]):.3f}; per sample {min(added):.3f} to {max(added):.3f}; through the hook "
+      f"{statistics.median(hook):.3f}, direct {statistics.median(direct):.3f}; wrong {rows['paired-hook']['wrong']}"
+      f" and {rows['paired-direct']['wrong']})")
 PY
 }
 kept_arms=(alone alone_another library refused_beside alone_nccl_barrier library_nccl_barrier paired)
@@ -96,8 +106,11 @@ for round in $(seq "$rounds"); do
        "beside another set up $beside us (less $beside_less; $(kept_as_meant "$work/kept-refused-beside-$round.log"))"
   echo "barrier through NCCL, round $round: forwarded 16 MiB: NCCL alone $alone_nb us, library $with_nb us," \
        "library less NCCL alone $nb_less us"
+  paired=$(paired_added "$work/kept-paired-$round.csv")
+  # Every rank's released line: the hooked 16 MiB calls were forwarded as too large.
+  too_large=$(grep -c "released: .*too-large=[1-9]" "$work/kept-paired-$round.log" || true)
   echo "paired, round $round: forwarded 16 MiB through the hook less through pncclAllReduce, same processes:" \
-       "$(paired_added "$work/kept-paired-$round.csv")"
+       "$paired; $too_large ranks' released lines count calls forwarded as too large"
 done
 
 for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0; do
