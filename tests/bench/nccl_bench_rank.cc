@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::size_t kScratchBytes = 4096;            // largestOverRanks: 3 * 100 samples + 2, as doubles
 constexpr std::size_t kCublasWorkspace = 32 << 20;     // set, so that capturing a GEMM allocates nothing
+constexpr int kWarmUpSamples = 2;                      // timeFloor, timePaired: untimed samples first
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -50,7 +51,8 @@ void RankBench::createCommunicators(const ncclUniqueId& id) {
     NCCL_OK(ncclAllReduce(buffer, buffer, kCount, ncclFloat32, ncclSum, another_, own));
     CUDA_OK(cudaMemcpyAsync(sums.data(), buffer, kCount * sizeof(float), cudaMemcpyDeviceToHost, own));
     CUDA_OK(cudaStreamSynchronize(own));
-    const bool right = std::all_of(sums.begin(), sums.end(), [&](float sum) { return sum == static_cast<float>(ranks_); });
+    const bool right =
+        std::all_of(sums.begin(), sums.end(), [&](float sum) { return sum == static_cast<float>(ranks_); });
     BENCH_CHECK(right, "--set-up-another-first: an all-reduce on the other communicator summed wrong");
   }
   CUDA_OK(cudaStreamDestroy(own));
@@ -438,7 +440,7 @@ std::vector<Row> RankBench::timeForm(const Plan& plan, bool graph) {
 Row RankBench::timeFloor(const Plan& plan) {
   const int samples = options_.samples;
   std::vector<double> perCall(samples, 0.0);
-  for (int s = -2; s < samples; ++s) {  // two warm-up steps
+  for (int s = -kWarmUpSamples; s < samples; ++s) {
     barrier();
     double micros = 0;
     for (int call = 0; call < plan.callsPerStep; ++call) {
@@ -463,10 +465,9 @@ Row RankBench::timeFloor(const Plan& plan) {
 // hook adds to a call. With --after-large, the call before each timed one goes the same way.
 std::vector<Row> RankBench::timePaired(const Plan& plan) {
   const int samples = options_.samples;
-  constexpr int kWarmUps = 2;
   std::vector<double> times(2 * samples, 0.0);  // through the hook, then direct
   double wrong[2] = {0, 0};                     // the same order
-  for (int s = -kWarmUps; s < samples; ++s) {
+  for (int s = -kWarmUpSamples; s < samples; ++s) {
     for (int turn = 0; turn < 2; ++turn) {
       direct_ = (turn == 1) != (s % 2 != 0);  // s % 2 is -1 for odd negative s
       const unsigned long long sampleSeed = seedBase_;
@@ -491,7 +492,7 @@ std::vector<Row> RankBench::timePaired(const Plan& plan) {
   const std::size_t bytes = plan.count * options_.type->bytes;
   std::vector<Row> rows;
   for (int form = 0; form < 2; ++form) {
-    Row row{form == 0 ? "paired-hook" : "paired-direct", plan.workload, bytes, 0, samples + kWarmUps,
+    Row row{form == 0 ? "paired-hook" : "paired-direct", plan.workload, bytes, 0, samples + kWarmUpSamples,
             shared[2 * samples + form], {}};
     row.samples.assign(shared.begin() + form * samples, shared.begin() + (form + 1) * samples);
     row.us = median(row.samples);

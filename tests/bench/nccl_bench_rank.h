@@ -22,8 +22,8 @@
 namespace bench {
 
 // One printed row: its form (model-graph, model-eager, isolated-graph, isolated-eager,
-// chain-graph, chain-eager, host, floor, paired-hook, paired-direct, probe), per-call microseconds (median over the samples of
-// the largest over ranks), and how it was checked.
+// chain-graph, chain-eager, host, floor, paired-hook, paired-direct, probe), per-call
+// microseconds (median over the samples of the largest over ranks), and how it was checked.
 struct Row {
   std::string mode;
   Workload workload;
