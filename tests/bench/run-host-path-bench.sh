@@ -16,12 +16,16 @@
 # and once:
 #  - the hook's own cost on this CPU over a libnccl.so.2 that does nothing
 #    (tests/bench/hook_cost_bench.cc, tests/bench/null_nccl.cc).
-# Usage: tests/bench/run-host-path-bench.sh BUILD [ROUNDS] [KEEP_DIR]
+# Usage: [NCCL_BARRIER=1] tests/bench/run-host-path-bench.sh BUILD [ROUNDS] [KEEP_DIR]
 #   KEEP_DIR: where every bench's own output is copied at the end (per-sample figures).
+#   NCCL_BARRIER=1: every arm's own barrier and reductions through pncclAllReduce
+#   (car_nccl_bench --nccl-barrier), so that the library's arms are not the only ones whose
+#   barrier is our kernel, which starts both ranks' samples at once (run-forwarded-diagnosis.sh).
 set -euo pipefail
 DEFAULT_ROUNDS=5
 # shellcheck source=SCRIPTDIR/rig-bench-common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/rig-bench-common.sh"
+[ "${NCCL_BARRIER:-0}" = 1 ] && bench+=(--nccl-barrier)
 step_us() { sed -n "s/^$2,//p" "$1"; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 range() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
