@@ -21,7 +21,8 @@
 #    (NCCL_RUNTIME_CONNECT=0: every connection made at init, whatever the first collective),
 #    with PAT off (NCCL_PAT_ENABLE=0), and with NCCL's registration of user buffers off
 #    (NCCL_LOCAL_REGISTER=0, NCCL_GRAPH_REGISTER=0), ROUNDS rounds each.
-# Usage: tests/bench/run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]
+# Usage: [SETTINGS="NAME=VALUE ..."] tests/bench/run-forwarded-diagnosis.sh BUILD [ROUNDS] [KEEP_DIR]
+#   SETTINGS: the NCCL settings of the last part (default: the four above; empty: no last part).
 set -euo pipefail
 DEFAULT_ROUNDS=3
 # shellcheck source=SCRIPTDIR/rig-bench-common.sh
@@ -113,7 +114,8 @@ for round in $(seq "$rounds"); do
        "$paired; $too_large ranks' released lines count calls forwarded as too large"
 done
 
-for setting in NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0; do
+read -r -a settings <<<"${SETTINGS-NCCL_RUNTIME_CONNECT=0 NCCL_PAT_ENABLE=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0}"
+for setting in "${settings[@]}"; do
   name=${setting%%=*}
   for round in $(seq "$rounds"); do
     env "$setting" "${bench[@]}" >"$work/$name-alone-$round.csv"
