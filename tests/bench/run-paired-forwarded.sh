@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# What the hook adds to a forwarded call, measured finely enough to see a fraction of a
+# microsecond on the one-GPU rig: in the same processes, each sample of 20 forwarded 16 MiB
+# all-reduces goes through the hook and through NCCL's own pncclAllReduce in turn
+# (car_nccl_bench --paired-direct), with the library on (the communicator set up) and switched
+# off (NCCL_CAR_DISABLE=1: the method's own bias), in alternating runs. Arms in separate pairs
+# of processes cannot: NCCL alone moves by microseconds from one pair to the next.
+# Prints per run the median of hook less direct over its samples (and by which went first),
+# then the median over every run's samples of each arm.
+# Usage: tests/bench/run-paired-forwarded.sh BUILD [ROUNDS] [KEEP_DIR]
+set -euo pipefail
+DEFAULT_ROUNDS=3
+# shellcheck source=SCRIPTDIR/rig-bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rig-bench-common.sh"
+# An even number of samples: as many with the hook's call first as with NCCL's own first.
+paired=("${bench[@]}" --sizes 16M --samples 40 --paired-direct)
+library="LD_PRELOAD=$build/shim/libnccl-car.so"
+# CSV... -> the median of hook less direct at 16 MiB over their samples; stops on a missing row.
+added() {
+  python3 - "$@" <<'PY'
+import csv, statistics, sys
+added, first, second, wrong = [], [], [], []
+for name in sys.argv[1:]:
+    rows = {r["mode"]: r for r in csv.DictReader(line for line in open(name) if not line.startswith("#"))
+            if r["bytes"] == "16777216" and r["workload"] == "plain"}
+    if "paired-hook" not in rows or "paired-direct" not in rows:
+        sys.exit(f"{name}: no paired rows at 16 MiB")
+    hook, direct = ([float(v) for v in rows[m]["samples_us"].split(";")] for m in ("paired-hook", "paired-direct"))
+    run = [h - d for h, d in zip(hook, direct)]
+    added += run
+    first += run[0::2]
+    second += run[1::2]
+    wrong += [rows["paired-hook"]["wrong"], rows["paired-direct"]["wrong"]]
+quartiles = statistics.quantiles(added, n=4)
+print(f"{statistics.median(added):.3f} us over {len(added)} samples (quartiles {quartiles[0]:.3f} and "
+      f"{quartiles[2]:.3f}; hook first {statistics.median(first):.3f}, NCCL's first "
+      f"{statistics.median(second):.3f}; wrong {' '.join(wrong)})")
+PY
+}
+for round in $(seq "$rounds"); do
+  env "$library" "${paired[@]}" >"$work/on-$round.csv"
+  env NCCL_CAR_DISABLE=1 "$library" "${paired[@]}" >"$work/off-$round.csv"
+  echo "round $round: hook less pncclAllReduce, library on: $(added "$work/on-$round.csv");" \
+       "switched off: $(added "$work/off-$round.csv")"
+done
+echo "all rounds: library on: $(added "$work"/on-*.csv)"
+echo "all rounds: switched off: $(added "$work"/off-*.csv)"
