@@ -5,7 +5,8 @@
 # (car_nccl_bench --paired-direct), with the library on (the communicator set up) and switched
 # off (NCCL_CAR_DISABLE=1: the method's own bias), in alternating runs. Arms in separate pairs
 # of processes cannot: NCCL alone moves by microseconds from one pair to the next.
-# Prints per run the median of hook less direct over its samples (and by which went first),
+# Prints per run the median of hook less direct over its samples (and by which went first, and
+# how many ranks forwarded the hooked calls as too large: the plan of a set-up communicator),
 # then the median over every run's samples of each arm.
 # Usage: tests/bench/run-paired-forwarded.sh BUILD [ROUNDS] [KEEP_DIR]
 set -euo pipefail
@@ -38,10 +39,17 @@ print(f"{statistics.median(added):.3f} us over {len(added)} samples (quartiles {
 PY
 }
 for round in $(seq "$rounds"); do
-  env "$library" "${paired[@]}" >"$work/on-$round.csv"
+  env NCCL_CAR_DEBUG=INFO "$library" "${paired[@]}" >"$work/on-$round.csv" 2>"$work/on-$round.log"
   env NCCL_CAR_DISABLE=1 "$library" "${paired[@]}" >"$work/off-$round.csv"
-  echo "round $round: hook less pncclAllReduce, library on: $(added "$work/on-$round.csv");" \
-       "switched off: $(added "$work/off-$round.csv")"
+  # Assigned first: a missing row stops the script.
+  on=$(added "$work/on-$round.csv")
+  off=$(added "$work/off-$round.csv")
+  # Every rank's released line: the hooked calls were forwarded as too large, by a set-up communicator.
+  too_large=$(grep -c "released: .*too-large=[1-9]" "$work/on-$round.log" || true)
+  echo "round $round: hook less pncclAllReduce, library on: $on ($too_large ranks' released lines count" \
+       "calls forwarded as too large); switched off: $off"
 done
-echo "all rounds: library on: $(added "$work"/on-*.csv)"
-echo "all rounds: switched off: $(added "$work"/off-*.csv)"
+on=$(added "$work"/on-*.csv)
+off=$(added "$work"/off-*.csv)
+echo "all rounds: library on: $on"
+echo "all rounds: switched off: $off"
