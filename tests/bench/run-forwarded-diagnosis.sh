@@ -72,24 +72,8 @@ kept_paired() {
   env NCCL_CAR_DEBUG=INFO "$library" "${bench[@]}" --samples 10 --paired-direct >"$work/kept-paired-$1.csv" \
     2>"$work/kept-paired-$1.log"
 }
-# CSV -> the median over samples of paired-hook less paired-direct at 16 MiB, overall and by
-# which went first; stops the script when a row is missing.
-paired_added() {
-  python3 - "$1" <<'PY'
-import csv, statistics, sys
-rows = {r["mode"]: r for r in csv.DictReader(line for line in open(sys.argv[1]) if not line.startswith("#"))
-        if r["bytes"] == "16777216" and r["workload"] == "plain"}
-missing = [m for m in ("paired-hook", "paired-direct") if m not in rows]
-if missing:
-    sys.exit(f"{sys.argv[1]}: no {', '.join(missing)} row at 16 MiB")
-hook, direct = ([float(v) for v in rows[m]["samples_us"].split(";")] for m in ("paired-hook", "paired-direct"))
-added = [h - d for h, d in zip(hook, direct)]
-print(f"{statistics.median(added):.3f} us (hook first {statistics.median(added[0::2]):.3f}, NCCL's first "
-      f"{statistics.median(added[1::2]):.3f}; per sample {min(added):.3f} to {max(added):.3f}; through the hook "
-      f"{statistics.median(hook):.3f}, direct {statistics.median(direct):.3f}; wrong {rows['paired-hook']['wrong']}"
-      f" and {rows['paired-direct']['wrong']})")
-PY
-}
+# CSV -> hook less pncclAllReduce at 16 MiB (tests/bench/paired_added.py); stops the script when a row is missing.
+paired_added() { python3 "$root/tests/bench/paired_added.py" "$1"; }
 kept_arms=(alone alone_another library refused_beside alone_nccl_barrier library_nccl_barrier paired)
 for round in $(seq "$rounds"); do
   for i in "${!kept_arms[@]}"; do "kept_${kept_arms[$(( (i + round) % ${#kept_arms[@]} ))]}" "$round"; done

@@ -16,28 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/rig-bench-common.sh"
 # An even number of samples: as many with the hook's call first as with NCCL's own first.
 paired=("${bench[@]}" --sizes 16M --samples 40 --paired-direct)
 library="LD_PRELOAD=$build/shim/libnccl-car.so"
-# CSV... -> the median of hook less direct at 16 MiB over their samples; stops on a missing row.
-added() {
-  python3 - "$@" <<'PY'
-import csv, statistics, sys
-added, first, second, wrong = [], [], [], []
-for name in sys.argv[1:]:
-    rows = {r["mode"]: r for r in csv.DictReader(line for line in open(name) if not line.startswith("#"))
-            if r["bytes"] == "16777216" and r["workload"] == "plain"}
-    if "paired-hook" not in rows or "paired-direct" not in rows:
-        sys.exit(f"{name}: no paired rows at 16 MiB")
-    hook, direct = ([float(v) for v in rows[m]["samples_us"].split(";")] for m in ("paired-hook", "paired-direct"))
-    run = [h - d for h, d in zip(hook, direct)]
-    added += run
-    first += run[0::2]
-    second += run[1::2]
-    wrong += [rows["paired-hook"]["wrong"], rows["paired-direct"]["wrong"]]
-quartiles = statistics.quantiles(added, n=4)
-print(f"{statistics.median(added):.3f} us over {len(added)} samples (quartiles {quartiles[0]:.3f} and "
-      f"{quartiles[2]:.3f}; hook first {statistics.median(first):.3f}, NCCL's first "
-      f"{statistics.median(second):.3f}; wrong {' '.join(wrong)})")
-PY
-}
+added() { python3 "$root/tests/bench/paired_added.py" "$@"; }
 for round in $(seq "$rounds"); do
   env NCCL_CAR_DEBUG=INFO "$library" "${paired[@]}" >"$work/on-$round.csv" 2>"$work/on-$round.log"
   env NCCL_CAR_DISABLE=1 "$library" "${paired[@]}" >"$work/off-$round.csv"
