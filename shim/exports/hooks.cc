@@ -139,15 +139,24 @@ void warnUnknownOption(const Communicator& comm, const char* value) {
            "which names no kernel ({}); the rule chooses; said once", describe(comm), value, names);
 }
 
-// What this rank reads about a call before the communicator decides it: NCCL's own answers
-// (is the communicator broken, would it refuse a pointer) and where the buffers lie. Only
-// where the call may be ours: a communicator still in its set-up or set up.
+// What this rank reads about a call before the communicator decides it: where the buffers
+// lie, the call's plan, and NCCL's own answers (is the communicator broken, would it refuse a
+// pointer). Only where the call may be ours: a communicator still in its set-up or set up,
+// and a call its plan, where already known, makes ours.
 CallContext contextOf(const RealNccl& real, const Config& config, Communicator& comm, CollectiveCall* call,
                       bool inGroup) {
   CallContext context;
   context.insideGroup = inGroup;
   const CommPhase phase = comm.phase();
   if (phase != CommPhase::SettingUp && phase != CommPhase::Agreeing && phase != CommPhase::Ready) return context;
+  if (config.symmetricNcclBytes > 0 && call->type && call->collective == Collective::AllReduce) {
+    call->symmetricBuffers =
+        comm.symmetricWindows().containBoth(call->send, call->recv, call->count * elementBytes(*call->type));
+  }
+  if (const PlanBasis* basis = comm.planBasis()) {
+    context.plan = planCall(basis->facts, *call, basis->config);
+    if (!context.plan->ours) return context;
+  }
   ncclResult_t async = ncclSuccess;
   const ncclResult_t query = real.commGetAsyncError(comm.comm(), &async);
   if (!ncclAllowsOurKernel(query, async)) {
@@ -156,10 +165,6 @@ CallContext contextOf(const RealNccl& real, const Config& config, Communicator& 
   if (ncclChecksPointers()) {
     context.pointersRefused = !(passesNcclPointerCheck(call->send, comm.device()) &&
                                 passesNcclPointerCheck(call->recv, comm.device()));
-  }
-  if (config.symmetricNcclBytes > 0 && call->type && call->collective == Collective::AllReduce) {
-    call->symmetricBuffers =
-        comm.symmetricWindows().containBoth(call->send, call->recv, call->count * elementBytes(*call->type));
   }
   return context;
 }

@@ -125,6 +125,9 @@ Decision Communicator::Locked::decide(const CollectiveCall& call, const CallCont
   // Every rank forwards the calls before the agreed one.
   if (decision.index < comm_.firstTaken_) return forward(decision, ForwardReason::NotReady);
   if (comm_.stopRequested()) return forward(decision, ForwardReason::NotEligible);
+  const PlanBasis& basis = *comm_.planBasisOwned_;
+  decision.plan = context.plan ? *context.plan : planCall(basis.facts, call, basis.config);
+  if (!decision.plan.ours) return forward(decision, decision.plan.reason);
   if (!context.ncclBroken.empty()) {
     becomeIneligible(IneligibleCause::NcclBroken, "NCCL reports the communicator broken: " + context.ncclBroken,
                      letGo);
@@ -134,10 +137,6 @@ Decision Communicator::Locked::decide(const CollectiveCall& call, const CallCont
   // On a nonblocking communicator NCCL launches a group later, from its own thread: ours
   // could land before NCCL's on one rank and after them on another.
   if (context.insideGroup && comm_.nonblocking_) return forward(decision, ForwardReason::NonblockingGroup);
-  const Launcher& launcher = *comm_.launcher_;
-  const CommunicatorFacts facts{launcher.ranks(), comm_.verdict_.fullNvlink, comm_.verdict_.computeCapability};
-  decision.plan = planCall(facts, call, launcher.config());
-  if (!decision.plan.ours) return forward(decision, decision.plan.reason);
   if (context.insideGroup) {
     decision.route = Decision::Route::Deferred;  // counted when it runs
     return decision;
@@ -208,6 +207,12 @@ bool Communicator::Locked::beginAgreeing(std::unique_ptr<BufferBlock>* block, co
   }
   comm_.launcher_->attachPeers(bases.data(), (*block)->layout());
   comm_.verdict_ = verdict;
+  if (!comm_.planBasisOwned_) {
+    const Launcher& launcher = *comm_.launcher_;
+    comm_.planBasisOwned_ = std::make_unique<const PlanBasis>(
+        PlanBasis{{launcher.ranks(), verdict.fullNvlink, verdict.computeCapability}, launcher.config()});
+    comm_.planBasis_.store(comm_.planBasisOwned_.get(), std::memory_order_release);
+  }
   comm_.block_ = std::move(*block);
   comm_.agreement_ = std::move(agreement);
   comm_.moveTo(CommPhase::Agreeing);

@@ -85,10 +85,20 @@ struct Holdings {
   explicit operator bool() const { return launcher || block; }
 };
 
+// What the plan (plugin/policy.h) reads about a communicator: fixed when it starts agreeing
+// and never changed after, so a call's plan can be made outside the lock.
+struct PlanBasis {
+  CommunicatorFacts facts;
+  Config config;  // the launcher's
+};
+
 // A hooked collective as decide() sees it: the call, and what this rank read just before,
-// outside the lock, that NCCL would act on too.
+// outside the lock.
 struct CallContext {
   bool insideGroup = false;  // between ncclGroupStart and its outermost ncclGroupEnd
+  // The call's plan, where the communicator's basis was known: decide() uses it rather than
+  // planning again. A call it forwards asks NCCL nothing (the two fields below stay unread).
+  std::optional<CallPlan> plan;
   // NCCL's answer about the communicator (ncclCommGetAsyncError), asked only where the call
   // may be ours; empty when not asked or healthy, else NCCL's error text.
   std::string ncclBroken;
@@ -135,6 +145,9 @@ class Communicator {
 
   // The phase as last set. Without the lock only a hint, to be checked again under it.
   CommPhase phase() const { return phase_.load(std::memory_order_acquire); }
+  // What a call's plan reads, from Agreeing on (nullptr before); without the lock: once
+  // published it never changes and lives as long as the communicator.
+  const PlanBasis* planBasis() const { return planBasis_.load(std::memory_order_acquire); }
 
   // A call NCCL accepted while a set-up waits for its exchange to be launched: NCCL launches a
   // nonblocking group from its own thread and refuses any later call until it has, so an
@@ -209,7 +222,9 @@ class Communicator {
   std::uint64_t calls_ = 0;                            // the index of the next hooked call
   std::unique_ptr<CallSwitch> agreement_;              // while Agreeing; it reads the block's boards
   std::uint64_t firstTaken_ = 0;                       // Ready: the first call our kernels may take
-  Verdict verdict_;                                    // the set-up's, for the plan and the eligible line
+  Verdict verdict_;                                    // the set-up's, for the eligible line
+  std::unique_ptr<const PlanBasis> planBasisOwned_;    // set once, at beginAgreeing
+  std::atomic<const PlanBasis*> planBasis_{nullptr};   // planBasisOwned_, published
   std::unique_ptr<BufferBlock> block_;                 // from Agreeing on
   std::unique_ptr<Launcher> launcher_;                 // from the set-up's allocation on
 
@@ -229,8 +244,9 @@ class Communicator::Locked {
   // ---- The call path (shim/exports/hooks.cc), on the program's thread.
   // The one decision for a hooked collective, in one fixed order: released; the phase (not
   // ready before the agreed first call, not eligible after a verdict, a stop or a failure);
-  // NCCL's own answer (broken, pointers); a nonblocking communicator's group; the plan
-  // (policy.h: op, type, size, the table, the call's config). Counts a forwarded call once.
+  // the plan (policy.h: op, type, size, the table, the call's config); NCCL's own answer
+  // (broken, pointers), which only a call the plan makes ours needs; a nonblocking
+  // communicator's group. Counts a forwarded call once.
   // Outside a group a call that is ours is launched here, and counted taken (or, should the
   // launch fail before the kernel is queued, forwarded as failed, and from then on every call).
   // *letGo gets what a communicator that never ran a kernel of ours let go of (the agreement

@@ -252,6 +252,29 @@ TEST_CASE("multi-rank: communicators never destroyed, as JAX leaves its own, rep
   SECTION("4 ranks, two communicators") { checkRanks({4, 100, 2, false, false, true}); }
 }
 
+// A call the plan gives to NCCL (here: too large) is decided on its own facts: the hook asks
+// NCCL nothing about the communicator for it (ncclCommGetAsyncError is for calls that may run
+// on our kernels, which must not wait for a peer NCCL found broken). So on a communicator set
+// up at its first call, NCCL is asked once for each call but the too-large ones.
+TEST_CASE("multi-rank: a call the plan forwards asks NCCL nothing about its communicator", "[shim][multi-rank]") {
+  const ChildResult run = runDriver(2, 60, 1, "", false);
+  INFO(run.out << run.err.substr(0, 6000));
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  const std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == 2);
+  for (const Asked& one : asked) {
+    INFO("rank " << one.rank << " comm " << one.comm);
+    REQUIRE(fromCall(onlyInfo(run.err, one.comm, "setup:")) == 0);
+    std::map<std::string, int> byReason;
+    REQUIRE(forwardedIn(onlyInfo(run.err, one.comm, "released:"), &byReason) == byReason["too-large"]);
+    REQUIRE(byReason["too-large"] >= one.above8MiB);
+    REQUIRE(one.above8MiB > 0);
+    const std::size_t asks = linesWith(run.log, {"ncclCommGetAsyncError comm=" + one.comm + " "}).size();
+    CHECK(asks == static_cast<std::size_t>(one.allReduces - byReason["too-large"]));
+  }
+}
+
 // Two nonblocking communicators whose first all-reduces come in opposite orders on the ranks
 // (NCCL asks for no order between communicators): no rank waits in its first all-reduce for
 // a peer that is at the other communicator; both are set up in the background and take
