@@ -60,6 +60,16 @@ std::vector<Asked> askedOf(const std::string& out) {
   return asked;
 }
 
+// The "rank R comm ..." lines of a driver run that ended by itself with exit status 0, which
+// must be `expected` (one per rank and communicator).
+std::vector<Asked> askedOfCleanExit(const ChildResult& run, std::size_t expected) {
+  REQUIRE_FALSE(run.timedOut);
+  REQUIRE(run.exitCode == 0);
+  std::vector<Asked> asked = askedOf(run.out);
+  REQUIRE(asked.size() == expected);
+  return asked;
+}
+
 // "taken 1shot=a 2shot=b ... (n bytes) forwarded f (reasons)": the sum of the taken counts.
 int takenIn(const std::string& released) {
   const std::size_t end = released.find(" (");
@@ -259,10 +269,7 @@ TEST_CASE("multi-rank: communicators never destroyed, as JAX leaves its own, rep
 TEST_CASE("multi-rank: a call the plan forwards asks NCCL nothing about its communicator", "[shim][multi-rank]") {
   const ChildResult run = runDriver(2, 60, 1, "", false);
   INFO(run.out << run.err.substr(0, 6000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == 2);
+  const std::vector<Asked> asked = askedOfCleanExit(run, 2);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm);
     REQUIRE(fromCall(onlyInfo(run.err, one.comm, "setup:")) == 0);
@@ -445,10 +452,7 @@ TEST_CASE("multi-rank: a communicator whose ranks never agree leaves room for th
       with(kDevicePerRank, {"NCCL_CAR_GPU_MEMORY_BYTES=" + std::to_string(block),
                             "NCCL_CAR_TEST_FAULT=" + kDevicePerRankTopology + ",give-up-before-agreement@1"}));
   INFO(run.out << run.err.substr(0, 8000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == 4);
+  const std::vector<Asked> asked = askedOfCleanExit(run, 4);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
     const std::string setup = onlyInfo(run.err, one.comm, "setup:");
@@ -580,10 +584,7 @@ TEST_CASE("multi-rank: a release board whose creation fails leaves no System V s
 TEST_CASE("multi-rank: a rank whose set-up throws before the exchange still takes part in it", "[shim][multi-rank]") {
   const ChildResult run = runDriver(2, 20, 1, "", false, {"NCCL_CAR_TEST_FAULT=record-throw@1"});
   INFO(run.out << run.err.substr(0, 6000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == 2);
+  const std::vector<Asked> asked = askedOfCleanExit(run, 2);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank);
     const std::string setup = onlyInfo(run.err, one.comm, "setup:");
@@ -622,10 +623,7 @@ TEST_CASE("multi-rank: a set-up never waits for the whole device on the program'
           "[shim][multi-rank][issue-44]") {
   const ChildResult run = runDriver(2, 10, 2, "sequential", false, {"NCCL_CAR_TEST_FAULT=grow-block"});
   INFO(run.out << run.err.substr(0, 6000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == 4);
+  const std::vector<Asked> asked = askedOfCleanExit(run, 4);
   std::set<std::size_t> sizes;
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm << " index " << one.index);
@@ -648,10 +646,7 @@ TEST_CASE("multi-rank: a program's call does not wait behind the worker's let-go
                                     {"NCCL_CAR_TEST_FAULT=give-up-before-agreement@1,slow-retire@1",
                                      "MULTI_RANK_PACED_CALLS=500"});
   INFO(run.out << run.err.substr(0, 6000));
-  REQUIRE_FALSE(run.timedOut);
-  REQUIRE(run.exitCode == 0);
-  const std::vector<Asked> asked = askedOf(run.out);
-  REQUIRE(asked.size() == 2);
+  const std::vector<Asked> asked = askedOfCleanExit(run, 2);
   for (const Asked& one : asked) {
     INFO("rank " << one.rank << " comm " << one.comm);
     if (one.rank == "1") {
