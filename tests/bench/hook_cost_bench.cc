@@ -8,9 +8,14 @@
 // Needs no GPU.
 //
 //   hook_cost_bench [--ranks N] [--calls N] [--samples N] [--bytes N] [--only hook|direct]
+//                   [--evict BYTES]
 //
 // --only times one side alone, for an instruction count (valgrind --tool=callgrind) of each.
-// Output: "ranks=N bytes=B calls=C samples=S hook_ns=H direct_ns=D added_ns=A" (medians over
+// --evict writes one byte in every 64 of a buffer of BYTES before each call, in both sides
+// alike, as the real NCCL's own work between two calls does: the hook then finds its data
+// out of the nearer caches (valgrind --tool=cachegrind --cache-sim=yes counts the lines it
+// misses).
+// Output: "ranks=N bytes=B calls=C samples=S evict=E hook_ns=H direct_ns=D added_ns=A" (medians over
 // samples of rank 0's mean per call; added = hook - direct).
 #include <dlfcn.h>
 #include <nccl.h>
@@ -35,7 +40,13 @@ struct Options {
   std::size_t bytes = std::size_t{16} << 20;  // above the default NCCL_CAR_MAX_BYTES: forwarded
   bool hook = true;
   bool direct = true;
+  std::size_t evict = 0;
 };
+
+// Pushes what the last call touched out of the nearer caches.
+void touchEvery64(std::vector<char>* buffer) {
+  for (std::size_t i = 0; i < buffer->size(); i += 64) (*buffer)[i] = static_cast<char>((*buffer)[i] + 1);
+}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -43,9 +54,11 @@ double median(std::vector<double> values) {
 }
 
 // Mean nanoseconds per call of `calls` calls of `allReduce`.
-double timeCalls(AllReduce allReduce, ncclComm_t comm, const Options& options, void* send, void* recv) {
+double timeCalls(AllReduce allReduce, ncclComm_t comm, const Options& options, void* send, void* recv,
+                 std::vector<char>* evict) {
   const auto start = std::chrono::steady_clock::now();
   for (long i = 0; i < options.calls; ++i) {
+    touchEvery64(evict);
     if (allReduce(send, recv, options.bytes / 4, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) {
       std::fprintf(stderr, "hook_cost_bench: an all-reduce failed\n");
       std::exit(1);
@@ -64,6 +77,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--calls") == 0) options.calls = std::max(1L, std::atol(argv[i + 1]));
     if (std::strcmp(argv[i], "--samples") == 0) options.samples = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--bytes") == 0) options.bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "--evict") == 0) options.evict = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--only") == 0) {
       options.hook = std::strcmp(argv[i + 1], "hook") == 0;
       options.direct = std::strcmp(argv[i + 1], "direct") == 0;
@@ -101,10 +115,10 @@ int main(int argc, char** argv) {
     ranks.emplace_back([&, r] {
       // Host memory: neither the stand-in nor the fake runtime reads it (the real NCCL would
       // need device memory: this bench is for the stand-in).
-      std::vector<char> mySend(options.bytes), myRecv(options.bytes);
+      std::vector<char> mySend(options.bytes), myRecv(options.bytes), myEvict(options.evict);
       ncclComm_t comm = comms[static_cast<std::size_t>(r)];
       const auto time = [&](bool wanted, AllReduce allReduce) {
-        return wanted ? timeCalls(allReduce, comm, options, mySend.data(), myRecv.data()) : 0.0;
+        return wanted ? timeCalls(allReduce, comm, options, mySend.data(), myRecv.data(), &myEvict) : 0.0;
       };
       time(options.hook, hooked);  // warm-up
       time(options.direct, direct);
@@ -123,7 +137,8 @@ int main(int argc, char** argv) {
   for (std::thread& thread : ranks) thread.join();
   for (ncclComm_t comm : comms) destroy(comm);
   const double hookNs = median(hookSamples), directNs = median(directSamples);
-  std::printf("ranks=%d bytes=%zu calls=%ld samples=%d hook_ns=%.1f direct_ns=%.1f added_ns=%.1f\n", options.ranks,
-              options.bytes, options.calls, options.samples, hookNs, directNs, hookNs - directNs);
+  std::printf("ranks=%d bytes=%zu calls=%ld samples=%d evict=%zu hook_ns=%.1f direct_ns=%.1f added_ns=%.1f\n",
+              options.ranks, options.bytes, options.calls, options.samples, options.evict, hookNs, directNs,
+              hookNs - directNs);
   return 0;
 }
