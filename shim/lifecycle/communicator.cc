@@ -125,7 +125,7 @@ Decision Communicator::Locked::decide(const CollectiveCall& call, const CallCont
   // Every rank forwards the calls before the agreed one.
   if (decision.index < comm_.firstTaken_) return forward(decision, ForwardReason::NotReady);
   if (comm_.stopRequested()) return forward(decision, ForwardReason::NotEligible);
-  const PlanBasis& basis = *comm_.planBasisOwned_;
+  const PlanBasis& basis = *comm_.planBasis_.load(std::memory_order_relaxed);  // set before Agreeing
   decision.plan = context.plan ? *context.plan : planCall(basis.facts, call, basis.config);
   if (!decision.plan.ours) return forward(decision, decision.plan.reason);
   if (!context.ncclBroken.empty()) {

@@ -196,37 +196,41 @@ class Communicator {
   void setLauncher(std::unique_ptr<Launcher> launcher);  // under the lock
   std::unique_ptr<Launcher> takeLauncher();               // under the lock
 
+  // What every hooked call reads or writes, first and on one cache line: between two calls
+  // the program's and NCCL's own work push it out of the nearer caches, and each line the
+  // hook finds there costs a forwarded call time (docs/benchmarks.md, "Cache lines").
+  alignas(64) std::atomic<CommPhase> phase_{CommPhase::Pending};  // written under mutex_
+  CallGate gate_;
+  std::atomic<bool> stopRequested_{false};
+  std::uint64_t calls_ = 0;                           // the index of the next hooked call
+  std::uint64_t firstTaken_ = 0;                      // Ready: the first call our kernels may take
+  std::atomic<const PlanBasis*> planBasis_{nullptr};  // planBasisOwned_, published
+  std::mutex mutex_;                                  // the lock
+
   const ncclComm_t comm_;
   const bool nonblocking_;
   std::atomic<int> rank_{0};
   std::atomic<int> ranks_{0};
   std::atomic<int> device_{0};
 
-  CallGate gate_;
   SymmetricWindows symmetricWindows_;
   CallStats counters_;
   std::atomic<std::uint64_t> ncclAccepted_{0};
 
-  std::atomic<bool> stopRequested_{false};
   std::atomic<bool> releaseClaimed_{false};
   std::atomic<bool> abortReachedNccl_{false};
   std::atomic<bool> refusalWarned_{false};
   std::atomic<std::uint32_t> invarianceWarned_{0};
 
-  std::mutex mutex_;  // the lock
-  std::atomic<CommPhase> phase_{CommPhase::Pending};  // written under mutex_
-  std::string reason_;                                 // why Ineligible
+  std::string reason_;  // why Ineligible
   // What its calls are counted as once Ineligible: written under mutex_ before phase_, read
   // after phase_ by forwardedAsIneligible() without the lock.
   std::atomic<ForwardReason> ineligibleReason_{ForwardReason::NotEligible};
-  std::uint64_t calls_ = 0;                            // the index of the next hooked call
-  std::unique_ptr<CallSwitch> agreement_;              // while Agreeing; it reads the block's boards
-  std::uint64_t firstTaken_ = 0;                       // Ready: the first call our kernels may take
-  Verdict verdict_;                                    // the set-up's, for the eligible line
-  std::unique_ptr<const PlanBasis> planBasisOwned_;    // set once, at beginAgreeing
-  std::atomic<const PlanBasis*> planBasis_{nullptr};   // planBasisOwned_, published
-  std::unique_ptr<BufferBlock> block_;                 // from Agreeing on
-  std::unique_ptr<Launcher> launcher_;                 // from the set-up's allocation on
+  std::unique_ptr<CallSwitch> agreement_;            // while Agreeing; it reads the block's boards
+  Verdict verdict_;                                  // the set-up's, for the eligible line
+  std::unique_ptr<const PlanBasis> planBasisOwned_;  // set once, at beginAgreeing
+  std::unique_ptr<BufferBlock> block_;               // from Agreeing on
+  std::unique_ptr<Launcher> launcher_;               // from the set-up's allocation on
 
   std::mutex abortMutex_;  // only ever held for a pointer swap or one store
   Launcher* stoppable_ = nullptr;  // launcher_, for requestStop
