@@ -10,12 +10,13 @@
 //   every phase but Released ──release──> Released
 //
 // Locking, all of it. One lock (a Locked view) covers the phase, the reason, the call index,
-// the agreement, the block, the launcher and the facts the plan reads. A hooked collective
+// the agreement, the block and the launcher. A hooked collective
 // takes it once, to decide and, for a call that is ours, to launch. The set-up takes it only
 // to change the phase or to hand over what it made; nothing holds it across a wait for a
 // peer, a retirement or a call of NCCL. Without it: the identity (written before the set-up
-// shares the object), the counters (atomics), the gate, the release flags, and the abort word
-// (behind a small lock of its own: a stop must never wait behind a launch).
+// shares the object), the counters (atomics), the gate, the release flags, the plan's basis
+// (published once, before Agreeing, never changed), and the abort word (behind a small lock
+// of its own: a stop must never wait behind a launch).
 #pragma once
 
 #include <nccl.h>
@@ -196,9 +197,11 @@ class Communicator {
   void setLauncher(std::unique_ptr<Launcher> launcher);  // under the lock
   std::unique_ptr<Launcher> takeLauncher();               // under the lock
 
-  // What every hooked call reads or writes, first and on one cache line: between two calls
-  // the program's and NCCL's own work push it out of the nearer caches, and each line the
-  // hook finds there costs a forwarded call time (docs/benchmarks.md, "Cache lines").
+  // What every hooked call reads or writes, first: with the words of the lock that locking
+  // touches (a glibc mutex's first 20 bytes), on the object's first 64-byte line; the counters
+  // are a second. Between two calls the program's and NCCL's own work push these out of the
+  // nearer caches, and each line the hook finds there costs a forwarded call time
+  // (docs/benchmarks.md, "Cache lines").
   alignas(64) std::atomic<CommPhase> phase_{CommPhase::Pending};  // written under mutex_
   CallGate gate_;
   std::atomic<bool> stopRequested_{false};

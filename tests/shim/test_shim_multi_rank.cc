@@ -265,7 +265,7 @@ TEST_CASE("multi-rank: communicators never destroyed, as JAX leaves its own, rep
 // A call the plan gives to NCCL (here: too large) is decided on its own facts: the hook asks
 // NCCL nothing about the communicator for it (ncclCommGetAsyncError is for calls that may run
 // on our kernels, which must not wait for a peer NCCL found broken). So on a communicator set
-// up at its first call, NCCL is asked once for each call but the too-large ones.
+// up at its creation (from call 0), NCCL is asked once for each call but the too-large ones.
 TEST_CASE("multi-rank: a call the plan forwards asks NCCL nothing about its communicator", "[shim][multi-rank]") {
   const ChildResult run = runDriver(2, 60, 1, "", false);
   INFO(run.out << run.err.substr(0, 6000));
